@@ -1,0 +1,547 @@
+"""Bayes by Backprop (Blundell, Cornebise, Kavukcuoglu, Wierstra 2015).
+
+The pieces, each small and separate:
+
+* priors that give an elementwise ``log p(w)``: :class:`GaussianPrior` and the
+  scale mixture :class:`ScaleMixturePrior` (the paper's eq. 7);
+* :class:`BayesLinear`, a linear layer with a diagonal Gaussian posterior
+  ``q(w) = N(mu, sigma^2)``, ``sigma = softplus(rho)``, sampled by the
+  reparameterisation ``w = mu + sigma * eps`` (section 3.2);
+* :class:`RunsLinear`, its deterministic twin, for the non-Bayesian baselines;
+* :class:`MLP` / :func:`make_mlp`, an MLP from either kind of layer;
+* the complexity cost ``log q(w) - log p(w)`` (Monte Carlo, at the sampled
+  weights, as in the paper) or the closed-form KL for a Gaussian prior, always
+  **summed** over every weight and bias;
+* the KL weights across the M minibatches of an epoch (section 3.4);
+* the signal-to-noise ratio ``|mu| / sigma`` and pruning by it (section 5.1).
+
+**Runs dimension.** Every layer can hold ``R`` independent models at once
+(weights shaped ``(R, out, in)``), applied to inputs shaped ``(R, batch, in)``
+with one batched matmul: R seeds or agents train in one set of kernels. Without
+``runs`` a layer behaves like ``torch.nn.Linear`` on ``(..., in)``.
+
+**Sampling modes** (:data:`MODES`), chosen by the caller:
+
+* ``"sample"``: a fresh weight sample on every forward call;
+* ``"mean"``: the posterior mean, deterministic;
+* ``"held"``: a noise sample ``eps`` held and reused by every call until
+  :meth:`BayesLinear.resample` is called.
+
+One forward call uses one weight sample (per run) for all rows of the batch:
+Thompson sampling needs every arm scored by the same network draw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+MODES = ("sample", "mean", "held")
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _check_positive(name: str, value: float) -> float:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _gaussian_log_prob(w: Tensor, sigma: float) -> Tensor:
+    return -_LOG_SQRT_2PI - math.log(sigma) - 0.5 * (w / sigma) ** 2
+
+
+# --------------------------------------------------------------------------- priors
+
+
+class GaussianPrior:
+    """``p(w) = N(0, sigma^2)`` for every weight.
+
+    Args:
+        sigma: Prior standard deviation (> 0).
+    """
+
+    def __init__(self, sigma: float = 1.0) -> None:
+        self.sigma = _check_positive("prior sigma", sigma)
+
+    def log_prob(self, w: Tensor) -> Tensor:
+        """Elementwise ``log p(w)``."""
+        return _gaussian_log_prob(w, self.sigma)
+
+    def __repr__(self) -> str:
+        return f"GaussianPrior(sigma={self.sigma:g})"
+
+
+class ScaleMixturePrior:
+    """``p(w) = pi N(0, sigma_1^2) + (1 - pi) N(0, sigma_2^2)`` (Blundell et al., eq. 7).
+
+    Evaluated in log space with ``logaddexp``, so it stays finite for tiny
+    ``sigma_2`` (the paper uses down to ``e^-8``) and for ``pi`` in ``{0, 1}``.
+
+    Args:
+        pi: Weight of the first component, in ``[0, 1]``.
+        sigma1: Standard deviation of the wide component (> 0).
+        sigma2: Standard deviation of the narrow component (> 0).
+    """
+
+    def __init__(self, pi: float = 0.5, sigma1: float = 1.0, sigma2: float = math.exp(-6)) -> None:
+        if not (isinstance(pi, (int, float)) and 0.0 <= pi <= 1.0):
+            raise ValueError(f"prior pi must be in [0, 1], got {pi!r}")
+        self.pi = float(pi)
+        self.sigma1 = _check_positive("prior sigma1", sigma1)
+        self.sigma2 = _check_positive("prior sigma2", sigma2)
+        self._log_pi = math.log(pi) if pi > 0 else -math.inf
+        self._log_1m_pi = math.log1p(-pi) if pi < 1 else -math.inf
+
+    def log_prob(self, w: Tensor) -> Tensor:
+        """Elementwise ``log p(w)``."""
+        a = self._log_pi + _gaussian_log_prob(w, self.sigma1)
+        b = self._log_1m_pi + _gaussian_log_prob(w, self.sigma2)
+        return torch.logaddexp(a, b)
+
+    def __repr__(self) -> str:
+        return f"ScaleMixturePrior(pi={self.pi:g}, sigma1={self.sigma1:g}, sigma2={self.sigma2:g})"
+
+
+Prior = GaussianPrior | ScaleMixturePrior
+
+
+def gaussian_kl(mu: Tensor, sigma: Tensor, prior_sigma: float) -> Tensor:
+    """Elementwise ``KL(N(mu, sigma^2) || N(0, prior_sigma^2))``."""
+    return (
+        math.log(prior_sigma) - torch.log(sigma) + (sigma**2 + mu**2) / (2 * prior_sigma**2) - 0.5
+    )
+
+
+def sigma_to_rho(sigma: float) -> float:
+    """Inverse softplus: the ``rho`` with ``softplus(rho) = sigma``."""
+    _check_positive("sigma", sigma)
+    return sigma + math.log(-math.expm1(-sigma))
+
+
+# --------------------------------------------------------------------------- layers
+
+
+class _RunsLayer(nn.Module):
+    """Shape checks and the matmul shared by the Bayesian and the deterministic layer."""
+
+    def __init__(self, in_features: int, out_features: int, runs: int | None) -> None:
+        super().__init__()
+        for name, v in (("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if runs is not None and (not isinstance(runs, int) or runs <= 0):
+            raise ValueError(f"runs must be a positive integer or None, got {runs!r}")
+        self.in_features = in_features
+        self.out_features = out_features
+        self.runs = runs
+
+    def _wshape(self) -> tuple[int, ...]:
+        lead = () if self.runs is None else (self.runs,)
+        return (*lead, self.out_features, self.in_features)
+
+    def _bshape(self) -> tuple[int, ...]:
+        lead = () if self.runs is None else (self.runs,)
+        return (*lead, self.out_features)
+
+    def _check_input(self, x: Tensor) -> None:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(
+                f"input has {x.shape[-1]} features in its last dimension, the layer expects "
+                f"in_features={self.in_features} (input shape {tuple(x.shape)})"
+            )
+        if self.runs is not None and x.dim() == 3 and x.shape[0] != self.runs:
+            raise ValueError(
+                f"input has {x.shape[0]} runs in dimension 0, the layer holds runs={self.runs} "
+                f"(input shape {tuple(x.shape)}; pass (runs, batch, in) or (batch, in))"
+            )
+        if self.runs is not None and x.dim() not in (2, 3):
+            raise ValueError(
+                f"a layer with runs={self.runs} takes input of shape (runs, batch, in) or "
+                f"(batch, in), got shape {tuple(x.shape)}"
+            )
+
+    def _apply(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+        if self.runs is None:
+            return F.linear(x, w, b)
+        if x.dim() == 2:  # one batch shared by every run
+            x = x.expand(self.runs, *x.shape)
+        wt = w.transpose(1, 2)  # (runs, in, out)
+        if b is None:
+            return torch.bmm(x, wt)  # (runs, batch, out)
+        return torch.baddbmm(b.unsqueeze(1), x, wt)  # (runs, batch, out)
+
+
+def _init_mu(t: Tensor, fan_in: int) -> None:
+    # torch.nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+    bound = 1.0 / math.sqrt(fan_in)
+    nn.init.uniform_(t, -bound, bound)
+
+
+class RunsLinear(_RunsLayer):
+    """An ordinary (deterministic) linear layer with an optional runs dimension.
+
+    Args:
+        in_features: Input size.
+        out_features: Output size.
+        runs: Number of independent models held, or ``None`` for one ordinary layer.
+        bias: Whether to add a bias.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        runs: int | None = None,
+        bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(in_features, out_features, runs)
+        kw = {"device": device, "dtype": dtype}
+        self.weight = nn.Parameter(torch.empty(self._wshape(), **kw))
+        self.bias = nn.Parameter(torch.empty(self._bshape(), **kw)) if bias else None
+        _init_mu(self.weight, in_features)
+        if self.bias is not None:
+            _init_mu(self.bias, in_features)
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input(x)
+        return self._apply(x, self.weight, self.bias)
+
+
+class BayesLinear(_RunsLayer):
+    """Linear layer with a factorised Gaussian posterior over weights and biases.
+
+    ``q(w) = N(mu, sigma^2)`` with ``sigma = softplus(rho)`` per weight and bias;
+    a sample is ``w = mu + sigma * eps``, ``eps ~ N(0, 1)`` (Blundell et al., 3.2).
+
+    Args:
+        in_features: Input size.
+        out_features: Output size.
+        runs: Number of independent models held (weights ``(runs, out, in)``), or
+            ``None`` for one model.
+        prior: The prior over every weight and bias.
+        bias: Whether to have a (Bayesian) bias.
+        init_sigma: Initial posterior standard deviation of every parameter.
+        generator: Source of the noise ``eps``; ``None`` uses torch's global generator.
+            Must live on the same device as the parameters.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        runs: int | None = None,
+        prior: Prior | None = None,
+        bias: bool = True,
+        init_sigma: float = 0.01,
+        generator: torch.Generator | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__(in_features, out_features, runs)
+        self.prior: Prior = prior if prior is not None else ScaleMixturePrior()
+        self.generator = generator
+        self.mode = "sample"
+        kw = {"device": device, "dtype": dtype}
+        rho0 = sigma_to_rho(_check_positive("init_sigma", init_sigma))
+        self.weight_mu = nn.Parameter(torch.empty(self._wshape(), **kw))
+        self.weight_rho = nn.Parameter(torch.full(self._wshape(), rho0, **kw))
+        _init_mu(self.weight_mu, in_features)
+        if bias:
+            self.bias_mu = nn.Parameter(torch.empty(self._bshape(), **kw))
+            self.bias_rho = nn.Parameter(torch.full(self._bshape(), rho0, **kw))
+            _init_mu(self.bias_mu, in_features)
+        else:
+            self.bias_mu = self.bias_rho = None
+        # Pruning mask (1 keeps a weight, 0 removes it); see prune_by_snr.
+        self.register_buffer("weight_mask", torch.ones(self._wshape(), **kw))
+        self._held: tuple[Tensor, Tensor | None] | None = None
+        self._last: tuple[Tensor, Tensor | None] | None = None  # eps of the last sample
+
+    # -- posterior ------------------------------------------------------------------
+    @property
+    def weight_sigma(self) -> Tensor:
+        return F.softplus(self.weight_rho)
+
+    @property
+    def bias_sigma(self) -> Tensor | None:
+        return None if self.bias_rho is None else F.softplus(self.bias_rho)
+
+    def _draw_eps(self) -> tuple[Tensor, Tensor | None]:
+        kw = {"generator": self.generator, "device": self.weight_mu.device,
+              "dtype": self.weight_mu.dtype}
+        ew = torch.randn(self._wshape(), **kw)
+        eb = torch.randn(self._bshape(), **kw) if self.bias_mu is not None else None
+        return ew, eb
+
+    def resample(self, eps_w: Tensor | None = None, eps_b: Tensor | None = None) -> None:
+        """Draw (or set) the noise that ``"held"`` mode reuses until the next call."""
+        if eps_w is None:
+            eps_w, eps_b = self._draw_eps()
+        if tuple(eps_w.shape) != self._wshape():
+            raise ValueError(f"eps_w must have shape {self._wshape()}, got {tuple(eps_w.shape)}")
+        if self.bias_mu is not None and (eps_b is None or tuple(eps_b.shape) != self._bshape()):
+            got = None if eps_b is None else tuple(eps_b.shape)
+            raise ValueError(f"eps_b must have shape {self._bshape()}, got {got}")
+        self._held = (eps_w, eps_b)
+
+    def sample_weights(self) -> tuple[Tensor, Tensor | None]:
+        """The weights the current mode uses, ``(weight, bias)``; records the noise."""
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if self.mode == "mean":
+            self._last = None
+            return self.weight_mu * self.weight_mask, self.bias_mu
+        if self.mode == "held":
+            if self._held is None:
+                self.resample()
+            eps_w, eps_b = self._held
+        else:
+            eps_w, eps_b = self._draw_eps()
+        self._last = (eps_w, eps_b)
+        w = (self.weight_mu + self.weight_sigma * eps_w) * self.weight_mask
+        b = None if self.bias_mu is None else self.bias_mu + self.bias_sigma * eps_b
+        return w, b
+
+    def forward(self, x: Tensor) -> Tensor:
+        self._check_input(x)
+        w, b = self.sample_weights()
+        return self._apply(x, w, b)
+
+    # -- complexity cost ------------------------------------------------------------
+    def _sum(self, t: Tensor) -> Tensor:
+        # Sum over every parameter element, per run when there is a runs dimension.
+        return t.sum() if self.runs is None else t.reshape(self.runs, -1).sum(1)
+
+    def complexity_cost(self, kind: str = "mc") -> Tensor:
+        """``log q(w|theta) - log p(w)`` summed over all weights and biases (never averaged).
+
+        Args:
+            kind: ``"mc"``: the Monte Carlo estimate at the weights of the last
+                sampled forward call (the paper's estimator, eq. 2; works for
+                every prior). ``"kl"``: the closed-form KL, Gaussian prior only.
+
+        Returns:
+            A scalar, or a ``(runs,)`` tensor: one cost per run.
+        """
+        parts = [(self.weight_mu, self.weight_sigma, 0)]
+        if self.bias_mu is not None:
+            parts.append((self.bias_mu, self.bias_sigma, 1))
+        mask = self.weight_mask
+        if kind == "kl":
+            if not isinstance(self.prior, GaussianPrior):
+                raise ValueError(f"closed-form KL needs a GaussianPrior, the layer has {self.prior}")
+            total = 0
+            for mu, sigma, i in parts:
+                kl = gaussian_kl(mu, sigma, self.prior.sigma)
+                total = total + self._sum(kl * mask if i == 0 else kl)
+            return total
+        if kind != "mc":
+            raise ValueError(f"complexity cost kind must be 'mc' or 'kl', got {kind!r}")
+        if self._last is None:
+            raise RuntimeError("no sampled weights yet: run a forward pass in 'sample' or 'held' "
+                               "mode before asking for the Monte Carlo complexity cost")
+        total = 0
+        for (mu, sigma, i), eps in zip(parts, self._last):
+            w = mu + sigma * eps
+            log_q = -_LOG_SQRT_2PI - torch.log(sigma) - 0.5 * eps**2
+            c = log_q - self.prior.log_prob(w)
+            total = total + self._sum(c * mask if i == 0 else c)
+        return total
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"runs={self.runs}, prior={self.prior}, mode={self.mode!r}")
+
+
+# --------------------------------------------------------------------------- MLP
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "sigmoid": nn.Sigmoid}
+
+
+class MLP(nn.Module):
+    """A stack of (Bayesian or ordinary) linear layers with an activation between them."""
+
+    def __init__(self, layers: Sequence[nn.Module], activation: str = "relu",
+                 dropout: float = 0.0) -> None:
+        super().__init__()
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.layers = nn.ModuleList(layers)
+        self.act = _ACTIVATIONS[activation]()
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x: Tensor) -> Tensor:
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i < last:
+                x = self.drop(self.act(x))
+        return x
+
+    def bayes_layers(self) -> list[BayesLinear]:
+        return [m for m in self.layers if isinstance(m, BayesLinear)]
+
+    @property
+    def mode(self) -> str:
+        modes = {m.mode for m in self.bayes_layers()}
+        return modes.pop() if len(modes) == 1 else "mixed"
+
+    def set_mode(self, mode: str) -> MLP:
+        """Set the sampling mode (:data:`MODES`) of every Bayesian layer."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        for m in self.bayes_layers():
+            m.mode = mode
+        return self
+
+    @contextmanager
+    def sampling(self, mode: str) -> Iterator[MLP]:
+        """Temporarily use another sampling mode: ``with model.sampling("mean"): ...``."""
+        old = [m.mode for m in self.bayes_layers()]
+        self.set_mode(mode)
+        try:
+            yield self
+        finally:
+            for m, o in zip(self.bayes_layers(), old):
+                m.mode = o
+
+    def resample(self) -> None:
+        """Draw new held noise in every Bayesian layer."""
+        for m in self.bayes_layers():
+            m.resample()
+
+    def complexity_cost(self, kind: str = "mc") -> Tensor:
+        """Sum of the layers' complexity costs (see :meth:`BayesLinear.complexity_cost`)."""
+        layers = self.bayes_layers()
+        if not layers:
+            raise ValueError("the model has no Bayesian layers, so it has no complexity cost")
+        return sum(m.complexity_cost(kind) for m in layers)
+
+
+def make_mlp(
+    in_features: int,
+    hidden: Sequence[int],
+    out_features: int,
+    *,
+    bayesian: bool = True,
+    runs: int | None = None,
+    prior: Prior | None = None,
+    activation: str = "relu",
+    dropout: float = 0.0,
+    init_sigma: float = 0.01,
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> MLP:
+    """Build an MLP ``in -> hidden[0] -> ... -> out``.
+
+    Args:
+        in_features: Input size.
+        hidden: Sizes of the hidden layers.
+        out_features: Output size.
+        bayesian: :class:`BayesLinear` layers if true, else :class:`RunsLinear`.
+        runs: Independent models held at once (see the module docstring).
+        prior: Prior of every Bayesian layer (default: scale mixture).
+        activation: ``"relu"``, ``"tanh"``, ``"elu"`` or ``"sigmoid"``.
+        dropout: Dropout probability after each hidden activation.
+        init_sigma: Initial posterior standard deviation (Bayesian layers).
+        generator: Noise source shared by the Bayesian layers.
+    """
+    sizes = [in_features, *hidden, out_features]
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        if bayesian:
+            layers.append(BayesLinear(a, b, runs=runs, prior=prior, init_sigma=init_sigma,
+                                      generator=generator, device=device, dtype=dtype))
+        else:
+            layers.append(RunsLinear(a, b, runs=runs, device=device, dtype=dtype))
+    return MLP(layers, activation=activation, dropout=dropout)
+
+
+# --------------------------------------------------------------------------- KL weighting
+
+KL_SCHEMES = ("uniform", "blundell", "constant")
+
+
+def kl_weights(num_batches: int, scheme: str = "uniform", value: float = 1.0) -> list[float]:
+    """Weights ``pi_i`` of the complexity cost in minibatch ``i = 1..M`` of an epoch.
+
+    Args:
+        num_batches: ``M``, the number of minibatches in an epoch.
+        scheme: ``"uniform"``: ``1/M`` (eq. 8); ``"blundell"``:
+            ``pi_i = 2^(M-i) / (2^M - 1)`` (section 3.4: the first minibatches
+            are weighted most, the sum is 1); ``"constant"``: ``value`` for all.
+        value: The constant of the ``"constant"`` scheme.
+    """
+    if not isinstance(num_batches, int) or num_batches <= 0:
+        raise ValueError(f"num_batches must be a positive integer, got {num_batches!r}")
+    if scheme == "uniform":
+        return [1.0 / num_batches] * num_batches
+    if scheme == "blundell":
+        # 2^(M-i) / (2^M - 1) = 2^-i / (1 - 2^-M): no overflow for large M.
+        norm = -math.expm1(-num_batches * math.log(2.0))
+        return [2.0 ** (-i) / norm for i in range(1, num_batches + 1)]
+    if scheme == "constant":
+        return [float(value)] * num_batches
+    raise ValueError(f"KL scheme must be one of {KL_SCHEMES}, got {scheme!r}")
+
+
+# --------------------------------------------------------------------------- SNR, pruning
+
+
+def snr(model: nn.Module) -> Tensor:
+    """Signal-to-noise ratio ``|mu| / sigma`` of every weight (biases excluded).
+
+    Returns:
+        ``(N,)`` for a model without runs, ``(runs, N)`` with runs; weights are
+        concatenated in layer order.
+    """
+    layers = [m for m in model.modules() if isinstance(m, BayesLinear)]
+    if not layers:
+        raise ValueError("the model has no Bayesian layers, so its weights have no SNR")
+    parts = []
+    for m in layers:
+        s = m.weight_mu.detach().abs() / m.weight_sigma.detach()
+        parts.append(s.reshape(-1) if m.runs is None else s.reshape(m.runs, -1))
+    return torch.cat(parts, dim=-1)
+
+
+@torch.no_grad()
+def prune_by_snr(model: nn.Module, fraction: float) -> int:
+    """Remove exactly the lowest-SNR ``fraction`` of the weights (Table 2).
+
+    The removed weights are set to zero in every sampling mode through each
+    layer's ``weight_mask``; the count is ``round(fraction * N)`` of the model's
+    ``N`` weights (per run). Biases are kept. Pruning is not cumulative: each call
+    starts again from all weights.
+
+    Returns:
+        The number of weights removed (per run).
+    """
+    if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
+        raise ValueError(f"pruning fraction must be in [0, 1], got {fraction!r}")
+    layers = [m for m in model.modules() if isinstance(m, BayesLinear)]
+    s = snr(model)
+    s2 = s.unsqueeze(0) if s.dim() == 1 else s  # (runs, N)
+    n = s2.shape[1]
+    k = int(round(fraction * n))
+    mask = torch.ones_like(s2)
+    if k > 0:
+        idx = torch.argsort(s2, dim=1, stable=True)[:, :k]
+        mask.scatter_(1, idx, 0.0)
+    offset = 0
+    for m in layers:
+        size = m.weight_mu[0].numel() if m.runs is not None else m.weight_mu.numel()
+        part = mask[:, offset:offset + size]
+        m.weight_mask.copy_(part.reshape(m.weight_mask.shape))
+        offset += size
+    return k
