@@ -1,0 +1,99 @@
+"""A preallocated circular replay buffer with a runs dimension.
+
+It holds the last ``capacity`` interactions ``(context, action, reward)`` of each
+of ``runs`` independent runs (Blundell et al. 2015, section 5.3: the last 4096).
+All runs are written together, one interaction each per :meth:`ReplayBuffer.add`,
+so they always hold the same number of items. Storage is torch tensors on the
+learner's device, allocated once (as in stable-baselines3's buffers): nothing
+grows per step.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+class Batch(NamedTuple):
+    """A minibatch per run."""
+
+    contexts: Tensor  # (runs, batch, context_dim)
+    actions: Tensor  # (runs, batch) int64
+    rewards: Tensor  # (runs, batch)
+
+
+class ReplayBuffer:
+    """Circular buffer of the last ``capacity`` interactions of ``runs`` runs.
+
+    Args:
+        capacity: Interactions kept per run; older ones are overwritten.
+        runs: Number of independent runs stored side by side.
+        context_dim: Size of a context vector.
+        device: Where the storage (and sampled batches) live.
+        dtype: Floating dtype of contexts and rewards.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        runs: int,
+        context_dim: int,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        for name, v in (("capacity", capacity), ("runs", runs), ("context_dim", context_dim)):
+            if not isinstance(v, (int, np.integer)) or v <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        self.capacity, self.runs, self.context_dim = int(capacity), int(runs), int(context_dim)
+        self.device = torch.device(device)
+        self.contexts = torch.zeros(runs, capacity, context_dim, dtype=dtype, device=self.device)
+        self.actions = torch.zeros(runs, capacity, dtype=torch.int64, device=self.device)
+        self.rewards = torch.zeros(runs, capacity, dtype=dtype, device=self.device)
+        self.pos = 0  # next slot to write
+        self.full = False
+        self._run_index = torch.arange(runs, device=self.device).unsqueeze(1)  # (runs, 1)
+
+    def __len__(self) -> int:
+        return self.capacity if self.full else self.pos
+
+    def add(self, contexts, actions, rewards) -> None:
+        """Store one interaction per run: ``contexts (runs, d)``, ``actions (runs,)``,
+        ``rewards (runs,)`` (numpy arrays or tensors)."""
+        c = torch.as_tensor(contexts, dtype=self.contexts.dtype, device=self.device)
+        a = torch.as_tensor(actions, dtype=torch.int64, device=self.device)
+        r = torch.as_tensor(rewards, dtype=self.rewards.dtype, device=self.device)
+        if c.shape != (self.runs, self.context_dim) or a.shape != (self.runs,) or r.shape != (
+            self.runs,
+        ):
+            raise ValueError(
+                f"add expects contexts ({self.runs}, {self.context_dim}), actions ({self.runs},) "
+                f"and rewards ({self.runs},); got {tuple(c.shape)}, {tuple(a.shape)}, "
+                f"{tuple(r.shape)}"
+            )
+        self.contexts[:, self.pos] = c
+        self.actions[:, self.pos] = a
+        self.rewards[:, self.pos] = r
+        self.pos += 1
+        if self.pos == self.capacity:
+            self.pos, self.full = 0, True
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
+        """Draw ``batch_size`` items per run, uniformly with replacement.
+
+        Each run draws its own indices; ``generator`` (on the buffer's device)
+        makes the draw reproducible.
+        """
+        n = len(self)
+        if n == 0:
+            raise ValueError("cannot sample from an empty replay buffer: add interactions first")
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        idx = torch.randint(n, (self.runs, batch_size), generator=generator, device=self.device)
+        return Batch(
+            self.contexts[self._run_index, idx],  # (runs, batch, d)
+            self.actions[self._run_index, idx],  # (runs, batch)
+            self.rewards[self._run_index, idx],  # (runs, batch)
+        )
