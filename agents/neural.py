@@ -44,14 +44,14 @@ class NeuralAgent(Agent):
 
     @abc.abstractmethod
     def loss(self, inputs: Tensor, rewards: Tensor, n_data: int) -> Tensor:
-        """Training loss summed over runs: ``inputs (runs, batch, in)``, ``rewards (runs, batch)``."""
+        """Loss summed over runs: ``inputs (runs, batch, in)``, ``rewards (runs, batch)``."""
 
     def inputs(self, contexts: Tensor, actions: Tensor) -> Tensor:
-        """``contexts (..., d)`` and ``actions (...)`` -> network inputs ``(..., d + n_actions)``."""
+        """``contexts (..., d)``, ``actions (...)`` -> network inputs ``(..., d + n_actions)``."""
         return torch.cat([contexts, self._eye[actions]], dim=-1)
 
     def all_action_inputs(self, contexts: np.ndarray) -> Tensor:
-        """Every action of every run's context: ``(runs, d) -> (runs, n_actions, d + n_actions)``."""
+        """All actions of each run's context: ``(runs, d) -> (runs, n_actions, d + n_actions)``."""
         c = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
         c = c.unsqueeze(1).expand(-1, self.n_actions, -1)  # (runs, n_actions, d)
         eye = self._eye.expand(c.shape[0], -1, -1)  # (runs, n_actions, n_actions)

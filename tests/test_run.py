@@ -1,0 +1,174 @@
+"""The command line of the bandit simulator: outputs, determinism and bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bandits.run import main
+
+TINY = ["--env", "wheel", "--steps", "30", "--seeds", "2", "--hidden", "8",
+        "--batch-size", "8", "--updates-per-step", "1", "--no-progress"]
+
+
+def test_tiny_run_writes_every_output(tmp_path):
+    out = tmp_path / "run"
+    assert main([*TINY, "--agent", "bbb", "greedy", "uniform", "--out", str(out)]) == 0
+    for name in ("metrics.csv", "summary.csv", "config.json", "regret.png", "regret.pdf"):
+        assert (out / name).is_file(), name
+    m = pd.read_csv(out / "metrics.csv")
+    assert list(m.columns) == ["agent", "seed", "step", "action", "reward", "regret",
+                               "expected_regret", "cumulative_regret",
+                               "cumulative_expected_regret"]
+    assert len(m) == 3 * 2 * 30  # every step of a short run
+    for (_, _), g in m.groupby(["agent", "seed"]):
+        assert g["cumulative_regret"].iloc[-1] == pytest.approx(g["regret"].sum(), rel=1e-5)
+    assert (m["expected_regret"] >= 0).all()
+    s = pd.read_csv(out / "summary.csv")
+    assert set(s["agent"]) == {"bbb", "greedy", "uniform"}
+    assert {"cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
+            "cumulative_regret_max", "wall_seconds"} <= set(s.columns)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["seeds"] == 2 and cfg["steps"] == 30 and cfg["interrupted"] is False
+    assert cfg["seed_list"] == [0, 1] and "torch" in cfg["versions"]
+
+
+def test_same_seed_gives_byte_identical_metrics(tmp_path):
+    args = [*TINY, "--agent", "bbb", "eps5"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    assert main([*args, "--seed", "7", "--out", str(tmp_path / "c")]) == 0
+    a = (tmp_path / "a" / "metrics.csv").read_bytes()
+    assert a == (tmp_path / "b" / "metrics.csv").read_bytes()
+    assert a != (tmp_path / "c" / "metrics.csv").read_bytes()
+
+
+def test_agents_see_the_same_contexts_and_draws(tmp_path):
+    # Common random numbers: the oracle's regret-free reward is the same for all agents,
+    # so regret + reward (= the oracle's realised reward) matches across agents.
+    assert main([*TINY, "--agent", "greedy", "uniform", "--out", str(tmp_path / "r")]) == 0
+    m = pd.read_csv(tmp_path / "r" / "metrics.csv")
+    m["oracle"] = m["reward"] + m["regret"]
+    wide = m.pivot_table(index=["seed", "step"], columns="agent", values="oracle")
+    pd.testing.assert_series_equal(wide["greedy"], wide["uniform"], check_names=False)
+
+
+def test_long_runs_write_a_bounded_number_of_rows(tmp_path):
+    out = tmp_path / "r"
+    assert main([*TINY, "--agent", "uniform", "--steps", "500", "--log-points", "50",
+                 "--out", str(out)]) == 0
+    m = pd.read_csv(out / "metrics.csv")
+    steps = m["step"].unique()
+    assert len(steps) <= 60 and steps.min() == 1 and steps.max() == 500
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--agent", "nope"], "unknown agent 'nope'"),
+        (["--env", "nope"], "invalid choice: 'nope'"),
+        (["--preset", "nope"], "invalid choice: 'nope'"),
+        (["--steps", "0"], "--steps must be a positive integer"),
+        (["--seeds", "-1"], "--seeds must be a positive integer"),
+        (["--steps", "ten"], "invalid int value: 'ten'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        code = main([*TINY, *args, "--out", str(tmp_path / "x")])
+        raise SystemExit(code)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_existing_output_is_never_overwritten_without_flag(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    assert main([*TINY, "--agent", "uniform", "--out", str(out)]) == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]
+    assert main([*TINY, "--agent", "uniform", "--out", str(out), "--overwrite"]) == 0
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert (out / "metrics.csv").is_file()
+
+
+def test_unwritable_output_directory(tmp_path, capsys):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory would have to be")
+    assert main([*TINY, "--agent", "uniform", "--out", str(blocker / "sub")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot write to output directory" in err and len(err.splitlines()) == 1
+
+
+def test_output_path_that_is_a_file(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("data")
+    assert main([*TINY, "--agent", "uniform", "--out", str(f)]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    assert f.read_text() == "data"
+
+
+def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    import urllib.request
+
+    def no_network(*a, **k):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    code = main(["--agent", "uniform", "--steps", "5", "--no-progress",
+                 "--data-dir", str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "agaricus-lepiota.data" in err and len(err.splitlines()) == 1
+
+
+def test_interrupt_writes_what_was_measured(tmp_path, monkeypatch):
+    import agents.uniform
+
+    calls = {"n": 0}
+    original = agents.uniform.UniformAgent.act
+
+    def act(self, contexts):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise KeyboardInterrupt
+        return original(self, contexts)
+
+    monkeypatch.setattr(agents.uniform.UniformAgent, "act", act)
+    out = tmp_path / "r"
+    assert main([*TINY, "--agent", "uniform", "--out", str(out)]) == 130
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["interrupted"] is True and cfg["steps_completed"] == 11
+    m = pd.read_csv(out / "metrics.csv")
+    assert m["step"].max() == 11
+
+
+def test_help_states_defaults():
+    r = subprocess.run([sys.executable, "-m", "bandits.run", "--help"], capture_output=True,
+                       text=True, cwd=Path(__file__).parents[1], timeout=120)
+    assert r.returncode == 0
+    for text in ("--updates-per-step", "paper: 64", "--act-samples", "(default: 1)",
+                 "--noise-sigma", "--lr"):
+        assert text in r.stdout, text
+
+
+def test_plot_redraws_from_csv(tmp_path):
+    from bandits.plot import main as plot_main
+
+    out = tmp_path / "r"
+    assert main([*TINY, "--agent", "uniform", "greedy", "--out", str(out)]) == 0
+    (out / "regret.png").unlink()
+    assert plot_main([str(out), "--log-y"]) == 0
+    assert (out / "regret.png").stat().st_size > 10_000
+    other = tmp_path / "other"
+    assert main([*TINY, "--agent", "uniform", "--seed", "5", "--out", str(other)]) == 0
+    combined = tmp_path / "both.png"
+    assert plot_main([str(out), str(other), "--out", str(combined)]) == 0
+    assert combined.is_file()
+    assert plot_main([str(tmp_path / "missing")]) == 2
