@@ -123,6 +123,84 @@ def sigma_to_rho(sigma: float) -> float:
     return sigma + math.log(-math.expm1(-sigma))
 
 
+class _FusedMCCost(torch.autograd.Function):
+    """``sum(mask * (log q(w) - log p(w)))`` at ``w = mu + sigma * eps``, hand-written backward.
+
+    The same value and gradients as autograd through :func:`_mc_cost_reference`
+    (exact math, different rounding), but a few in-place passes over the weights
+    instead of autograd's dozens: the scale-mixture prior's ``logaddexp`` and its
+    backward dominated a Bayesian MLP's training step on a CPU. For the scale mixture:
+
+    * ``log p(w) = max(a, b) + log1p(exp(-|d|))`` with ``a = log(pi N(w; 0, s1))``,
+      ``b = log((1 - pi) N(w; 0, s2))``, ``d = a - b`` (stable for ``s2`` down to ``e^-8``);
+    * ``d/dw [-log p(w)] = w (r / s1^2 + (1 - r) / s2^2)`` with ``r = sigmoid(d)``;
+    * ``log q(w) = -log sqrt(2 pi) - log sigma - eps^2 / 2`` (its total derivative
+      through ``w`` with respect to ``mu`` is zero, with respect to ``sigma`` ``-1/sigma``).
+
+    A Gaussian prior ``N(0, s2^2)`` is the case ``r = 0`` (``mix`` is ``None``).
+    """
+
+    @staticmethod
+    def forward(ctx, mu: Tensor, sigma: Tensor, eps: Tensor, mask: Tensor | None,
+                runs: int | None, consts: tuple) -> Tensor:
+        inv_s2sq, log_s2, mix = consts  # mix: None, or (log pi - log s1, log(1 - pi), 1/s1^2)
+        w = torch.addcmul(mu, sigma, eps)
+        w2 = w * w
+        c = torch.log(sigma).neg_().addcmul_(eps, eps, value=-0.5)  # log q + log sqrt(2 pi)
+        # b = log((1 - pi) N(w; 0, s2)) + log sqrt(2 pi)
+        b = w2.mul(-0.5 * inv_s2sq).add_(-log_s2 if mix is None else mix[1] - log_s2)
+        d = None
+        if mix is None:
+            c.sub_(b)
+        else:
+            a = w2.mul_(-0.5 * mix[2]).add_(mix[0])  # log(pi N(w; 0, s1)) + log sqrt(2 pi)
+            # log p = max(a, b) + log1p(exp(-|a - b|)): no cancellation for tiny s2.
+            c.sub_(torch.maximum(a, b))
+            # Clamping |d| at 40 changes log p and r by < e^-40 (below float32 resolution)
+            # and spares exp() its slow underflow path.
+            d = a.sub_(b).clamp_(-40.0, 40.0)
+            c.sub_(F.softplus(-d.abs()))
+        if mask is not None:
+            c.mul_(mask)
+        ctx.save_for_backward(mu, sigma, eps, mask, w, d)
+        ctx.runs, ctx.consts = runs, consts
+        return c.sum() if runs is None else c.reshape(runs, -1).sum(1)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        mu, sigma, eps, mask, w, d = ctx.saved_tensors
+        inv_s2sq, _, mix = ctx.consts
+        if mix is None:
+            g = w.mul(inv_s2sq)  # d/dw [-log p(w)]
+        else:
+            # r / s1^2 + (1 - r) / s2^2 with 1 - r = sigmoid(-d): no cancellation when r ~ 1.
+            g = torch.sigmoid(-d).mul_(inv_s2sq).add_(torch.sigmoid(d), alpha=mix[2]).mul_(w)
+        scale = grad if ctx.runs is None else grad.reshape(-1, *([1] * (mu.dim() - 1)))
+        if mask is not None:
+            scale = mask * scale
+        g.mul_(scale)  # dC/dmu
+        g_sigma = torch.addcmul(sigma.reciprocal().mul_(-scale), g, eps)  # dC/dsigma
+        return g, g_sigma, None, None, None, None
+
+
+def _mc_cost_reference(mu: Tensor, sigma: Tensor, eps: Tensor, prior: Prior) -> Tensor:
+    """Elementwise ``log q(w) - log p(w)`` at ``w = mu + sigma * eps`` (plain autograd)."""
+    w = mu + sigma * eps
+    log_q = -_LOG_SQRT_2PI - torch.log(sigma) - 0.5 * eps**2
+    return log_q - prior.log_prob(w)
+
+
+def _fused_consts(prior: Prior) -> tuple | None:
+    """Constants of :class:`_FusedMCCost` for ``prior``, or ``None`` where it does not apply."""
+    if isinstance(prior, GaussianPrior):
+        return (1.0 / prior.sigma**2, math.log(prior.sigma), None)
+    if isinstance(prior, ScaleMixturePrior) and 0.0 < prior.pi < 1.0:
+        s1, s2 = prior.sigma1, prior.sigma2
+        return (1.0 / s2**2, math.log(s2), (prior._log_pi - math.log(s1), prior._log_1m_pi,
+                                            1.0 / s1**2))
+    return None
+
+
 # --------------------------------------------------------------------------- layers
 
 
@@ -348,10 +426,13 @@ class BayesLinear(_RunsLayer):
             raise RuntimeError("no sampled weights yet: run a forward pass in 'sample' or 'held' "
                                "mode before asking for the Monte Carlo complexity cost")
         total = 0
+        consts = _fused_consts(self.prior)
         for (mu, sigma, i), eps in zip(parts, self._last):
-            w = mu + sigma * eps
-            log_q = -_LOG_SQRT_2PI - torch.log(sigma) - 0.5 * eps**2
-            c = log_q - self.prior.log_prob(w)
+            if consts is not None:  # same value and gradients, a few times faster
+                m = mask if i == 0 else None
+                total = total + _FusedMCCost.apply(mu, sigma, eps, m, self.runs, consts)
+                continue
+            c = _mc_cost_reference(mu, sigma, eps, self.prior)
             total = total + self._sum(c * mask if i == 0 else c)
         return total
 
