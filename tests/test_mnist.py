@@ -1,0 +1,264 @@
+"""The MNIST benchmark: CLI, training step, evaluation, pruning, outputs, and the fast cost path."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.request
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.distributions import Normal
+
+from bandits import mnist
+from bandits.bayes import (
+    BayesLinear,
+    GaussianPrior,
+    ScaleMixturePrior,
+    _mc_cost_reference,
+    prune_by_snr,
+    snr,
+)
+from bandits.mnist import Config, Split, build_model, parse_config, predict, train_epoch
+
+
+def _no_network(monkeypatch):
+    def fail(*a, **k):
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fail)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_help_states_defaults(capsys):
+    with pytest.raises(SystemExit):
+        mnist.build_parser().parse_args(["--help"])
+    text = capsys.readouterr().out
+    for flag in ("--model", "--prior", "--hidden", "--epochs", "--samples", "--lr",
+                 "--batch-size", "--seed", "--device", "--out", "--data-dir", "--quick",
+                 "--eval-samples", "--kl-weighting", "--bench", "--no-plots"):
+        assert flag in text
+    assert "(default: 0.001)" in text and "(default: 128)" in text
+
+
+def test_quick_preset_and_overrides():
+    cfg = parse_config(["--quick"])
+    assert (cfg.model, cfg.prior, cfg.hidden, cfg.epochs) == ("bbb", "mixture", 400,
+                                                              mnist.QUICK["epochs"])
+    cfg = parse_config(["--quick", "--epochs", "2", "--hidden", "50"])
+    assert (cfg.epochs, cfg.hidden, cfg.model) == (2, 50, "bbb")
+    assert parse_config([]).epochs == Config().epochs
+
+
+@pytest.mark.parametrize("argv", [["--model", "mlp"], ["--complexity", "kl"],
+                                  ["--kl-weighting", "x"], ["--device", "tpu"]])
+def test_bad_settings_rejected(argv):
+    with pytest.raises(ValueError):
+        parse_config(argv)
+
+
+def test_command_line_hides_data_dir():
+    cmd = mnist.command_line(["--data-dir", "/some/where", "--epochs", "3", "--data-dir=/x"])
+    assert "/some/where" not in cmd and "/x" not in cmd
+    assert cmd == "python -m bandits.mnist --data-dir DIR --epochs 3 --data-dir=DIR"
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _toy_split(n: int, seed: int = 0) -> Split:
+    """Ten well-separated classes in 784 dimensions, pixel-like values."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.rand(10, 784, generator=g) * 2
+    y = torch.randint(0, 10, (n,), generator=g)
+    x = (centres[y] + 0.3 * torch.randn(n, 784, generator=g)).clamp(0, 255 / 126)
+    return Split(x, y)
+
+
+@pytest.mark.parametrize("model", ["bbb", "sgd", "dropout"])
+def test_tiny_training_lowers_loss(model):
+    cfg = Config(model=model, hidden=64, batch_size=50, progress=False, lr=3e-3)
+    torch.manual_seed(0)
+    m = build_model(cfg, torch.Generator().manual_seed(1))
+    opt = torch.optim.Adam(m.parameters(), lr=cfg.lr)
+    data, g = _toy_split(400), torch.Generator().manual_seed(2)
+    stats = [train_epoch(m, opt, data, cfg, g) for _ in range(5)]
+    assert stats[-1]["nll"] < 0.5 * stats[0]["nll"]
+    assert stats[-1]["train_loss"] < stats[0]["train_loss"]
+    if model == "bbb":
+        assert stats[0]["kl"] > 0 and stats[-1]["train_loss"] > stats[-1]["nll"]
+    err = mnist.error_pct(predict(m, data.x, "mean"), data.y)
+    assert err < 20
+
+
+def test_loss_scaling_matches_eq8():
+    """The optimised loss is (KL / M + summed NLL) / B: its gradient equals that of the parts."""
+    cfg = Config(hidden=8, batch_size=20, progress=False)
+    torch.manual_seed(0)
+    m = build_model(cfg, torch.Generator().manual_seed(3))
+    data = _toy_split(40)
+    grads = {}
+    for name in ("epoch", "manual"):
+        m.zero_grad()
+        gen = torch.Generator().manual_seed(5)
+        for layer in m.bayes_layers():
+            layer.generator = gen
+        if name == "epoch":
+            opt = torch.optim.SGD(m.parameters(), lr=0.0)  # no step, just the gradients
+            g_shuffle = torch.Generator().manual_seed(9)  # the same order as below
+            train_epoch(m, opt, Split(data.x[:20], data.y[:20]), cfg, g_shuffle)
+            grads[name] = [p.grad.clone() for p in m.parameters()]
+        else:
+            perm = torch.randperm(20, generator=torch.Generator().manual_seed(9))
+            x, y = data.x[:20][perm], data.y[:20][perm]
+            nll = F.cross_entropy(m(x), y, reduction="sum")
+            loss = (m.complexity_cost("mc") / 1 + nll) / 20  # M = 1 minibatch
+            loss.backward()
+            grads[name] = [p.grad.clone() for p in m.parameters()]
+    for a, b in zip(grads["epoch"], grads["manual"], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_predict_modes():
+    cfg = Config(hidden=16, progress=False)
+    torch.manual_seed(0)
+    m = build_model(cfg, torch.Generator().manual_seed(1))
+    x = _toy_split(30).x
+    p_mean = predict(m, x, "mean")
+    torch.testing.assert_close(p_mean, predict(m, x, "mean"))  # deterministic
+    p_s = predict(m, x, "sample", samples=3, chunk=7)
+    assert p_s.shape == (30, 10)
+    torch.testing.assert_close(p_s.sum(-1), torch.ones(30))
+    assert m.mode == "sample"  # restored after evaluation
+
+
+# --------------------------------------------------------------------------- pruning
+
+
+def test_pruning_zeroes_exactly_lowest_snr():
+    cfg = Config(hidden=20, progress=False)
+    torch.manual_seed(0)
+    m = build_model(cfg, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        for layer in m.bayes_layers():
+            layer.weight_rho.uniform_(-6, 0)
+    s = snr(m)
+    n = s.numel()
+    for frac in (0.0, 0.5, 0.75, 0.95, 0.98):
+        removed = prune_by_snr(m, frac)
+        assert removed == round(frac * n)
+        with m.sampling("mean"):
+            w = torch.cat([ly.sample_weights()[0].reshape(-1) for ly in m.bayes_layers()])
+        zero = w == 0
+        assert int(zero.sum()) == removed
+        if 0 < removed < n:
+            assert s[zero].max() <= s[~zero].min()  # exactly the lowest-SNR ones
+    prune_by_snr(m, 0.0)
+    assert all(bool(ly.weight_mask.all()) for ly in m.bayes_layers())
+
+
+def test_prune_table_restores_model():
+    cfg = Config(hidden=16, progress=False, eval_samples=2)
+    torch.manual_seed(0)
+    m = build_model(cfg, torch.Generator().manual_seed(1))
+    data = _toy_split(50)
+    rows = mnist.prune_table(m, data, cfg)
+    assert [r["removed_pct"] for r in rows] == [0, 50, 75, 95, 98]
+    n = sum(ly.weight_mu.numel() for ly in m.bayes_layers())
+    assert rows[2]["weights_left"] == n - round(0.75 * n)
+    assert all(bool(ly.weight_mask.all()) for ly in m.bayes_layers())
+
+
+# --------------------------------------------------------------------------- fast cost path
+
+
+@pytest.mark.parametrize("prior", [ScaleMixturePrior(0.25, math.exp(-1), math.exp(-8)),
+                                   ScaleMixturePrior(0.5, 1.0, math.exp(-6)),
+                                   GaussianPrior(0.3)])
+@pytest.mark.parametrize("runs", [None, 3])
+def test_fused_cost_matches_reference(prior, runs):
+    """Value and gradients of the fast Monte Carlo cost against float64 torch.distributions."""
+    torch.manual_seed(0)
+    layer = BayesLinear(30, 9, runs=runs, prior=prior, init_sigma=0.05)
+    with torch.no_grad():
+        layer.weight_mask.bernoulli_(0.7)
+        layer.weight_mu.mul_(3)
+    layer(torch.randn(4, 30))
+    cost = layer.complexity_cost("mc")
+    (cost * torch.linspace(0.5, 1.5, cost.numel()).reshape(cost.shape)).sum().backward()
+    ref_total = 0.0
+    params = []
+    for mu, rho, eps, mask in ((layer.weight_mu, layer.weight_rho, layer._last[0],
+                                layer.weight_mask), (layer.bias_mu, layer.bias_rho,
+                                                     layer._last[1], None)):
+        mu64 = mu.detach().double().requires_grad_()
+        rho64 = rho.detach().double().requires_grad_()
+        params += [(mu, mu64), (rho, rho64)]
+        sigma = F.softplus(rho64)
+        w = mu64 + sigma * eps.double()
+        if isinstance(prior, GaussianPrior):
+            log_p = Normal(0.0, prior.sigma).log_prob(w)
+        else:
+            log_p = torch.logsumexp(torch.stack([
+                math.log(prior.pi) + Normal(0.0, prior.sigma1).log_prob(w),
+                math.log1p(-prior.pi) + Normal(0.0, prior.sigma2).log_prob(w)]), 0)
+        c = Normal(mu64, sigma).log_prob(w) - log_p
+        if mask is not None:
+            c = c * mask.double()
+        ref_total = ref_total + (c.sum() if runs is None else c.reshape(runs, -1).sum(1))
+    torch.testing.assert_close(cost.double(), ref_total.detach(), rtol=1e-5, atol=1e-2)
+    (ref_total * torch.linspace(0.5, 1.5, cost.numel(), dtype=torch.float64)
+     .reshape(cost.shape)).sum().backward()
+    for p32, p64 in params:
+        scale = p64.grad.abs().max()
+        torch.testing.assert_close(p32.grad.double() / scale, p64.grad / scale,
+                                   rtol=0, atol=1e-5)
+    # and the plain-autograd reference path of the library agrees too
+    eps = layer._last[0]
+    ref32 = _mc_cost_reference(layer.weight_mu, layer.weight_sigma, eps, prior)
+    assert torch.isfinite(ref32).all()
+
+
+# --------------------------------------------------------------------------- whole runs
+
+
+def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
+    """A tiny real run: every output file, sane numbers, the loss goes down."""
+    _no_network(monkeypatch)
+    out = tmp_path / "run"
+    argv = ["--data-dir", str(mnist_data_dir), "--train-size", "600", "--test-size", "300",
+            "--epochs", "3", "--hidden", "64", "--batch-size", "32", "--lr", "3e-3",
+            "--eval-samples", "3", "--ood-images", "100", "--out", str(out), "--no-progress"]
+    assert mnist.main(argv) == 0
+    for name in ("config.json", "epochs.csv", "summary.json", "pruning.csv", "pruning.md",
+                 "weights_hist.csv", "snr_hist.csv", "test_error.png", "weights.png", "snr.png"):
+        assert (out / name).is_file(), name
+    rows = mnist.read_csv(out / "epochs.csv")
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert rows[-1]["nll"] < rows[0]["nll"] and rows[-1]["train_loss"] < rows[0]["train_loss"]
+    assert rows[-1]["test_error"] < 40
+    s = json.loads((out / "summary.json").read_text())
+    assert {"test_error_mean", "test_error_sampled"} <= set(s["final"])
+    assert s["best_validation"]["epoch"] in (1, 2, 3)
+    assert len(s["pruning"]) == 5 and s["device"] == "cpu"
+    assert str(mnist_data_dir) not in (out / "summary.json").read_text()
+    assert 0 < s["ood"]["entropy_noise"] <= math.log(10) + 1e-6
+    report = mnist.report(tmp_path)
+    assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
+    assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
+
+
+def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
+    _no_network(monkeypatch)
+    base = ["--data-dir", str(mnist_data_dir), "--train-size", "300", "--test-size", "200",
+            "--hidden", "32", "--ood-images", "50", "--no-progress", "--no-plots"]
+    assert mnist.main([*base, "--model", "sgd", "--epochs", "1",
+                       "--out", str(tmp_path / "sgd")]) == 0
+    s = json.loads((tmp_path / "sgd" / "summary.json").read_text())
+    assert "pruning" not in s and "test_error_sampled" not in s["final"]
+    assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--out", str(tmp_path)]) == 0
+    sp = json.loads((tmp_path / "speed.json").read_text())
+    assert sp["ratio_bbb_over_mlp"] > 0 and sp["train_images"] == 300
