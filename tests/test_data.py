@@ -234,6 +234,15 @@ def test_gz_checksum_is_of_the_decompressed_content(dirs, net, tmp_path):
         resolve(wrong)
 
 
+def test_corrupt_gz_download_is_reported_and_not_kept(dirs, net):
+    f = _file("t10k-labels-idx1-ubyte.gz", content=b"labels")
+    net.pages[URL] = b"<html>not a gzip file</html>"
+    with pytest.raises(DataNotFoundError) as info:
+        resolve(f)
+    assert URL in str(info.value) and f.name in str(info.value)
+    assert _files_under(dirs["cache"]) == []
+
+
 def test_content_sha256_of_plain_file(tmp_path):
     p = _put(tmp_path / "x.data")
     assert content_sha256(p) == _sha(CONTENT)

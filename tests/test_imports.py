@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -21,12 +19,20 @@ def _run(code: str, cwd: Path) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("package", ["bandits", "agents", "envs"])
-def test_package_resolves_to_this_repository(package, tmp_path):
-    # Run from an unrelated directory: the installed package, not the cwd, must point here.
-    out = _run(f"import json, {package}; print(json.dumps({package}.__file__))", tmp_path)
-    path = Path(json.loads(out)).resolve()
-    assert path == REPO / package / "__init__.py"
+def test_packages_resolve_to_this_repository(tmp_path):
+    # From an unrelated directory, so the installed packages, not the cwd, must point here.
+    # find_spec locates a package without running it (importing agents would load torch).
+    code = (
+        "import importlib.util, json; "
+        "print(json.dumps({p: importlib.util.find_spec(p).origin "
+        "for p in ['bandits', 'agents', 'envs']}))"
+    )
+    found = json.loads(_run(code, tmp_path))
+    for package, origin in found.items():
+        assert Path(origin).resolve() == REPO / package / "__init__.py", package
+    # And once imported, __file__ says the same.
+    out = _run("import json, bandits; print(json.dumps(bandits.__file__))", tmp_path)
+    assert Path(json.loads(out)).resolve() == REPO / "bandits" / "__init__.py"
 
 
 def test_importing_bandits_does_not_import_the_runner(tmp_path):
