@@ -177,6 +177,7 @@ def test_prune_table_restores_model():
 
 @pytest.mark.parametrize("prior", [ScaleMixturePrior(0.25, math.exp(-1), math.exp(-8)),
                                    ScaleMixturePrior(0.5, 1.0, math.exp(-6)),
+                                   ScaleMixturePrior(0.7, math.exp(-6), 1.0),  # narrow first
                                    GaussianPrior(0.3)])
 @pytest.mark.parametrize("runs", [None, 3])
 def test_fused_cost_matches_reference(prior, runs):
