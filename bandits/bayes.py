@@ -34,6 +34,7 @@ Thompson sampling needs every arm scored by the same network draw.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -45,8 +46,18 @@ MODES = ("sample", "mean", "held")
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+def _is_real(value: object) -> bool:
+    # numbers.Real, not (int, float): numpy scalars such as np.float32 are not float subclasses.
+    return isinstance(value, numbers.Real)
+
+
+def _is_count(value: object) -> bool:
+    # A positive integer, numpy integers included; True is not a size.
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+
+
 def _check_positive(name: str, value: float) -> float:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+    if not (_is_real(value) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
 
@@ -89,9 +100,9 @@ class ScaleMixturePrior:
     """
 
     def __init__(self, pi: float = 0.5, sigma1: float = 1.0, sigma2: float = math.exp(-6)) -> None:
-        if not (isinstance(pi, (int, float)) and 0.0 <= pi <= 1.0):
+        if not (_is_real(pi) and 0.0 <= pi <= 1.0):
             raise ValueError(f"prior pi must be in [0, 1], got {pi!r}")
-        self.pi = float(pi)
+        self.pi = pi = float(pi)
         self.sigma1 = _check_positive("prior sigma1", sigma1)
         self.sigma2 = _check_positive("prior sigma2", sigma2)
         self._log_pi = math.log(pi) if pi > 0 else -math.inf
@@ -212,13 +223,13 @@ class _RunsLayer(nn.Module):
     def __init__(self, in_features: int, out_features: int, runs: int | None) -> None:
         super().__init__()
         for name, v in (("in_features", in_features), ("out_features", out_features)):
-            if not isinstance(v, int) or v <= 0:
+            if not _is_count(v):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if runs is not None and (not isinstance(runs, int) or runs <= 0):
+        if runs is not None and not _is_count(runs):
             raise ValueError(f"runs must be a positive integer or None, got {runs!r}")
-        self.in_features = in_features
-        self.out_features = out_features
-        self.runs = runs
+        self.in_features = int(in_features)
+        self.out_features = int(out_features)
+        self.runs = None if runs is None else int(runs)
 
     def _wshape(self) -> tuple[int, ...]:
         lead = () if self.runs is None else (self.runs,)
@@ -245,7 +256,7 @@ class _RunsLayer(nn.Module):
                 f"(batch, in), got shape {tuple(x.shape)}"
             )
 
-    def _apply(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
+    def _linear(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
         if self.runs is None:
             return F.linear(x, w, b)
         if x.dim() == 2:  # one batch shared by every run
@@ -291,7 +302,7 @@ class RunsLinear(_RunsLayer):
 
     def forward(self, x: Tensor) -> Tensor:
         self._check_input(x)
-        return self._apply(x, self.weight, self.bias)
+        return self._linear(x, self.weight, self.bias)
 
 
 class BayesLinear(_RunsLayer):
@@ -392,7 +403,7 @@ class BayesLinear(_RunsLayer):
     def forward(self, x: Tensor) -> Tensor:
         self._check_input(x)
         w, b = self.sample_weights()
-        return self._apply(x, w, b)
+        return self._linear(x, w, b)
 
     # -- complexity cost ------------------------------------------------------------
     def _sum(self, t: Tensor) -> Tensor:
@@ -565,8 +576,9 @@ def kl_weights(num_batches: int, scheme: str = "uniform", value: float = 1.0) ->
             are weighted most, the sum is 1); ``"constant"``: ``value`` for all.
         value: The constant of the ``"constant"`` scheme.
     """
-    if not isinstance(num_batches, int) or num_batches <= 0:
+    if not _is_count(num_batches):
         raise ValueError(f"num_batches must be a positive integer, got {num_batches!r}")
+    num_batches = int(num_batches)
     if scheme == "uniform":
         return [1.0 / num_batches] * num_batches
     if scheme == "blundell":
@@ -610,8 +622,9 @@ def prune_by_snr(model: nn.Module, fraction: float) -> int:
     Returns:
         The number of weights removed (per run).
     """
-    if not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
+    if not (_is_real(fraction) and 0.0 <= fraction <= 1.0):
         raise ValueError(f"pruning fraction must be in [0, 1], got {fraction!r}")
+    fraction = float(fraction)
     layers = [m for m in model.modules() if isinstance(m, BayesLinear)]
     s = snr(model)
     s2 = s.unsqueeze(0) if s.dim() == 1 else s  # (runs, N)

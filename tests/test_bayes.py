@@ -234,6 +234,11 @@ PRIORS = {
         ScaleMixturePrior(0.25, math.exp(-1), math.exp(-8)),
         _log_prior_mixture(0.25, math.exp(-1), math.exp(-8)),
     ),
+    "mixture-swapped": (  # the narrow component first
+        ScaleMixturePrior(0.75, math.exp(-7), 0.5),
+        _log_prior_mixture(0.75, math.exp(-7), 0.5),
+    ),
+    "mixture-equal": (ScaleMixturePrior(0.3, 0.4, 0.4), _log_prior_mixture(0.3, 0.4, 0.4)),
     "mixture-pi0": (ScaleMixturePrior(0.0, 1.0, 0.1), _log_prior_mixture(0.0, 1.0, 0.1)),
     "mixture-pi1": (ScaleMixturePrior(1.0, 1.0, 0.1), _log_prior_mixture(1.0, 1.0, 0.1)),
 }
@@ -803,6 +808,36 @@ BAD_INPUT = {
 @pytest.mark.parametrize("case", list(BAD_INPUT), ids=list(BAD_INPUT))
 def test_bad_input_raises_value_error_naming_parameter_and_value(case):
     fn, pattern = BAD_INPUT[case]
+    with pytest.raises(ValueError, match=pattern):
+        fn()
+
+
+def test_numpy_scalars_are_accepted():
+    """Hyper-parameters often come out of numpy (sweeps, configs): np.float32 / np.int64 work."""
+    assert GaussianPrior(np.float32(0.5)).sigma == 0.5
+    prior = ScaleMixturePrior(np.float32(0.25), np.float64(1.0), np.float32(0.125))
+    assert (prior.pi, prior.sigma1, prior.sigma2) == (0.25, 1.0, 0.125)
+    layer = BayesLinear(np.int64(3), np.int32(2), runs=np.int64(2), init_sigma=np.float32(0.5))
+    assert layer.weight_mu.shape == (2, 2, 3)
+    assert isinstance(layer.runs, int) and isinstance(layer.in_features, int)
+    torch.testing.assert_close(layer.weight_sigma, torch.full((2, 2, 3), 0.5))
+    assert layer(torch.zeros(2, 4, 3)).shape == (2, 4, 2)
+    assert kl_weights(np.int64(4)) == [0.25] * 4
+    assert prune_by_snr(make_mlp(3, [2], 1), np.float32(0.5)) == 4
+
+
+@pytest.mark.parametrize(
+    "fn,pattern",
+    [
+        (lambda: BayesLinear(3, 2, runs=True), r"runs.*True"),
+        (lambda: BayesLinear(True, 2), r"in_features.*True"),
+        (lambda: kl_weights(True), r"num_batches.*True"),
+        (lambda: kl_weights(4.0), r"num_batches.*4\.0"),
+        (lambda: BayesLinear(3.0, 2), r"in_features.*3\.0"),
+        (lambda: GaussianPrior("1.0"), r"sigma.*'1\.0'"),
+    ],
+)
+def test_non_numbers_and_bools_are_rejected(fn, pattern):
     with pytest.raises(ValueError, match=pattern):
         fn()
 
