@@ -436,7 +436,7 @@ def read_csv(path: Path) -> list[dict[str, float]]:
         return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
 
 
-WEIGHT_BINS = np.linspace(-0.4, 0.4, 161)
+WEIGHT_BINS = np.linspace(-0.4, 0.4, 801)
 SNR_BINS_DB = np.linspace(-40.0, 20.0, 241)
 
 
