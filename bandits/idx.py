@@ -89,9 +89,7 @@ def _read_bytes(path: Path) -> bytes:
             with gzip.open(path, "rb") as f:
                 return f.read()
         return path.read_bytes()
-    except (gzip.BadGzipFile, EOFError, zlib.error, OSError) as e:
-        if isinstance(e, FileNotFoundError):
-            raise
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise IDXError(f"{path}: cannot be decompressed, the gzip stream is corrupt or "
                        f"truncated ({type(e).__name__}: {e})") from e
 
