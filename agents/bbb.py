@@ -16,7 +16,6 @@ independent: their losses are summed, so each run's gradient is its own.
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 from torch import Tensor

@@ -35,7 +35,8 @@ class NeuralAgent(Agent):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._init_seed)
             self.model = self.build_model(context_dim + n_actions).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr)
+        # fused: one kernel for all parameters (CPU and CUDA), the same Adam update
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr, fused=True)
         self._eye = torch.eye(n_actions, device=self.device)  # one-hot rows
 
     @abc.abstractmethod
