@@ -263,3 +263,15 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
     assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--out", str(tmp_path)]) == 0
     sp = json.loads((tmp_path / "speed.json").read_text())
     assert sp["ratio_bbb_over_mlp"] > 0 and sp["train_images"] == 300
+
+
+def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
+    _no_network(monkeypatch)
+    out = tmp_path / "cos"
+    argv = ["--data-dir", str(mnist_data_dir), "--train-size", "200", "--test-size", "100",
+            "--hidden", "16", "--epochs", "3", "--lr", "1e-3", "--lr-schedule", "cosine",
+            "--lr-min", "1e-5", "--ood-images", "20", "--eval-samples", "2", "--prune", "0,50",
+            "--no-progress", "--no-plots", "--out", str(out)]
+    assert mnist.main(argv) == 0
+    lrs = [r["lr"] for r in mnist.read_csv(out / "epochs.csv")]
+    assert lrs[0] == pytest.approx(1e-3) and lrs[0] > lrs[1] > lrs[2] > 1e-5
