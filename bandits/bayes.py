@@ -434,7 +434,7 @@ class BayesLinear(_RunsLayer):
         mask = self.weight_mask
         if kind == "kl":
             if not isinstance(self.prior, GaussianPrior):
-                raise ValueError(f"closed-form KL needs a GaussianPrior, the layer has {self.prior}")
+                raise ValueError(f"closed-form KL needs a GaussianPrior, not {self.prior}")
             total = 0
             for mu, sigma, i in parts:
                 kl = gaussian_kl(mu, sigma, self.prior.sigma)
@@ -473,7 +473,7 @@ class MLP(nn.Module):
                  dropout: float = 0.0) -> None:
         super().__init__()
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+            raise ValueError(f"activation must be in {sorted(_ACTIVATIONS)}, got {activation!r}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.layers = nn.ModuleList(layers)

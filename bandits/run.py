@@ -83,7 +83,8 @@ class Config:
     act_samples: int = _f(1, "BBB weight samples averaged per action (1 = Thompson sampling)")
     log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)")
     log_y: bool = _f(False, "logarithmic y axis in regret.png")
-    threads: int | None = _f(None, "torch CPU threads (default: torch's choice)", type=int)
+    threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
+                         "(0: torch's default)")
     no_progress: bool = _f(False, "hide the progress bar")
 
 
@@ -143,6 +144,8 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         v = getattr(cfg, name)
         if not (math.isfinite(v) and v > 0):
             raise UsageError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
+    if cfg.threads < 0:
+        raise UsageError(f"--threads must be >= 0, got {cfg.threads}")
     if not 0.0 <= cfg.prior_pi <= 1.0:
         raise UsageError(f"--prior-pi must be in [0, 1], got {cfg.prior_pi}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
