@@ -33,8 +33,8 @@ class AgentConfig:
     prior_sigma1: float = 1.0
     prior_sigma2: float = math.exp(-6)
     prior_sigma: float = 1.0
-    noise_sigma: float = 1.0
-    init_sigma: float = 0.05
+    noise_sigma: float = 0.1
+    init_sigma: float = 0.02
     act_samples: int = 1
     epsilon: float = field(default=0.0)
 

@@ -32,11 +32,12 @@ from bandits.plot import plot_regret
 from bandits.results import RegretLog, package_versions, write_csv, write_json
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
-# Preset values fill every setting the command line leaves unset.
+# Preset values fill every setting the command line leaves unset. The agents' own
+# defaults (network, prior, likelihood, optimiser) come from AgentConfig.
 PRESETS: dict[str, dict] = {
     "quick": {
-        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 3, "steps": 3000,
-        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 4,
+        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 3, "steps": 2000,
+        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 16,
     },
     "paper": {
         "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 5, "steps": 50_000,
@@ -66,21 +67,25 @@ class Config:
     overwrite: bool = _f(False, "allow writing into an existing non-empty output directory")
     data_dir: Path | None = _f(None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
                                 type=Path)
-    hidden: tuple[int, ...] = _f((100, 100), "hidden layer sizes of the reward network", nargs="+")
+    hidden: tuple[int, ...] = _f(AgentConfig.hidden, "hidden layer sizes of the reward network",
+                                 nargs="+")
     buffer_size: int | None = _f(None, "replay buffer capacity (last N interactions)", type=int)
     batch_size: int | None = _f(None, "minibatch size of each update", type=int)
     updates_per_step: int | None = _f(None, "minibatch updates after each interaction", type=int)
     train_every: int = _f(1, "train after every k-th interaction (k=1: every step)")
-    lr: float = _f(1e-3, "Adam learning rate of every neural agent")
-    prior: str = _f("mixture", "BBB prior: scale mixture or Gaussian",
+    lr: float = _f(AgentConfig.lr, "Adam learning rate of every neural agent")
+    prior: str = _f(AgentConfig.prior, "BBB prior: scale mixture or Gaussian",
                     choices=["mixture", "gaussian"])
-    prior_pi: float = _f(0.5, "scale-mixture weight pi of the wide component")
-    prior_sigma1: float = _f(1.0, "scale-mixture wide sigma_1 (= e^0)")
-    prior_sigma2: float = _f(math.exp(-6), "scale-mixture narrow sigma_2 (= e^-6)")
-    prior_sigma: float = _f(1.0, "Gaussian prior sigma (with --prior gaussian)")
-    noise_sigma: float = _f(1.0, "BBB Gaussian likelihood noise sigma of the reward")
-    init_sigma: float = _f(0.05, "BBB initial posterior sigma of every weight")
-    act_samples: int = _f(1, "BBB weight samples averaged per action (1 = Thompson sampling)")
+    prior_pi: float = _f(AgentConfig.prior_pi, "scale-mixture weight pi of the wide component")
+    prior_sigma1: float = _f(AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)")
+    prior_sigma2: float = _f(AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)")
+    prior_sigma: float = _f(AgentConfig.prior_sigma,
+                            "Gaussian prior sigma (with --prior gaussian)")
+    noise_sigma: float = _f(AgentConfig.noise_sigma,
+                            "BBB Gaussian likelihood noise sigma of the reward")
+    init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight")
+    act_samples: int = _f(AgentConfig.act_samples,
+                          "BBB weight samples averaged per action (1 = Thompson sampling)")
     log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)")
     log_y: bool = _f(False, "logarithmic y axis in regret.png")
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
@@ -98,8 +103,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m bandits.run", description=__doc__.split("\n")[0],
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _Parser(prog="python -m bandits.run", description=__doc__.split("\n")[0])
     for f in dataclasses.fields(Config):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
@@ -109,10 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
                 f"{n}: {_show(PRESETS[n][f.name])}" for n in preset_keys) + "]"
         flag = "--" + f.name.replace("_", "-")
         if isinstance(f.default, bool):
-            p.add_argument(flag, action="store_true", help=help_)
+            p.add_argument(flag, action="store_true", help=help_ + " (default: off)")
             continue
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
+        if default is not None:
+            help_ += f" (default: {_show(default)})"
         p.add_argument(flag, default=default, help=help_, **meta)
     return p
 
