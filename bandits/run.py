@@ -214,7 +214,8 @@ def run(cfg: Config, out: Path) -> int:
         lanes.append([agent, env, buffer, context])
     log = RegretLog(cfg.agent, seeds, cfg.steps)
     wall = dict.fromkeys(cfg.agent, 0.0)
-    config = {**dataclasses.asdict(cfg), "seed_list": seeds, "agent_config": agent_cfg,
+    config = {**dataclasses.asdict(cfg), "seed_list": seeds,
+              "agent_config": dataclasses.asdict(agent_cfg),
               "command": "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": _device_name(cfg.device), "versions": package_versions()}
     start = time.perf_counter()
