@@ -148,6 +148,8 @@ class Config:
         "help": "interleaved epochs per model (--bench)"})
     report: str | None = field(default=None, metadata={
         "help": "build tables and figures from the runs under this directory, then exit"})
+    redraw: str | None = field(default=None, metadata={
+        "help": "rewrite a run directory's histograms and plots from its saved model, then exit"})
 
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run."""
@@ -777,12 +779,28 @@ def report(root: Path) -> str:
     return text
 
 
+def redraw(run_dir: Path) -> None:
+    """Rewrite a run's histogram CSVs and plots from ``raw/model.pt`` (no training)."""
+    saved = json.loads((run_dir / "config.json").read_text())
+    names = {f.name for f in dataclasses.fields(Config)}
+    cfg = Config(**{k: v for k, v in saved.items() if k in names})
+    cfg.device, cfg.data_dir = "cpu", None
+    seed_everything(cfg.seed)
+    model = build_model(cfg)
+    model.load_state_dict(torch.load(run_dir / "raw" / "model.pt", map_location="cpu"))
+    write_histograms(model, run_dir)
+    plot_run(run_dir, run_label(cfg))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m bandits.mnist``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     cfg = parse_config(argv)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
+    if cfg.redraw is not None:
+        redraw(Path(cfg.redraw))
+        return 0
     if cfg.report is not None:
         print(report(Path(cfg.report)))
         return 0

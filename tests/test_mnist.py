@@ -247,6 +247,10 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     assert len(s["pruning"]) == 5 and s["device"] == "cpu"
     assert str(mnist_data_dir) not in (out / "summary.json").read_text()
     assert 0 < s["ood"]["entropy_noise"] <= math.log(10) + 1e-6
+    before = (out / "snr_hist.csv").read_text()
+    (out / "snr.png").unlink()
+    assert mnist.main(["--redraw", str(out)]) == 0  # from the saved model, no data needed
+    assert (out / "snr.png").is_file() and (out / "snr_hist.csv").read_text() == before
     report = mnist.report(tmp_path)
     assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
