@@ -474,7 +474,7 @@ def write_histograms(model: MLP, out: Path) -> None:
     rows = [{"left": a, "right": b} for a, b in zip(WEIGHT_BINS[:-1], WEIGHT_BINS[1:],
                                                      strict=True)]
     for name, w in cols.items():
-        counts, _ = np.histogram(np.clip(w, WEIGHT_BINS[0], WEIGHT_BINS[-1]), WEIGHT_BINS)
+        counts, _ = np.histogram(w, WEIGHT_BINS)  # weights outside +-0.4 are left out
         for r, c in zip(rows, counts, strict=True):
             r[name] = int(c)
     write_csv(out / "weights_hist.csv", rows)
@@ -521,7 +521,8 @@ def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
             counts = np.array([r[col] for r in rows])
             name = label if col == "weights" else f"{label} ({col})"
             ax.plot(centres, counts / counts.sum() / width, label=name)
-    ax.set(xlabel="weight", ylabel="density", title="Trained weights (Figure 3)")
+    ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)",
+           title="Trained weights (Figure 3)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
