@@ -500,6 +500,7 @@ def plot_run(out: Path, label: str) -> None:
         ax.plot([r["epoch"] for r in ep], [r["val_error"] for r in ep], "--",
                 label=f"{label} validation")
     ax.set(xlabel="epoch", ylabel="error (%)", yscale="log", title="Test error (Figure 2)")
+    _plain_log_ticks(ax)
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "test_error.png", dpi=100)
@@ -507,6 +508,17 @@ def plot_run(out: Path, label: str) -> None:
     _plot_weight_hists({label: out}, out / "weights.png")
     if (out / "snr_hist.csv").exists():
         _plot_snr(out / "snr_hist.csv", out / "snr.png", label)
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Tick labels 1, 2, 3 ... instead of powers of ten on a log-scale error axis."""
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.set_yscale("log")
+    for axis_fmt in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis_fmt(fmt)
 
 
 def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
@@ -521,7 +533,7 @@ def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
             counts = np.array([r[col] for r in rows])
             name = label if col == "weights" else f"{label} ({col})"
             ax.plot(centres, counts / counts.sum() / width, label=name)
-    ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)",
+    ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)", yscale="log",
            title="Trained weights (Figure 3)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -762,11 +774,13 @@ def report(root: Path) -> str:
             ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep], label=d.name)
         ax.set(xlabel="epoch", ylabel="test error (%)", yscale="log",
                title="Test error against epoch (Figure 2)")
+        _plain_log_ticks(ax)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(root / "fig2_test_error.png", dpi=100)
         plt.close(fig)
-        _plot_weight_hists({d.name: d for d in runs}, root / "fig3_weights.png")
+        _plot_weight_hists({d.name: d for d in runs if not d.name.startswith("quick")},
+                           root / "fig3_weights.png")
     speed = root / "speed.json"
     if speed.exists():
         sp = json.loads(speed.read_text())
