@@ -354,7 +354,6 @@ class BayesLinear(_RunsLayer):
         self.register_buffer("weight_mask", torch.ones(self._wshape(), **kw))
         self._held: tuple[Tensor, Tensor | None] | None = None
         self._last: tuple[Tensor, Tensor | None] | None = None  # eps of the last sample
-        self._last_sigma: tuple[Tensor, Tensor | None] | None = None  # its sigmas
 
     # -- posterior ------------------------------------------------------------------
     @property
@@ -397,10 +396,7 @@ class BayesLinear(_RunsLayer):
         else:
             eps_w, eps_b = self._draw_eps()
         self._last = (eps_w, eps_b)
-        # sigma is computed once per sample and reused by the Monte Carlo complexity cost
-        # (softplus and its backward were a large share of a training step).
         sw, sb = self.weight_sigma, self.bias_sigma
-        self._last_sigma = (sw, sb)
         w = torch.addcmul(self.weight_mu, sw, eps_w) * self.weight_mask
         b = None if self.bias_mu is None else torch.addcmul(self.bias_mu, sb, eps_b)
         return w, b
@@ -426,11 +422,11 @@ class BayesLinear(_RunsLayer):
         Returns:
             A scalar, or a ``(runs,)`` tensor: one cost per run.
         """
-        mc = kind == "mc" and self._last is not None
-        sw, sb = self._last_sigma if mc else (self.weight_sigma, self.bias_sigma)
-        parts = [(self.weight_mu, sw, 0)]
+        # sigma is recomputed here, not kept from the forward pass: the cost may be
+        # differentiated on its own, or evaluated after the parameters have changed.
+        parts = [(self.weight_mu, self.weight_sigma, 0)]
         if self.bias_mu is not None:
-            parts.append((self.bias_mu, sb, 1))
+            parts.append((self.bias_mu, self.bias_sigma, 1))
         mask = self.weight_mask
         if kind == "kl":
             if not isinstance(self.prior, GaussianPrior):

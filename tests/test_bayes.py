@@ -875,3 +875,30 @@ def test_device_agnostic(device):
     assert snr(model).device.type == device
     with model.sampling("mean"):
         assert torch.equal(model(x), model(x))
+
+
+def test_data_loss_and_complexity_cost_can_be_differentiated_separately():
+    layer = BayesLinear(4, 3, prior=ScaleMixturePrior())
+    x = torch.randn(5, 4)
+    layer(x).pow(2).sum().backward()
+    layer.complexity_cost("mc").backward()  # must not reuse the freed forward graph
+    assert layer.weight_rho.grad is not None and torch.isfinite(layer.weight_rho.grad).all()
+
+
+def test_mc_cost_uses_current_parameters_at_the_recorded_noise():
+    layer = BayesLinear(4, 3, prior=GaussianPrior(1.0))
+    layer(torch.randn(2, 4))
+    before = layer.complexity_cost("mc").detach()
+    with torch.no_grad():
+        layer.weight_rho.add_(1.0)
+    after = layer.complexity_cost("mc").detach()
+    eps_w, eps_b = layer._last
+    sw = torch.nn.functional.softplus(layer.weight_rho.detach())
+    w = layer.weight_mu.detach() + sw * eps_w
+    normal = D.Normal
+    expected_w = (normal(layer.weight_mu.detach(), sw).log_prob(w) - normal(0, 1).log_prob(w)).sum()
+    assert not torch.isclose(before, after)
+    sb = torch.nn.functional.softplus(layer.bias_rho.detach())
+    b = layer.bias_mu.detach() + sb * eps_b
+    expected_b = (normal(layer.bias_mu.detach(), sb).log_prob(b) - normal(0, 1).log_prob(b)).sum()
+    torch.testing.assert_close(after, expected_w + expected_b, rtol=1e-4, atol=1e-3)
