@@ -72,6 +72,7 @@ from bandits.bayes import (
     snr,
 )
 from bandits.idx import load_mnist, preprocess
+from bandits.results import output_dir
 
 MODELS = ("bbb", "sgd", "dropout")
 PRIORS = ("mixture", "gaussian")
@@ -134,7 +135,11 @@ class Config:
     seed: int = field(default=0, metadata={"help": "random seed"})
     device: str = field(default="cpu", metadata={"help": "cpu or cuda"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    out: str = field(default="results/runs/mnist", metadata={"help": "output directory"})
+    out: str | None = field(default=None, metadata={
+        "help": "output directory (training: a new directory under results/runs/ when unset; "
+                "--bench: results/mnist)"})
+    overwrite: bool = field(default=False, metadata={
+        "help": "allow training into an existing non-empty output directory"})
     data_dir: str | None = field(default=None, metadata={
         "help": "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)"})
     download: bool = field(default=True, metadata={"help": "download missing data files"})
@@ -585,8 +590,7 @@ def seed_everything(seed: int) -> tuple[torch.Generator, torch.Generator]:
 def run(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     """Train and evaluate one model; write every output file; return the summary."""
     t_start = time.perf_counter()
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
     (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
     noise_gen, shuffle_gen = seed_everything(cfg.seed)
     if cfg.device == "cuda":
@@ -675,7 +679,7 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     epoch (``--bench-rounds`` each) so that both see the same machine load;
     the ratio of the medians is reported. Writes ``speed.csv`` and ``speed.json``.
     """
-    out = Path(cfg.out)
+    out = Path(cfg.out or "results/mnist")
     out.mkdir(parents=True, exist_ok=True)
     noise_gen, shuffle_gen = seed_everything(cfg.seed)
     splits = load_splits(cfg)
@@ -828,6 +832,14 @@ def redraw(run_dir: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m bandits.mnist``."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except (ValueError, FileNotFoundError) as e:  # bad settings, missing or damaged data
+        print(f"bandits.mnist: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     cfg = parse_config(argv)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)

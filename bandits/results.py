@@ -7,6 +7,7 @@ writes a bounded number of rows; plotting and analysis read only these files
 
 from __future__ import annotations
 
+import datetime
 import json
 import platform
 import sys
@@ -97,6 +98,48 @@ class RegretLog:
             "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
             "wall_seconds": [round(wall_seconds.get(a, 0.0), 2) for a in self.agents],
         })
+
+
+class OutputDirError(ValueError):
+    """The output directory cannot be used (exists with data, is a file, is not writable)."""
+
+
+def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Path:
+    """Create or check an entry point's output directory.
+
+    Args:
+        out: The directory asked for, or ``None`` for a new one,
+            ``results/runs/<timestamp>-<name>``.
+        name: Suffix of the new directory's name.
+        overwrite: Allow an existing non-empty directory (only the entry point's own
+            files in it are replaced; nothing else is deleted).
+
+    Raises:
+        OutputDirError: ``out`` is a file, a non-empty directory without
+            ``overwrite``, or cannot be written to.
+    """
+    if out is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path, i = Path("results/runs") / f"{stamp}-{name}", 1
+        while path.exists():
+            i += 1
+            path = Path("results/runs") / f"{stamp}-{name}-{i}"
+    else:
+        path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise OutputDirError(f"output path {path} exists and is not a directory; "
+                             "choose another --out")
+    if path.is_dir() and any(path.iterdir()) and not overwrite:
+        raise OutputDirError(f"output directory {path} exists and is not empty; "
+                             "pass --overwrite or choose another --out")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
+    return path
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import math
 import shlex
 import sys
@@ -29,7 +28,14 @@ import envs
 from agents import AGENTS, AgentConfig, make_agent
 from bandits.buffer import ReplayBuffer
 from bandits.plot import plot_regret
-from bandits.results import RegretLog, package_versions, write_csv, write_json
+from bandits.results import (
+    OutputDirError,
+    RegretLog,
+    output_dir,
+    package_versions,
+    write_csv,
+    write_json,
+)
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
 # Preset values fill every setting the command line leaves unset. The agents' own
@@ -162,28 +168,10 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
 
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
-    if cfg.out is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = Path("results/runs") / f"{stamp}-{cfg.env}-{cfg.preset}"
-        i = 1
-        while out.exists():
-            i += 1
-            out = Path("results/runs") / f"{stamp}-{cfg.env}-{cfg.preset}-{i}"
-    else:
-        out = cfg.out
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"output path {out} exists and is not a directory; choose another --out")
-    if out.is_dir() and any(out.iterdir()) and not cfg.overwrite:
-        raise UsageError(f"output directory {out} exists and is not empty; "
-                         "pass --overwrite or choose another --out")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise UsageError(f"cannot write to output directory {out}: {e.strerror}") from None
-    return out
+        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite)
+    except OutputDirError as e:
+        raise UsageError(str(e)) from None
 
 
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:

@@ -279,3 +279,28 @@ def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
     assert mnist.main(argv) == 0
     lrs = [r["lr"] for r in mnist.read_csv(out / "epochs.csv")]
     assert lrs[0] == pytest.approx(1e-3) and lrs[0] > lrs[1] > lrs[2] > 1e-5
+
+
+def test_bad_settings_are_one_line_with_status_2(capsys):
+    assert mnist.main(["--model", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--model must be one of" in err and len(err.splitlines()) == 1
+
+
+def test_existing_output_is_not_trained_into_without_overwrite(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "epochs.csv").write_text("an earlier run's results")
+    assert mnist.main(["--out", str(out), "--epochs", "1", "--no-progress"]) == 2
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert (out / "epochs.csv").read_text() == "an earlier run's results"
+
+
+def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
+    _no_network(monkeypatch)
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    code = mnist.main(["--data-dir", str(tmp_path / "empty"), "--epochs", "1",
+                       "--no-progress", "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "ubyte" in err and len(err.splitlines()) == 1
