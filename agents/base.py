@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ class AgentConfig:
     noise_sigma: float = 0.1
     init_sigma: float = 0.02
     act_samples: int = 1
-    epsilon: float = field(default=0.0)
+    epsilon: float = 0.0
 
 
 class Agent(abc.ABC):

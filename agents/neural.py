@@ -8,12 +8,13 @@ all actions of a context is one forward call over ``n_actions`` rows.
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import Agent, AgentConfig
+from agents.base import Agent
 from bandits.bayes import MLP
 from bandits.buffer import ReplayBuffer
 
@@ -21,23 +22,15 @@ from bandits.buffer import ReplayBuffer
 class NeuralAgent(Agent):
     """An agent with a reward model trained by Adam on minibatches from the buffer."""
 
-    def __init__(
-        self,
-        context_dim: int,
-        n_actions: int,
-        runs: int,
-        seed: int,
-        config: AgentConfig | None = None,
-        device: torch.device | str = "cpu",
-    ) -> None:
-        super().__init__(context_dim, n_actions, runs, seed, config, device)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
+        super().__init__(*args, **kwargs)
         # Initial weights come from the agent's own seed, not torch's global state.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._init_seed)
-            self.model = self.build_model(context_dim + n_actions).to(self.device)
+            self.model = self.build_model(self.context_dim + self.n_actions).to(self.device)
         # fused: one kernel for all parameters (CPU and CUDA), the same Adam update
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr, fused=True)
-        self._eye = torch.eye(n_actions, device=self.device)  # one-hot rows
+        self._eye = torch.eye(self.n_actions, device=self.device)  # one-hot rows
 
     @abc.abstractmethod
     def build_model(self, in_features: int) -> MLP:
