@@ -2,17 +2,23 @@
 
 ``bbb``: Thompson sampling with Bayes by Backprop; ``greedy``, ``eps1``,
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``uniform``: random actions.
+
+:func:`make_agents` builds the populations a run trains: agents that differ only in how
+they act (the epsilon-greedy ones) share one population, so one training step serves
+them all; each keeps its own seeds and generators (see :mod:`agents.base`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 
 import torch
 
-from agents.base import Agent, AgentConfig
+from agents.base import Agent, AgentConfig, Member
 from agents.bbb import BBBAgent
 from agents.greedy import EpsilonGreedyAgent
+from agents.neural import NeuralAgent
 from agents.uniform import UniformAgent
 
 # name -> (class, settings that override the common AgentConfig)
@@ -24,24 +30,65 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "uniform": (UniformAgent, {}),
 }
 
+# settings in which the members of one population may differ
+PER_MEMBER = ("epsilon",)
+
+
+def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], Member]:
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
+    cls, overrides = AGENTS[name]
+    return cls, Member(name, seed, dataclasses.replace(config or AgentConfig(), **overrides))
+
+
+def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,
+           runs: int, device, cuda_graph: bool) -> Agent:
+    kwargs = {"cuda_graph": cuda_graph} if issubclass(cls, NeuralAgent) else {}
+    return cls(context_dim, n_actions, runs, members, device, **kwargs)
+
 
 def make_agent(
     name: str,
     context_dim: int,
     n_actions: int,
     runs: int,
-    seed: int,
+    seed,
     config: AgentConfig | None = None,
     device: torch.device | str = "cpu",
+    cuda_graph: bool = True,
 ) -> Agent:
-    """Build the agent registered as ``name`` (see :data:`AGENTS`)."""
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
-    cls, overrides = AGENTS[name]
-    config = dataclasses.replace(config or AgentConfig(), **overrides)
-    agent = cls(context_dim, n_actions, runs, seed, config, device)
-    agent.name = name
-    return agent
+    """Build the agent registered as ``name`` (see :data:`AGENTS`) with ``runs`` runs.
+
+    ``seed`` is an int or a sequence of ints (the entropy of its generators).
+    """
+    cls, member = _member(name, seed, config)
+    return _build(cls, [member], context_dim, n_actions, runs, device, cuda_graph)
 
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "make_agent"]
+def make_agents(
+    names: Sequence[str],
+    context_dim: int,
+    n_actions: int,
+    runs: int,
+    seed: Callable[[str], object],
+    config: AgentConfig | None = None,
+    device: torch.device | str = "cpu",
+    cuda_graph: bool = True,
+) -> list[Agent]:
+    """The populations that train ``names``, each agent with ``runs`` runs.
+
+    Agents of one class whose settings differ only in :data:`PER_MEMBER` share a
+    population (in the order given); ``seed(name)`` is each agent's entropy. Each agent
+    acts and learns exactly as :func:`make_agent` alone would make it.
+    """
+    groups: dict[tuple, tuple[type[Agent], list[Member]]] = {}
+    for name in names:
+        cls, member = _member(name, seed(name), config)
+        shared = dataclasses.replace(member.config, **{k: None for k in PER_MEMBER})
+        key = (cls, repr(shared))
+        groups.setdefault(key, (cls, []))[1].append(member)
+    return [_build(cls, members, context_dim, n_actions, runs, device, cuda_graph)
+            for cls, members in groups.values()]
+
+
+__all__ = ["AGENTS", "Agent", "AgentConfig", "Member", "make_agent", "make_agents"]

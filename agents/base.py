@@ -1,22 +1,32 @@
 """The agent contract and the settings shared by every agent.
 
-An agent is a population of ``runs`` independent learners (one per seed) that
-advance in lockstep. It has two methods (as in bsuite's baselines):
+An agent is a population of ``runs`` independent learners that advance in lockstep. It
+has two methods (as in bsuite's baselines):
 
 * ``act(contexts)`` chooses one action per run. It may draw randomness but never
-  learns.
-* ``update(buffer)`` takes one gradient step on one minibatch per run. It is the
-  only place learning happens; the runner decides how often to call it.
+  learns. The actions stay on the agent's device (a tensor); the runner copies them to
+  the host once per step, where the environment needs them.
+* ``update(buffer, updates)`` takes ``updates`` gradient steps, each on one minibatch per
+  run. It is the only place learning happens; the runner decides how often to call it.
+  It returns the loss per run as a device tensor and never waits for the device.
+
+**Members.** A population may hold several agents that train the same way and differ
+only in how they act (greedy, 1 % and 5 % greedy): each is a *member* with its own
+seeds' runs (``runs_per_member`` of them, consecutive), its own settings and its own
+generators, so every member draws exactly the numbers it would draw alone. A
+population of one member is the plain single agent.
 """
 
 from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from bandits.buffer import ReplayBuffer
 
@@ -39,16 +49,24 @@ class AgentConfig:
     epsilon: float = 0.0
 
 
+@dataclass(frozen=True)
+class Member:
+    """One agent of a population: its name, the entropy of its generators, its settings."""
+
+    name: str
+    seed: int | Sequence[int]
+    config: AgentConfig
+
+
 class Agent(abc.ABC):
     """A population of ``runs`` learners choosing among ``n_actions`` actions.
 
     Args:
         context_dim: Size of a context vector.
         n_actions: Number of actions.
-        runs: Number of independent learners (seeds) held at once.
-        seed: Seed from which the agent derives its own numpy and torch generators.
-        config: Hyper-parameters.
-        device: Torch device of the model.
+        runs_per_member: Runs (seeds) of each member; ``runs = len(members) * runs_per_member``.
+        members: The agents held (see the module docstring); one for a plain agent.
+        device: Torch device of the model and of the actions ``act`` returns.
     """
 
     name = "agent"
@@ -58,24 +76,54 @@ class Agent(abc.ABC):
         self,
         context_dim: int,
         n_actions: int,
-        runs: int,
-        seed: int,
-        config: AgentConfig | None = None,
+        runs_per_member: int,
+        members: Sequence[Member],
         device: torch.device | str = "cpu",
     ) -> None:
-        self.context_dim, self.n_actions, self.runs = context_dim, n_actions, runs
-        self.config = config or AgentConfig()
+        if not members:
+            raise ValueError("an agent needs at least one member")
+        self.context_dim, self.n_actions = context_dim, n_actions
+        self.members = list(members)
+        self.runs_per_member = runs_per_member
+        self.runs = runs_per_member * len(self.members)
+        self.config = self.members[0].config  # the settings the members share
         self.device = torch.device(device)
-        np_seed, torch_seed, init_seed = np.random.SeedSequence(seed).generate_state(3)
-        self.rng = np.random.default_rng(int(np_seed))
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(int(torch_seed))
-        self._init_seed = int(init_seed)
+        self.rngs: list[np.random.Generator] = []
+        self.generators: list[torch.Generator] = []
+        self._init_seeds: list[int] = []
+        for m in self.members:
+            np_seed, torch_seed, init_seed = np.random.SeedSequence(m.seed).generate_state(3)
+            self.rngs.append(np.random.default_rng(int(np_seed)))
+            g = torch.Generator(device=self.device)
+            g.manual_seed(int(torch_seed))
+            self.generators.append(g)
+            self._init_seeds.append(int(init_seed))
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.members]
+
+    def member_runs(self, k: int) -> slice:
+        """The runs of member ``k``."""
+        return slice(k * self.runs_per_member, (k + 1) * self.runs_per_member)
+
+    def fill_(self, out: Tensor, draw: str) -> Tensor:
+        """Fill ``out (runs, ...)`` in place from each member's generator, member by member.
+
+        ``draw`` is ``"normal"`` (N(0, 1)) or ``"uniform"`` (U[0, 1)).
+        """
+        for k, g in enumerate(self.generators):
+            part = out[self.member_runs(k)]
+            if draw == "normal":
+                part.normal_(generator=g)
+            else:
+                part.uniform_(generator=g)
+        return out
 
     @abc.abstractmethod
-    def act(self, contexts: np.ndarray) -> np.ndarray:
-        """One action per run: ``contexts (runs, context_dim) -> actions (runs,) int64``."""
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        """One action per run: ``contexts (runs, context_dim) -> actions (runs,)`` int64."""
 
-    def update(self, buffer: ReplayBuffer) -> float:
-        """One gradient step on one minibatch per run; returns the loss (0 if nothing learns)."""
-        return 0.0
+    def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
+        """``updates`` gradient steps on fresh minibatches; the loss per run (``None``: none)."""
+        return None

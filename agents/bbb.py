@@ -12,16 +12,31 @@ per run, where KL is the Monte Carlo complexity cost ``log q(w) - log p(w)``
 the complexity cost is spread over the data it is fitted to, and the loss is
 per datum so the learning rate does not depend on the buffer size. Runs are
 independent: their losses are summed, so each run's gradient is its own.
+
+The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and
+its complexity cost (a test checks it), computed on the flat parameters: the network's
+backward pass by hand (:meth:`agents.network.FlatMLP.backward`), then, in a few
+whole-tensor operations,
+``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)`` with the
+complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from agents.neural import NeuralAgent
-from bandits.bayes import MLP, GaussianPrior, ScaleMixturePrior, make_mlp
+from bandits.bayes import (
+    MLP,
+    GaussianPrior,
+    ScaleMixturePrior,
+    log_p_minus_log_q,
+    make_mlp,
+    mc_cost_grads,
+)
 
 
 class BBBAgent(NeuralAgent):
@@ -41,22 +56,44 @@ class BBBAgent(NeuralAgent):
             raise ValueError(f"act_samples must be >= 1, got {c.act_samples!r}")
         if c.noise_sigma <= 0:
             raise ValueError(f"noise_sigma must be > 0, got {c.noise_sigma!r}")
-        return make_mlp(in_features, c.hidden, 1, runs=self.runs, prior=prior,
-                        init_sigma=c.init_sigma, generator=self.generator)
+        return make_mlp(in_features, c.hidden, 1, runs=self.runs_per_member, prior=prior,
+                        init_sigma=c.init_sigma)
+
+    def noise(self) -> Tensor:
+        """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""
+        eps = torch.empty(self.runs, self.model.n_params, device=self.device)
+        return self.fill_(eps, "normal")
 
     @torch.no_grad()
-    def act(self, contexts: np.ndarray) -> np.ndarray:
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
-        # One forward call = one weight sample per run, shared by all actions.
-        scores = self.model(x)
+        # One weight sample per run, shared by all actions.
+        scores = self.model(x, self.model.sample(self.noise()))
         for _ in range(self.config.act_samples - 1):
-            scores = scores + self.model(x)
-        return scores.squeeze(-1).argmax(dim=1).cpu().numpy()  # (runs,)
+            scores = scores + self.model(x, self.model.sample(self.noise()))
+        return scores.squeeze(-1).argmax(dim=1)  # (runs,)
 
-    def loss(self, inputs: Tensor, rewards: Tensor, n_data: int) -> Tensor:
-        pred = self.model(inputs).squeeze(-1)  # (runs, batch)
-        nll = 0.5 * ((rewards - pred) / self.config.noise_sigma) ** 2  # up to a constant
-        kl = self.model.complexity_cost("mc")  # (runs,)
-        return (kl / n_data + nll.mean(dim=1)).sum()
-
-
+    @torch.no_grad()
+    def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
+                  ) -> tuple[list[Tensor], Tensor | None]:
+        m = self.model
+        eps = self.noise()  # (runs, P)
+        sigma = F.softplus(m.rho)
+        w = torch.addcmul(m.mu, sigma, eps)  # one weight sample per run
+        inputs: list[Tensor] = []
+        pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
+        scale = 0.5 / self.config.noise_sigma**2
+        err = pred - rewards  # (runs, batch)
+        # nll = scale * mean_b err^2 per run, up to a constant; its gradient at the output:
+        d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
+        g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
+        inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
+        g_mu, g_sigma = mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n)
+        g_mu.add_(g_w)
+        g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(m.rho))
+        loss = None
+        if want_loss:
+            log_ratio, _ = log_p_minus_log_q(w, sigma, eps, m.prior_consts)
+            nll = err.square().mean(dim=1).mul_(scale)
+            loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
+        return [g_mu, g_rho], loss

@@ -4,9 +4,13 @@ The same network shape, buffer and training schedule as the Bayes-by-Backprop
 agent, trained on squared error. With probability ``epsilon`` the agent acts
 uniformly at random, else greedily on its reward estimates. ``greedy``,
 ``eps1`` and ``eps5`` are epsilon = 0, 0.01, 0.05 (Blundell et al. 2015, Fig. 6).
+They differ in nothing else, so they train as one population: each member has its
+own epsilon.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,19 +25,32 @@ class EpsilonGreedyAgent(NeuralAgent):
 
     name = "eps-greedy"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
+        super().__init__(*args, **kwargs)
+        eps = torch.tensor([m.config.epsilon for m in self.members], device=self.device)
+        self._epsilon = eps.repeat_interleave(self.runs_per_member)  # (runs,)
+
     def build_model(self, in_features: int) -> MLP:
-        if not 0.0 <= self.config.epsilon <= 1.0:
-            raise ValueError(f"epsilon must be in [0, 1], got {self.config.epsilon!r}")
-        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs, bayesian=False)
+        for m in self.members:
+            if not 0.0 <= m.config.epsilon <= 1.0:
+                raise ValueError(f"epsilon must be in [0, 1], got {m.config.epsilon!r}")
+        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
+                        bayesian=False)
 
     @torch.no_grad()
-    def act(self, contexts: np.ndarray) -> np.ndarray:
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         scores = self.model(self.all_action_inputs(contexts)).squeeze(-1)  # (runs, n_actions)
-        actions = scores.argmax(dim=1).cpu().numpy()
-        explore = self.rng.random(self.runs) < self.config.epsilon
-        random_actions = self.rng.integers(self.n_actions, size=self.runs)
-        return np.where(explore, random_actions, actions)
+        u = self.fill_(torch.empty(self.runs, 2, device=self.device), "uniform")
+        explore = u[:, 0] < self._epsilon
+        random_actions = (u[:, 1] * self.n_actions).to(torch.int64).clamp_(max=self.n_actions - 1)
+        return torch.where(explore, random_actions, scores.argmax(dim=1))
 
-    def loss(self, inputs: Tensor, rewards: Tensor, n_data: int) -> Tensor:
-        pred = self.model(inputs).squeeze(-1)  # (runs, batch)
-        return ((rewards - pred) ** 2).mean(dim=1).sum()
+    @torch.no_grad()
+    def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
+                  ) -> tuple[list[Tensor], Tensor | None]:
+        m = self.model
+        inputs: list[Tensor] = []
+        err = m.apply_layers(x, m.split(m.mu), inputs).squeeze(-1) - rewards  # (runs, batch)
+        d_out = err.mul(2.0 / err.shape[1]).unsqueeze(-1)  # of mean_b err^2, (runs, batch, 1)
+        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu))
+        return [g], (err.square().mean(dim=1) if want_loss else None)

@@ -3,6 +3,16 @@
 The network's input is the context concatenated with a one-hot action and its
 output is the expected reward (Blundell et al. 2015, section 5.3), so scoring
 all actions of a context is one forward call over ``n_actions`` rows.
+
+**The training step** (:meth:`NeuralAgent.update`) does ``updates`` minibatch updates
+of every run of the population without waiting for the device once: minibatch
+indices are drawn on the device from each member's generator and the buffer's
+on-device length, the gradients of the per-weight terms are computed in a few
+whole-tensor operations on the flat parameters (:mod:`agents.network`), Adam is
+torch's fused one, and the loss is returned as a device tensor. On CUDA the whole
+sequence of updates is captured once as a CUDA graph and replayed on every later call
+(the first call runs eagerly and warms up), so a step of 64 updates is one launch
+from Python.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ import torch
 from torch import Tensor
 
 from agents.base import Agent
+from agents.network import FlatMLP
 from bandits.bayes import MLP
 from bandits.buffer import ReplayBuffer
 
@@ -22,40 +33,95 @@ from bandits.buffer import ReplayBuffer
 class NeuralAgent(Agent):
     """An agent with a reward model trained by Adam on minibatches from the buffer."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
+    def __init__(self, *args: Any, cuda_graph: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Initial weights come from the agent's own seed, not torch's global state.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(self._init_seed)
-            self.model = self.build_model(self.context_dim + self.n_actions).to(self.device)
-        # fused: one kernel for all parameters (CPU and CUDA), the same Adam update
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr, fused=True)
+        # Initial weights come from each member's own seed, not torch's global state:
+        # a member starts from exactly the weights it would have alone.
+        models = []
+        for seed in self._init_seeds:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                models.append(self.build_model(self.context_dim + self.n_actions))
+        self.model = FlatMLP(models).to(self.device)
+        cuda = self.device.type == "cuda"
+        # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
+        # counter lives on the device, so the update can be captured in a CUDA graph.
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr,
+                                          fused=True, capturable=cuda)
         self._eye = torch.eye(self.n_actions, device=self.device)  # one-hot rows
+        self._u = torch.empty(self.runs, self.config.batch_size, device=self.device)
+        self._use_graph = cuda and cuda_graph
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._graph_key: tuple | None = None
+        self._graph_loss: Tensor | None = None
 
     @abc.abstractmethod
     def build_model(self, in_features: int) -> MLP:
-        """The reward network with ``runs`` independent copies."""
+        """One member's reward network with ``runs_per_member`` copies (on the CPU)."""
 
     @abc.abstractmethod
-    def loss(self, inputs: Tensor, rewards: Tensor, n_data: int) -> Tensor:
-        """Loss summed over runs: ``inputs (runs, batch, in)``, ``rewards (runs, batch)``."""
+    def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
+                  ) -> tuple[list[Tensor], Tensor | None]:
+        """Gradients of the loss for every parameter of the model, and the loss per run.
+
+        ``x (runs, batch, in)``, ``rewards (runs, batch)``, ``n_data``: items in the buffer
+        (a device scalar). The loss is computed only if ``want_loss``.
+        """
 
     def inputs(self, contexts: Tensor, actions: Tensor) -> Tensor:
         """``contexts (..., d)``, ``actions (...)`` -> network inputs ``(..., d + n_actions)``."""
         return torch.cat([contexts, self._eye[actions]], dim=-1)
 
-    def all_action_inputs(self, contexts: np.ndarray) -> Tensor:
+    def all_action_inputs(self, contexts: np.ndarray | Tensor) -> Tensor:
         """All actions of each run's context: ``(runs, d) -> (runs, n_actions, d + n_actions)``."""
         c = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)
         c = c.unsqueeze(1).expand(-1, self.n_actions, -1)  # (runs, n_actions, d)
         eye = self._eye.expand(c.shape[0], -1, -1)  # (runs, n_actions, n_actions)
         return torch.cat([c, eye], dim=-1)
 
-    def update(self, buffer: ReplayBuffer) -> float:
-        batch = buffer.sample(self.config.batch_size, self.generator)
+    def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
+        batch = buffer.gather(buffer.indices(self.fill_(self._u, "uniform")))
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
-        loss = self.loss(x, batch.rewards, len(buffer))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        grads, loss = self.gradients(x, batch.rewards, buffer.size, want_loss)
+        for p, g in zip(self.model.parameters(), grads):
+            p.grad = g
         self.optimizer.step()
-        return float(loss.detach()) / self.runs
+        return loss
+
+    def _updates(self, buffer: ReplayBuffer, updates: int) -> Tensor | None:
+        loss = None
+        for i in range(updates):
+            loss = self._one_update(buffer, want_loss=i == updates - 1)
+        return loss
+
+    def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
+        """``updates`` Adam steps, each on a fresh minibatch per run.
+
+        Returns the loss per run of the last update, ``(runs,)``, on the device (read it
+        only now and then: reading waits for the device).
+        """
+        if len(buffer) == 0:
+            raise ValueError("cannot update from an empty replay buffer: add interactions first")
+        if not self._use_graph:
+            return self._updates(buffer, updates)
+        key = (id(buffer), updates)
+        if self._graph is not None and self._graph_key == key:
+            self._graph.replay()
+            return self._graph_loss
+        if self._graph_key != key:  # first call with this buffer and count: run eagerly
+            self._graph, self._graph_key = None, key
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):  # warm-up (lazy state, kernels) off the capture
+                loss = self._updates(buffer, updates)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            return loss
+        # second call: capture the whole sequence of updates once, then replay it
+        graph = torch.cuda.CUDAGraph()
+        for g in self.generators:  # their draws advance on every replay
+            graph.register_generator_state(g)
+        with torch.cuda.graph(graph):
+            loss = self._updates(buffer, updates)
+        self._graph, self._graph_loss = graph, loss
+        graph.replay()
+        return loss

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
+from torch import Tensor
 
 from agents.base import Agent
 
@@ -13,5 +15,6 @@ class UniformAgent(Agent):
     name = "uniform"
     learns = False
 
-    def act(self, contexts: np.ndarray) -> np.ndarray:
-        return self.rng.integers(self.n_actions, size=self.runs)
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        draws = [rng.integers(self.n_actions, size=self.runs_per_member) for rng in self.rngs]
+        return torch.as_tensor(np.concatenate(draws), device=self.device)

@@ -159,19 +159,8 @@ class _FusedMCCost(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mu: Tensor, sigma: Tensor, eps: Tensor, mask: Tensor | None,
                 runs: int | None, consts: tuple) -> Tensor:
-        inv_sw2, const, mix = consts  # mix: None or (e0, e1, 1/s_N^2), e = e0 + e1 w^2
         w = torch.addcmul(mu, sigma, eps)
-        # -(log q - log p) + const, accumulated in place: log sigma + eps^2/2 - w^2/(2 s_W^2)
-        # + softplus(e) - const.
-        c = torch.log(sigma).addcmul_(eps, eps, value=0.5).addcmul_(w, w, value=-0.5 * inv_sw2)
-        e = None
-        if mix is not None:
-            # e <= e0; clamping below at -60 changes softplus(e) and r by < e^-60 (far below
-            # float32 resolution) and keeps exp() off its slow underflow path.
-            e = torch.addcmul(torch.full((), mix[0], dtype=w.dtype, device=w.device), w, w,
-                              value=mix[1]).clamp_(min=-60.0)
-            c.add_(F.softplus(e))
-        c.sub_(const)
+        c, e = log_p_minus_log_q(w, sigma, eps, consts)
         if mask is not None:
             c.mul_(mask)
         ctx.save_for_backward(sigma, eps, mask, w, e)
@@ -181,17 +170,56 @@ class _FusedMCCost(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         sigma, eps, mask, w, e = ctx.saved_tensors
-        inv_sw2, _, mix = ctx.consts
-        if mix is None:
-            g = w.mul(inv_sw2)  # d/dw [-log p(w)]
-        else:  # a sum of positive terms: no cancellation
-            g = torch.sigmoid(e).mul_(mix[2] - inv_sw2).add_(inv_sw2).mul_(w)
         scale = grad if ctx.runs is None else grad.reshape(-1, *([1] * (w.dim() - 1)))
         if mask is not None:
             scale = mask * scale
-        g.mul_(scale)  # dC/dmu
-        g_sigma = torch.mul(g, eps).addcdiv_(scale, sigma, value=-1.0)  # dC/dsigma
+        g, g_sigma = mc_cost_grads(w, sigma, eps, ctx.consts, scale, e)
         return g, g_sigma, None, None, None, None
+
+
+def _mixture_logit(w: Tensor, mix: tuple) -> Tensor:
+    """``e = e0 + e1 w^2``, the log-ratio of the narrow to the wide prior component at ``w``."""
+    # e <= e0; clamping below at -60 changes softplus(e) and sigmoid(e) by < e^-60 (far below
+    # float32 resolution) and keeps exp() off its slow underflow path.
+    return torch.addcmul(torch.full((), mix[0], dtype=w.dtype, device=w.device), w, w,
+                         value=mix[1]).clamp_(min=-60.0)
+
+
+def log_p_minus_log_q(w: Tensor, sigma: Tensor, eps: Tensor, consts: tuple
+                      ) -> tuple[Tensor, Tensor | None]:
+    """Elementwise ``log p(w) - log q(w)`` at ``w = mu + sigma * eps`` for :func:`_fused_consts`.
+
+    Returns the values and the mixture logit ``e`` (``None`` for a Gaussian prior), which
+    :func:`mc_cost_grads` can reuse.
+    """
+    inv_sw2, const, mix = consts  # mix: None or (e0, e1, 1/s_N^2), e = e0 + e1 w^2
+    # Accumulated in place: log sigma + eps^2/2 - w^2/(2 s_W^2) + softplus(e) - const.
+    c = torch.log(sigma).addcmul_(eps, eps, value=0.5).addcmul_(w, w, value=-0.5 * inv_sw2)
+    e = None
+    if mix is not None:
+        e = _mixture_logit(w, mix)
+        c.add_(F.softplus(e))
+    return c.sub_(const), e
+
+
+def mc_cost_grads(w: Tensor, sigma: Tensor, eps: Tensor, consts: tuple, scale: Tensor | float,
+                  e: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Gradients of ``sum(scale * (log q(w) - log p(w)))`` with respect to ``mu`` and ``sigma``.
+
+    ``w = mu + sigma * eps`` is given, ``consts`` come from :func:`_fused_consts`, ``scale``
+    broadcasts against ``w`` and ``e`` is the mixture logit if already computed. The value of
+    the cost itself is not needed: a training step that only wants gradients skips it.
+    """
+    inv_sw2, _, mix = consts
+    if mix is None:
+        g = w.mul(inv_sw2)  # d/dw [-log p(w)]
+    else:  # a sum of positive terms: no cancellation
+        if e is None:
+            e = _mixture_logit(w, mix)
+        g = torch.sigmoid(e).mul_(mix[2] - inv_sw2).add_(inv_sw2).mul_(w)
+    g.mul_(scale)  # dC/dmu
+    g_sigma = torch.mul(g, eps).addcdiv_(scale, sigma, value=-1.0)  # dC/dsigma
+    return g, g_sigma
 
 
 def _mc_cost_reference(mu: Tensor, sigma: Tensor, eps: Tensor, prior: Prior) -> Tensor:

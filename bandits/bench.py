@@ -1,19 +1,26 @@
-"""Training-speed benchmark of the bandit agents.
+"""Training-speed benchmark of the bandit agents: the fused population step against the
+per-agent loop it replaced.
 
-    python -m bandits.bench [--runs 5] [--updates 300] [--device cpu|cuda] [--out results/bench]
+    python -m bandits.bench [--runs 5] [--updates 64] [--device cpu|cuda] [--out results/bench]
 
-Times ``agent.update`` (one minibatch gradient step for every run) on the
-Mushroom reward network (117 context features + 2 one-hot actions, 2 x 100
-ReLU, minibatch 64, a full buffer of 4096):
+Both train the paper's four agents (bbb, greedy, eps1, eps5) with ``--runs`` seeds each on
+the Mushroom reward network (117 context features + 2 one-hot actions, 2 x 100 ReLU,
+minibatch 64, a full buffer of 4096):
 
-* the runs dimension: one population of R runs against R separate
-  single-run agents updated one after another (the baseline a Python loop gives);
-* BBB against the epsilon-greedy network of the same size.
+* **per-agent loop** (the simulator's training step before the fused one, kept here as
+  the baseline): four populations, one after another, each update through the library's
+  layers (:func:`bandits.bayes.make_mlp`, the Monte Carlo complexity cost by autograd,
+  fused Adam) with the minibatch drawn per update and the loss read back to the host
+  after every update;
+* **fused step** (:meth:`agents.neural.NeuralAgent.update`, what ``bandits.run`` does):
+  two populations (BBB; greedy, 1 % and 5 % greedy as one), ``--updates`` updates per
+  call without waiting for the device, as one captured CUDA graph on a GPU.
 
-Both are measured in the same process, interleaved in rounds, so machine noise
-hits both sides alike; the ratios are the result. It also projects the wall
-time of the paper protocol (50,000 steps x 64 updates, 4 agents) from the
-measured rates. Writes ``bench.csv`` and ``bench.json`` to ``--out``.
+Both are measured in the same process, interleaved in rounds (median), so machine noise
+hits both alike: the ratios are the result. The projection of the paper protocol
+(50,000 steps x 64 updates, 4 agents x ``--runs`` seeds; the paper's 5 by default) uses
+the measured fused rate and counts training only (acting and the environment add
+little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.json`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -28,37 +35,67 @@ import numpy as np
 import pandas as pd
 import torch
 
-from agents import AgentConfig, make_agent
+from agents import AGENTS, AgentConfig, make_agents
+from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
 from bandits.results import package_versions, write_csv, write_json
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
+PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
+PAPER_STEPS, PAPER_UPDATES = 50_000, 64
 
 
-def _full_buffer(runs: int, device: str) -> ReplayBuffer:
+def full_buffer(runs: int, device: str) -> ReplayBuffer:
+    """A full buffer of Mushroom-like items (binary contexts, rewards 0 / 5 / -35)."""
     rng = np.random.default_rng(0)
     buf = ReplayBuffer(BUFFER, runs, CONTEXT_DIM, device=device)
-    buf.contexts.copy_(torch.as_tensor(rng.integers(0, 2, (runs, BUFFER, CONTEXT_DIM))))
-    buf.actions.copy_(torch.as_tensor(rng.integers(0, N_ACTIONS, (runs, BUFFER))))
-    buf.rewards.copy_(torch.as_tensor(rng.choice([0.0, 5.0, -35.0], (runs, BUFFER))))
-    buf.pos, buf.full = 0, True
+    for _ in range(BUFFER):
+        buf.add(rng.integers(0, 2, (runs, CONTEXT_DIM)), rng.integers(0, N_ACTIONS, runs),
+                rng.choice([0.0, 5.0, -35.0], runs))
     return buf
 
 
-def _updater(agent_name: str, runs: int, separate: bool, device: str) -> Callable[[], None]:
-    """A function doing one update of ``runs`` runs, batched or as separate agents."""
+def per_agent_loop(runs: int, device: str) -> Callable[[], None]:
+    """One update of every agent, the way the simulator trained before the fused step."""
     cfg = AgentConfig()
-    if not separate:
-        agent, buf = make_agent(agent_name, CONTEXT_DIM, N_ACTIONS, runs, 0, cfg, device), \
-            _full_buffer(runs, device)
-        return lambda: agent.update(buf)
-    pairs = [(make_agent(agent_name, CONTEXT_DIM, N_ACTIONS, 1, r, cfg, device),
-              _full_buffer(1, device)) for r in range(runs)]
+    eye = torch.eye(N_ACTIONS, device=device)
+    lanes = []
+    for name in PAPER_AGENTS:
+        bayesian = AGENTS[name][0].name == "bbb"
+        prior = ScaleMixturePrior(cfg.prior_pi, cfg.prior_sigma1, cfg.prior_sigma2)
+        gen = torch.Generator(device=device).manual_seed(0)
+        model = make_mlp(CONTEXT_DIM + N_ACTIONS, cfg.hidden, 1, runs=runs, bayesian=bayesian,
+                         prior=prior, init_sigma=cfg.init_sigma, generator=gen, device=device)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, fused=True)
+        lanes.append((bayesian, model, opt, gen, full_buffer(runs, device)))
 
     def step() -> None:
-        for agent, buf in pairs:
-            agent.update(buf)
+        for bayesian, model, opt, gen, buf in lanes:
+            batch = buf.sample(cfg.batch_size, gen)
+            x = torch.cat([batch.contexts, eye[batch.actions]], dim=-1)
+            pred = model(x).squeeze(-1)
+            if bayesian:
+                nll = 0.5 * ((batch.rewards - pred) / cfg.noise_sigma) ** 2
+                loss = (model.complexity_cost("mc") / len(buf) + nll.mean(dim=1)).sum()
+            else:
+                loss = ((batch.rewards - pred) ** 2).mean(dim=1).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            float(loss.detach())  # the loss went back to the host after every update
     return step
+
+
+def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
+               ) -> dict[str, Callable[[], None]]:
+    """``updates`` updates of each population of the four agents, as ``bandits.run`` does."""
+    pops = make_agents(PAPER_AGENTS, CONTEXT_DIM, N_ACTIONS, runs, lambda n: [0, len(n)],
+                       AgentConfig(), device, cuda_graph=cuda_graph)
+    steps = {}
+    for pop in pops:
+        buf = full_buffer(pop.runs, device)
+        steps["+".join(pop.names)] = (lambda p=pop, b=buf: p.update(b, updates))
+    return steps
 
 
 def _sync(device: str) -> None:
@@ -67,69 +104,82 @@ def _sync(device: str) -> None:
 
 
 def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
-    """Seconds per update of every variant, interleaved over ``rounds`` rounds (median)."""
-    variants = {
-        ("bbb", "batched"): _updater("bbb", runs, False, device),
-        ("bbb", "separate"): _updater("bbb", runs, True, device),
-        ("greedy", "batched"): _updater("greedy", runs, False, device),
-        ("greedy", "separate"): _updater("greedy", runs, True, device),
-    }
-    times: dict[tuple[str, str], list[float]] = {k: [] for k in variants}
-    for fn in variants.values():  # warm-up
-        for _ in range(10):
+    """Seconds per update of every agent's runs, each variant timed over ``updates``
+    updates per round, interleaved over ``rounds`` rounds (median)."""
+    loop = per_agent_loop(runs, device)
+    fused = fused_step(runs, updates, device)
+    variants: dict[str, tuple[Callable[[], None], int]] = {"per-agent loop": (loop, updates)}
+    variants.update({f"fused {k}": (fn, 1) for k, fn in fused.items()})
+    variants["fused (all agents)"] = (lambda: [fn() for fn in fused.values()], 1)
+    for fn, calls in variants.values():  # warm-up (and CUDA graph capture)
+        for _ in range(3 * calls):
             fn()
+    _sync(device)
+    times: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(rounds):
-        for key, fn in variants.items():
+        for key, (fn, calls) in variants.items():
             _sync(device)
             tic = time.perf_counter()
-            for _ in range(updates):
+            for _ in range(calls):
                 fn()
             _sync(device)
             times[key].append((time.perf_counter() - tic) / updates)
     return pd.DataFrame([
-        {"agent": a, "mode": m, "runs": runs, "seconds_per_update": float(np.median(t)),
+        {"variant": k, "runs_per_agent": runs, "seconds_per_update": float(np.median(t)),
          "updates_per_second": 1.0 / float(np.median(t))}
-        for (a, m), t in times.items()
+        for k, t in times.items()
     ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bandits.bench", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--runs", type=int, default=5, help="runs (seeds) per population")
-    p.add_argument("--updates", type=int, default=200, help="updates timed per round")
+    p.add_argument("--runs", type=int, default=5, help="runs (seeds) per agent")
+    p.add_argument("--updates", type=int, default=64,
+                   help="updates per fused call (the paper's updates per step), timed per round")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median taken)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="torch device")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="output directory")
     args = p.parse_args(argv)
+    for name in ("runs", "updates", "rounds"):
+        if getattr(args, name) <= 0:
+            p.exit(2, f"bandits.bench: error: --{name} must be a positive integer\n")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("bandits.bench: error: --device cuda but torch has no CUDA device", file=sys.stderr)
-        return 2
+        p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
     start = time.perf_counter()
     df = measure(args.runs, args.updates, args.rounds, args.device)
-    t = {(r.agent, r.mode): r.seconds_per_update for r in df.itertuples()}
-    paper_updates = 50_000 * 64
-    # paper protocol: bbb + 3 epsilon-greedy populations, all seeds batched
-    paper_hours = paper_updates * (t["bbb", "batched"] + 3 * t["greedy", "batched"]) / 3600
-    ratios = {
-        "runs_speedup_bbb": t["bbb", "separate"] / t["bbb", "batched"],
-        "runs_speedup_greedy": t["greedy", "separate"] / t["greedy", "batched"],
-        "bbb_over_greedy_batched": t["bbb", "batched"] / t["greedy", "batched"],
-        "paper_protocol_hours_projected": paper_hours,
+    t = dict(zip(df["variant"], df["seconds_per_update"]))
+    before, now = t["per-agent loop"], t["fused (all agents)"]
+    run_updates = args.runs * len(PAPER_AGENTS)  # run-updates per update of all agents
+    df["seconds_per_run_update"] = df["seconds_per_update"] / np.where(
+        df["variant"].str.startswith("fused bbb"), args.runs,
+        np.where(df["variant"].str.contains(r"\+"), 3 * args.runs, run_updates))
+    summary = {
+        "per_run_update_seconds_before": before / run_updates,
+        "per_run_update_seconds_fused": now / run_updates,
+        "speedup_fused_over_per_agent_loop": before / now,
+        # 50,000 steps x 64 updates of the 4 agents with --runs seeds (the paper: 5)
+        "paper_protocol_minutes_projected": PAPER_STEPS * PAPER_UPDATES * now / 60,
+        "paper_protocol_minutes_projected_before": PAPER_STEPS * PAPER_UPDATES * before / 60,
     }
+    device_name = (torch.cuda.get_device_name() if args.device == "cuda"
+                   else f"CPU, {torch.get_num_threads()} torch thread(s)")
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / "bench.csv")
     write_json({"command": "python -m bandits.bench " + " ".join(sys.argv[1:] if argv is None
                                                                  else argv),
-                "device": args.device, "threads": torch.get_num_threads(),
-                "wall_seconds": round(time.perf_counter() - start, 1), **ratios,
+                "device": args.device, "device_name": device_name,
+                "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
+                "updates_per_call": args.updates,
+                "wall_seconds": round(time.perf_counter() - start, 1), **summary,
                 "versions": package_versions()}, args.out / "bench.json")
+    print(f"device: {device_name}")
     print(df.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
-    for k, v in ratios.items():
-        print(f"{k}: {v:.2f}")
+    for k, v in summary.items():
+        print(f"{k}: {v:.4g}")
     return 0
 
 

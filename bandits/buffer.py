@@ -5,7 +5,10 @@ of ``runs`` independent runs (Blundell et al. 2015, section 5.3: the last 4096).
 All runs are written together, one interaction each per :meth:`ReplayBuffer.add`,
 so they always hold the same number of items. Storage is torch tensors on the
 learner's device, allocated once (as in stable-baselines3's buffers): nothing
-grows per step.
+grows per step. The number of items is kept on the device as well (``size``), so a
+training step can draw minibatch indices without asking the host how full the buffer is
+(nothing in a step waits for the device, and a captured CUDA graph stays valid as the
+buffer fills).
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ class ReplayBuffer:
         self.rewards = torch.zeros(runs, capacity, dtype=dtype, device=self.device)
         self.pos = 0  # next slot to write
         self.full = False
-        self._run_index = torch.arange(runs, device=self.device).unsqueeze(1)  # (runs, 1)
+        # first row of each run in the flattened storage, (runs, 1)
+        self._run_offset = torch.arange(runs, device=self.device).unsqueeze(1) * self.capacity
+        self.size = torch.zeros((), dtype=torch.int64, device=self.device)  # len(self)
 
     def __len__(self) -> int:
         return self.capacity if self.full else self.pos
@@ -79,6 +84,27 @@ class ReplayBuffer:
         self.pos += 1
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
+        self.size.fill_(len(self))
+
+    def indices(self, u: Tensor) -> Tensor:
+        """Uniform draws ``u (runs, batch)`` in ``[0, 1)`` -> item indices ``floor(u * len)``.
+
+        Uniform over the items held (up to the float32 resolution of ``u``, 2^-24), with
+        the length read on the device.
+        """
+        idx = (u * self.size).to(torch.int64)
+        return torch.minimum(idx, self.size - 1)  # u * len can round up to len
+
+    def gather(self, idx: Tensor) -> Batch:
+        """The items ``idx (runs, batch)`` of each run (each run indexes its own items)."""
+        rows = idx + self._run_offset  # (runs, batch) rows of the flattened storage
+        flat = rows.reshape(-1)
+        contexts = self.contexts.view(-1, self.context_dim).index_select(0, flat)
+        return Batch(
+            contexts.view(*idx.shape, self.context_dim),  # (runs, batch, d)
+            self.actions.view(-1).index_select(0, flat).view(idx.shape),  # (runs, batch)
+            self.rewards.view(-1).index_select(0, flat).view(idx.shape),  # (runs, batch)
+        )
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
         """Draw ``batch_size`` items per run, uniformly with replacement.
@@ -86,14 +112,9 @@ class ReplayBuffer:
         Each run draws its own indices; ``generator`` (on the buffer's device)
         makes the draw reproducible.
         """
-        n = len(self)
-        if n == 0:
+        if len(self) == 0:
             raise ValueError("cannot sample from an empty replay buffer: add interactions first")
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        idx = torch.randint(n, (self.runs, batch_size), generator=generator, device=self.device)
-        return Batch(
-            self.contexts[self._run_index, idx],  # (runs, batch, d)
-            self.actions[self._run_index, idx],  # (runs, batch)
-            self.rewards[self._run_index, idx],  # (runs, batch)
-        )
+        u = torch.rand((self.runs, batch_size), generator=generator, device=self.device)
+        return self.gather(self.indices(u))

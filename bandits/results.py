@@ -83,8 +83,11 @@ class RegretLog:
             "cumulative_expected_regret": cum_e.reshape(-1),
         })
 
-    def summary_frame(self, wall_seconds: dict[str, float]) -> pd.DataFrame:
-        """Per agent: final cumulative regret (mean, std, min, max over seeds) and wall time."""
+    def summary_frame(self, wall_seconds: dict[str, float],
+                      losses: dict[str, float] | None = None) -> pd.DataFrame:
+        """Per agent: final cumulative regret (mean, std, min, max over seeds), wall time and
+        the training loss at the last update (mean over seeds; empty if it never learned)."""
+        losses = losses or {}
         cum_r, cum_e = self.final_cumulative()
         return pd.DataFrame({
             "agent": self.agents,
@@ -97,6 +100,7 @@ class RegretLog:
             "cumulative_expected_regret_mean": cum_e.mean(1),
             "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
             "wall_seconds": [round(wall_seconds.get(a, 0.0), 2) for a in self.agents],
+            "train_loss": [losses.get(a, np.nan) for a in self.agents],
         })
 
 

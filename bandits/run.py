@@ -3,9 +3,11 @@
     python -m bandits.run --agent bbb [greedy eps1 eps5 uniform] --env mushroom|wheel
         --seeds N --steps T --preset quick|paper --device cpu|cuda --out DIR
 
-Every agent is a population of ``--seeds`` runs (one batched model through the
-runs dimension) and every run of every agent sees the same contexts and reward
-draws for its seed (common random numbers). Outputs: ``metrics.csv``,
+Every agent's ``--seeds`` runs are one batched model through the runs dimension,
+and agents that differ only in how they act (greedy, eps1, eps5) share one
+population and one training step (see :func:`agents.make_agents`); every run of
+every agent sees the same contexts and reward draws for its seed (common random
+numbers). Outputs: ``metrics.csv``,
 ``summary.csv``, ``config.json``, ``regret.png`` (see the README).
 """
 
@@ -25,7 +27,7 @@ from pathlib import Path
 import torch
 
 import envs
-from agents import AGENTS, AgentConfig, make_agent
+from agents import AGENTS, AgentConfig, make_agents
 from bandits.buffer import ReplayBuffer
 from bandits.plot import plot_regret
 from bandits.results import (
@@ -68,6 +70,8 @@ class Config:
     seed: int = _f(0, "first seed; the runs use seed, seed+1, ...")
     steps: int | None = _f(None, "interactions per run", type=int)
     device: str = _f("cpu", "torch device of the models", choices=["cpu", "cuda"])
+    no_cuda_graph: bool = _f(False, "with --device cuda, run each training step eagerly instead "
+                                    "of replaying it as a captured CUDA graph")
     out: Path | None = _f(None, "output directory (default: a new directory under results/runs/)",
                            type=Path)
     overwrite: bool = _f(False, "allow writing into an existing non-empty output directory")
@@ -188,19 +192,23 @@ def run(cfg: Config, out: Path) -> int:
     agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
                                if hasattr(cfg, f.name)})
     agent_cfg.hidden = tuple(cfg.hidden)
-    lanes = []  # one (agent, vector env, buffer, context) per agent
-    for name in cfg.agent:
-        try:
-            env = envs.make_vec(cfg.env, cfg.seeds, **env_kwargs)
-        except (FileNotFoundError, ValueError) as e:  # missing or malformed data
-            raise UsageError(str(e)) from None
-        context, _ = env.reset(seed=cfg.seed)  # copy r is seeded with cfg.seed + r
-        d, n_actions = env.single_observation_space.shape[0], int(env.single_action_space.n)
-        agent = make_agent(name, d, n_actions, cfg.seeds, agent_seed(cfg.seed, cfg.seeds, name),
-                           agent_cfg, cfg.device)
-        buffer = ReplayBuffer(cfg.buffer_size, cfg.seeds, d, device=cfg.device)
-        lanes.append([agent, env, buffer, context])
+    try:
+        env = envs.make_vec(cfg.env, 1, **env_kwargs)  # the spaces; the data is checked here
+    except (FileNotFoundError, ValueError) as e:  # missing or malformed data
+        raise UsageError(str(e)) from None
+    d, n_actions = env.single_observation_space.shape[0], int(env.single_action_space.n)
+    populations = make_agents(cfg.agent, d, n_actions, cfg.seeds,
+                              lambda name: agent_seed(cfg.seed, cfg.seeds, name), agent_cfg,
+                              cfg.device, cuda_graph=not cfg.no_cuda_graph)
+    lanes = []  # one [population, vector env, buffer, context, loss] per population
+    for pop in populations:
+        env = envs.make_vec(cfg.env, pop.runs, **env_kwargs)
+        # every member's run r sees seed + r: common random numbers across agents
+        context, _ = env.reset(seed=[s for _ in pop.members for s in seeds])
+        buffer = ReplayBuffer(cfg.buffer_size, pop.runs, d, device=cfg.device)
+        lanes.append([pop, env, buffer, context, None])
     log = RegretLog(cfg.agent, seeds, cfg.steps)
+    index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_cfg),
@@ -211,17 +219,21 @@ def run(cfg: Config, out: Path) -> int:
     progress = _progress(cfg)
     try:
         for t in range(cfg.steps):
-            for k, lane in enumerate(lanes):
-                agent, env, buffer, context = lane
+            for lane in lanes:
+                pop, env, buffer, context, _ = lane
                 tic = time.perf_counter()
-                actions = agent.act(context)
-                next_context, rewards, _, _, info = env.step(actions)
+                actions = pop.act(context)  # on the device
+                actions_np = actions.cpu().numpy()  # the one copy to the host per step
+                next_context, rewards, _, _, info = env.step(actions_np)
                 buffer.add(context, actions, rewards)
-                if agent.learns and (t + 1) % cfg.train_every == 0:
-                    for _ in range(cfg.updates_per_step):
-                        agent.update(buffer)
-                wall[agent.name] += time.perf_counter() - tic
-                log.record(k, t, actions, rewards, info)
+                if pop.learns and (t + 1) % cfg.train_every == 0:
+                    lane[4] = pop.update(buffer, cfg.updates_per_step)  # not waited for
+                elapsed = time.perf_counter() - tic
+                for k, name in enumerate(pop.names):
+                    runs = pop.member_runs(k)
+                    wall[name] += elapsed / len(pop.members)
+                    log.record(index[name], t, actions_np[runs], rewards[runs],
+                               {key: info[key][runs] for key in ("regret", "expected_regret")})
                 lane[3] = next_context
             log.done = t + 1
             progress.update(log)
@@ -232,7 +244,12 @@ def run(cfg: Config, out: Path) -> int:
     elapsed = time.perf_counter() - start
     config.update(steps_completed=log.done, interrupted=interrupted,
                   wall_seconds=round(elapsed, 2))
-    write_outputs(cfg, out, log, wall, config)
+    losses = {}  # each agent's mean training loss over its runs, at its last update
+    for pop, *_, loss in lanes:
+        for k, name in enumerate(pop.names):
+            if loss is not None:
+                losses[name] = float(loss[pop.member_runs(k)].mean())
+    write_outputs(cfg, out, log, wall, losses, config)
     if interrupted:
         print(f"interrupted after {log.done} of {cfg.steps} steps; wrote the results to {out}",
               file=sys.stderr)
@@ -240,10 +257,11 @@ def run(cfg: Config, out: Path) -> int:
     return 0
 
 
-def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, config: dict) -> None:
+def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
+                  config: dict) -> None:
     """metrics.csv, summary.csv, config.json and regret.png; prints the summary table."""
     metrics = log.metrics_frame(cfg.log_points)
-    summary = log.summary_frame(wall)
+    summary = log.summary_frame(wall, losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
     write_json(config, out / "config.json")

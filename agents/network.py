@@ -1,0 +1,137 @@
+"""The reward network of a population of runs, with every parameter in one flat tensor.
+
+A population holds ``R`` independent MLPs (one per run: seeds, and agents that differ
+only in how they act). Their parameters live in ``(R, P)`` tensors, one row per run,
+each row the layers' weights and biases one after another: the per-weight work of a
+training step (sampling ``w = mu + sigma * eps``, the softplus, the complexity cost's
+gradient, Adam) is then a handful of whole-tensor operations however many layers the
+network has, and a forward pass is one batched matmul per layer on views of the row.
+
+The networks are built by :func:`bandits.bayes.make_mlp` (its initialisation, priors and
+layer shapes) and copied in, so a population of several agents starts from exactly the
+weights each agent would have alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from bandits.bayes import MLP, BayesLinear, RunsLinear, _fused_consts
+
+
+class FlatMLP(nn.Module):
+    """``R`` MLPs ``in -> hidden -> out`` with ReLU, parameters as ``(R, P)`` rows.
+
+    A Bayesian network has posterior means ``mu`` and ``rho`` (``sigma = softplus(rho)``);
+    a deterministic one has only ``mu`` (its weights).
+
+    Args:
+        models: MLPs with a runs dimension (from :func:`bandits.bayes.make_mlp`), all of the
+            same shape and kind; their runs are stacked in order.
+    """
+
+    def __init__(self, models: Sequence[MLP]) -> None:
+        super().__init__()
+        first = models[0]
+        kinds = {type(layer) for m in models for layer in m.layers}
+        if len(kinds) != 1 or not kinds <= {BayesLinear, RunsLinear}:
+            raise ValueError("FlatMLP needs MLPs of BayesLinear or of RunsLinear layers alone")
+        if any(not isinstance(m.act, nn.ReLU) or not isinstance(m.drop, nn.Identity)
+               for m in models):
+            raise ValueError("FlatMLP supports ReLU networks without dropout")
+        self.bayesian = kinds == {BayesLinear}
+        # (out, in, offset of the weight, offset of the bias) of every layer
+        self.layout: list[tuple[int, int, int, int]] = []
+        offset = 0
+        for layer in first.layers:
+            o, i = layer.out_features, layer.in_features
+            self.layout.append((o, i, offset, offset + o * i))
+            offset += o * i + o
+        self.n_params = offset
+        self.in_features = first.layers[0].in_features
+        if self.bayesian:
+            prior = first.layers[0].prior
+            if any(layer.prior is not prior and repr(layer.prior) != repr(prior)
+                   for m in models for layer in m.layers):
+                raise ValueError("all layers of a FlatMLP share one prior")
+            consts = _fused_consts(prior)
+            if consts is None:
+                raise ValueError(f"FlatMLP has no fused complexity cost for {prior}")
+            self.prior, self.prior_consts = prior, consts
+            self.mu = nn.Parameter(self._stack(models, "weight_mu", "bias_mu"))
+            self.rho = nn.Parameter(self._stack(models, "weight_rho", "bias_rho"))
+        else:
+            self.mu = nn.Parameter(self._stack(models, "weight", "bias"))
+            self.rho = None
+        self.runs = self.mu.shape[0]
+
+    @staticmethod
+    def _stack(models: Sequence[MLP], weight: str, bias: str) -> Tensor:
+        rows = []
+        for m in models:
+            parts = []
+            for layer in m.layers:
+                w, b = getattr(layer, weight), getattr(layer, bias)
+                if w.dim() != 3 or b is None:
+                    raise ValueError("FlatMLP needs layers with a runs dimension and a bias")
+                parts += [w.detach().reshape(w.shape[0], -1), b.detach()]
+            rows.append(torch.cat(parts, dim=1))
+        return torch.cat(rows, dim=0).contiguous()  # (R, P)
+
+    @property
+    def sigma(self) -> Tensor:
+        """Posterior standard deviation of every parameter, ``(R, P)``."""
+        return F.softplus(self.rho)
+
+    def split(self, flat: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """Views ``(weight (R, out, in), bias (R, out))`` of each layer in ``flat (R, P)``."""
+        r = flat.shape[0]
+        return [(flat[:, ow:ob].view(r, o, i), flat[:, ob:ob + o]) for o, i, ow, ob in self.layout]
+
+    def apply_layers(self, x: Tensor, layers: Sequence[tuple[Tensor, Tensor]],
+                     keep: list[Tensor] | None = None) -> Tensor:
+        """``x (R, N, in)`` through the given layer weights -> ``(R, N, out)``.
+
+        ``keep``, if given, receives each layer's input (what :meth:`backward` needs).
+        """
+        last = len(layers) - 1
+        for k, (w, b) in enumerate(layers):
+            if keep is not None:
+                keep.append(x)
+            x = torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))  # (R, N, out)
+            if k < last:
+                x = torch.relu(x)
+        return x
+
+    def backward(self, inputs: Sequence[Tensor], flat: Tensor, d_out: Tensor, out: Tensor
+                 ) -> Tensor:
+        """The gradient of a loss with respect to the weights ``flat (R, P)``, into ``out``.
+
+        ``inputs`` are the layer inputs kept by :meth:`apply_layers` with weights ``flat``
+        and ``d_out (R, N, out)`` the loss's gradient with respect to the network's output.
+        Written by hand (no autograd): each layer's weight and bias gradients go straight
+        into their place in ``out (R, P)``, and the input of the first layer (data) gets none.
+        """
+        d = d_out
+        layers, grads = self.split(flat), self.split(out)
+        for k in range(len(layers) - 1, -1, -1):
+            h = inputs[k]  # (R, N, in): the layer's input, relu of the previous layer
+            gw, gb = grads[k]
+            torch.bmm(d.transpose(1, 2), h, out=gw)  # (R, out, in)
+            torch.sum(d, dim=1, out=gb)  # (R, out)
+            if k > 0:
+                d = torch.bmm(d, layers[k][0])  # (R, N, in): gradient at the layer's input
+                d = torch.ops.aten.threshold_backward(d, h, 0.0)  # through the relu: 0 where h <= 0
+        return out
+
+    def forward(self, x: Tensor, flat: Tensor | None = None) -> Tensor:
+        """``x (R, N, in)`` through the weights ``flat`` (default: the means) -> ``(R, N, out)``."""
+        return self.apply_layers(x, self.split(self.mu if flat is None else flat))
+
+    def sample(self, eps: Tensor) -> Tensor:
+        """Weights ``mu + sigma * eps`` for noise ``eps (R, P)`` (Bayesian networks)."""
+        return torch.addcmul(self.mu, self.sigma, eps)

@@ -1,0 +1,110 @@
+"""The flat population network and the fused training step against the library's layers."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents import AgentConfig, make_agent, make_agents
+from agents.network import FlatMLP
+from bandits.bayes import GaussianPrior, ScaleMixturePrior, make_mlp
+from bandits.buffer import ReplayBuffer
+
+D, A, R = 5, 3, 4
+
+
+def _layer_eps(flat_model: FlatMLP, eps: torch.Tensor):
+    return [(w.clone(), b.clone()) for w, b in flat_model.split(eps)]
+
+
+@pytest.mark.parametrize("prior", [ScaleMixturePrior(0.5, 1.0, np.exp(-6)), GaussianPrior(0.7)])
+def test_flat_forward_and_bbb_gradients_equal_the_library_layers(prior):
+    torch.manual_seed(0)
+    lib = make_mlp(D + A, [7, 6], 1, runs=R, prior=prior, init_sigma=0.05)
+    flat = FlatMLP([lib])
+    x = torch.randn(R, 9, D + A)
+    y = torch.randn(R, 9)
+    eps = torch.randn(R, flat.n_params)
+    n = 37.0
+    # library: held noise, autograd through the layers and the complexity cost
+    with lib.sampling("held"):
+        for layer, (ew, eb) in zip(lib.bayes_layers(), _layer_eps(flat, eps)):
+            layer.resample(ew, eb)
+        pred = lib(x).squeeze(-1)
+        torch.testing.assert_close(pred, flat(x, flat.sample(eps)).squeeze(-1))
+        nll = 0.5 / 0.1**2 * ((y - pred) ** 2).mean(1)
+        loss = (lib.complexity_cost("mc") / n + nll).sum()
+    grads = torch.autograd.grad(loss, [p for layer in lib.layers
+                                       for p in (layer.weight_mu, layer.bias_mu,
+                                                 layer.weight_rho, layer.bias_rho)])
+    # the agent's fused step on the same noise
+    agent = make_agent("bbb", D, A, R, 0, AgentConfig(hidden=(7, 6)))
+    agent.model = flat
+    agent.noise = lambda: eps
+    (g_mu, g_rho), step_loss = agent.gradients(x, y, torch.tensor(n), want_loss=True)
+    expect_mu = torch.cat([torch.cat([gw.reshape(R, -1), gb], 1)
+                           for gw, gb in zip(grads[0::4], grads[1::4])], 1)
+    expect_rho = torch.cat([torch.cat([gw.reshape(R, -1), gb], 1)
+                            for gw, gb in zip(grads[2::4], grads[3::4])], 1)
+    torch.testing.assert_close(g_mu, expect_mu, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(g_rho, expect_rho, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(step_loss.sum(), loss.detach(), rtol=1e-5, atol=1e-3)
+
+
+def test_greedy_gradients_equal_autograd():
+    torch.manual_seed(1)
+    lib = make_mlp(D + A, [8], 1, runs=R, bayesian=False)
+    flat = FlatMLP([lib])
+    x, y = torch.randn(R, 10, D + A), torch.randn(R, 10)
+    loss = ((y - lib(x).squeeze(-1)) ** 2).mean(1).sum()
+    grads = torch.autograd.grad(loss, list(lib.parameters()))
+    agent = make_agent("greedy", D, A, R, 0, AgentConfig(hidden=(8,)))
+    agent.model = flat
+    (g,), step_loss = agent.gradients(x, y, torch.tensor(10.0), want_loss=True)
+    expect = torch.cat([torch.cat([grads[0].reshape(R, -1), grads[1]], 1),
+                        torch.cat([grads[2].reshape(R, -1), grads[3]], 1)], 1)
+    torch.testing.assert_close(g, expect)
+    torch.testing.assert_close(step_loss.sum(), loss.detach())
+
+
+def test_flat_mlp_rejects_what_it_cannot_hold():
+    with pytest.raises(ValueError, match="BayesLinear or of RunsLinear"):
+        FlatMLP([make_mlp(3, [4], 1, runs=2), make_mlp(3, [4], 1, runs=2, bayesian=False)])
+    with pytest.raises(ValueError, match="ReLU"):
+        FlatMLP([make_mlp(3, [4], 1, runs=2, activation="tanh")])
+    with pytest.raises(ValueError, match="runs dimension"):
+        FlatMLP([make_mlp(3, [4], 1)])
+
+
+def _trajectory(names, agent_name, steps=12, updates=3):
+    """Actions and final parameters of ``agent_name`` trained in a population of ``names``."""
+    cfg = AgentConfig(hidden=(16,), batch_size=8)
+    pops = make_agents(names, D, A, R, lambda n: [0, R, len(n)], cfg)
+    pop = next(p for p in pops if agent_name in p.names)
+    k = pop.names.index(agent_name)
+    buf = ReplayBuffer(32, pop.runs, D)
+    rng = np.random.default_rng(1)
+    actions = []
+    for _ in range(steps):
+        c = np.tile(rng.random((R, D), dtype=np.float32), (len(pop.members), 1))
+        a = pop.act(c)
+        buf.add(c, a, torch.as_tensor(rng.normal(size=R)).repeat(len(pop.members)))
+        pop.update(buf, updates)
+        actions.append(a[pop.member_runs(k)].numpy())
+    params = [p.detach()[pop.member_runs(k)].clone() for p in pop.model.parameters()]
+    return np.stack(actions), params
+
+
+@pytest.mark.parametrize("name", ["eps1", "eps5"])
+def test_a_member_of_a_population_learns_exactly_as_alone(name):
+    alone_a, alone_p = _trajectory([name], name)
+    pop_a, pop_p = _trajectory(["greedy", "eps1", "eps5"], name)
+    assert np.array_equal(alone_a, pop_a)
+    for a, b in zip(alone_p, pop_p):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_populations_group_only_agents_that_train_alike():
+    pops = make_agents(["eps5", "bbb", "greedy", "uniform", "eps1"], D, A, R,
+                       lambda n: 0, AgentConfig(hidden=(4,)))
+    assert [p.names for p in pops] == [["eps5", "greedy", "eps1"], ["bbb"], ["uniform"]]
+    assert pops[0].runs == 3 * R
