@@ -42,8 +42,9 @@ def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], M
 
 
 def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,
-           runs: int, device, cuda_graph: bool) -> Agent:
-    kwargs = {"cuda_graph": cuda_graph} if issubclass(cls, NeuralAgent) else {}
+           runs: int, device, cuda_graph: bool, compile: bool) -> Agent:
+    kwargs = ({"cuda_graph": cuda_graph, "compile": compile} if issubclass(cls, NeuralAgent)
+              else {})
     return cls(context_dim, n_actions, runs, members, device, **kwargs)
 
 
@@ -56,13 +57,16 @@ def make_agent(
     config: AgentConfig | None = None,
     device: torch.device | str = "cpu",
     cuda_graph: bool = True,
+    compile: bool = False,
 ) -> Agent:
     """Build the agent registered as ``name`` (see :data:`AGENTS`) with ``runs`` runs.
 
-    ``seed`` is an int or a sequence of ints (the entropy of its generators).
+    ``seed`` is an int or a sequence of ints (the entropy of its generators). On CUDA the
+    training step is replayed as a CUDA graph unless ``cuda_graph`` is false; ``compile``
+    fuses the BBB step's per-weight work with ``torch.compile``.
     """
     cls, member = _member(name, seed, config)
-    return _build(cls, [member], context_dim, n_actions, runs, device, cuda_graph)
+    return _build(cls, [member], context_dim, n_actions, runs, device, cuda_graph, compile)
 
 
 def make_agents(
@@ -74,6 +78,7 @@ def make_agents(
     config: AgentConfig | None = None,
     device: torch.device | str = "cpu",
     cuda_graph: bool = True,
+    compile: bool = False,
 ) -> list[Agent]:
     """The populations that train ``names``, each agent with ``runs`` runs.
 
@@ -87,7 +92,7 @@ def make_agents(
         shared = dataclasses.replace(member.config, **{k: None for k in PER_MEMBER})
         key = (cls, repr(shared))
         groups.setdefault(key, (cls, []))[1].append(member)
-    return [_build(cls, members, context_dim, n_actions, runs, device, cuda_graph)
+    return [_build(cls, members, context_dim, n_actions, runs, device, cuda_graph, compile)
             for cls, members in groups.values()]
 
 

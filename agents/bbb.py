@@ -18,7 +18,9 @@ its complexity cost (a test checks it), computed on the flat parameters: the net
 backward pass by hand (:meth:`agents.network.FlatMLP.backward`), then, in a few
 whole-tensor operations,
 ``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)`` with the
-complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`.
+complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`. With ``compile``
+those per-weight operations (:func:`sample_weights`, :func:`posterior_grads`) are fused
+by ``torch.compile`` into a few kernels: on a GPU that is most of an update's launches.
 """
 
 from __future__ import annotations
@@ -78,8 +80,7 @@ class BBBAgent(NeuralAgent):
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model
         eps = self.noise()  # (runs, P)
-        sigma = F.softplus(m.rho)
-        w = torch.addcmul(m.mu, sigma, eps)  # one weight sample per run
+        sigma, w = self.fused(sample_weights)(m.mu, m.rho, eps)  # one weight sample per run
         inputs: list[Tensor] = []
         pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
         scale = 0.5 / self.config.noise_sigma**2
@@ -88,12 +89,27 @@ class BBBAgent(NeuralAgent):
         d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
         g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
-        g_mu, g_sigma = mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n)
-        g_mu.add_(g_w)
-        g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(m.rho))
+        g_mu, g_rho = self.fused(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
+                                                  m.prior_consts)
         loss = None
         if want_loss:
             log_ratio, _ = log_p_minus_log_q(w, sigma, eps, m.prior_consts)
             nll = err.square().mean(dim=1).mul_(scale)
             loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
         return [g_mu, g_rho], loss
+
+
+def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor]:
+    """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps``."""
+    sigma = F.softplus(rho)
+    return sigma, torch.addcmul(mu, sigma, eps)
+
+
+def posterior_grads(g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor, rho: Tensor,
+                    inv_n: Tensor, prior_consts: tuple) -> tuple[Tensor, Tensor]:
+    """Gradients for ``mu`` and ``rho`` from the data term's gradient ``g_w`` at the sampled
+    weights and the complexity cost spread over ``1 / inv_n`` items."""
+    g_mu, g_sigma = mc_cost_grads(w, sigma, eps, prior_consts, inv_n)
+    g_mu.add_(g_w)
+    g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(rho))
+    return g_mu, g_rho

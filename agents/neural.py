@@ -33,8 +33,11 @@ from bandits.buffer import ReplayBuffer
 class NeuralAgent(Agent):
     """An agent with a reward model trained by Adam on minibatches from the buffer."""
 
-    def __init__(self, *args: Any, cuda_graph: bool = True, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, cuda_graph: bool = True, compile: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._compile = compile
+        self._compiled: dict = {}
         # Initial weights come from each member's own seed, not torch's global state:
         # a member starts from exactly the weights it would have alone.
         models = []
@@ -67,6 +70,14 @@ class NeuralAgent(Agent):
         ``x (runs, batch, in)``, ``rewards (runs, batch)``, ``n_data``: items in the buffer
         (a device scalar). The loss is computed only if ``want_loss``.
         """
+
+    def fused(self, fn):
+        """``fn`` itself, or with ``compile`` its ``torch.compile`` (compiled on first use)."""
+        if not self._compile:
+            return fn
+        if fn not in self._compiled:
+            self._compiled[fn] = torch.compile(fn, dynamic=False, fullgraph=True)
+        return self._compiled[fn]
 
     def inputs(self, contexts: Tensor, actions: Tensor) -> Tensor:
         """``contexts (..., d)``, ``actions (...)`` -> network inputs ``(..., d + n_actions)``."""

@@ -108,3 +108,25 @@ def test_populations_group_only_agents_that_train_alike():
                        lambda n: 0, AgentConfig(hidden=(4,)))
     assert [p.names for p in pops] == [["eps5", "greedy", "eps1"], ["bbb"], ["uniform"]]
     assert pops[0].runs == 3 * R
+
+
+@pytest.mark.slow
+def test_compiled_bbb_step_equals_the_eager_step():
+    # torch.compile fuses the per-weight work (the GPU path); on the CPU it must give the
+    # eager step's numbers up to float rounding.
+    def train(compile):
+        agent = make_agent("bbb", D, A, R, 0, AgentConfig(hidden=(16,), batch_size=8),
+                           compile=compile)
+        buf = ReplayBuffer(32, R, D)
+        rng = np.random.default_rng(0)
+        for _ in range(4):
+            c = rng.random((R, D), dtype=np.float32)
+            buf.add(c, agent.act(c), rng.normal(size=R))
+            loss = agent.update(buf, 3)
+        return loss, [p.detach() for p in agent.model.parameters()]
+
+    eager_loss, eager = train(False)
+    compiled_loss, compiled = train(True)
+    torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-5, atol=1e-5)
+    for a, b in zip(eager, compiled):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
