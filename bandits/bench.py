@@ -26,6 +26,8 @@ little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -55,12 +57,13 @@ def full_buffer(runs: int, device: str) -> ReplayBuffer:
     return buf
 
 
-def per_agent_loop(runs: int, device: str) -> Callable[[], None]:
-    """One update of every agent, the way the simulator trained before the fused step."""
+def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[], None]:
+    """One update of each agent in ``names``, the way the simulator trained before the
+    fused step."""
     cfg = AgentConfig()
     eye = torch.eye(N_ACTIONS, device=device)
     lanes = []
-    for name in PAPER_AGENTS:
+    for name in names:
         bayesian = AGENTS[name][0].name == "bbb"
         prior = ScaleMixturePrior(cfg.prior_pi, cfg.prior_sigma1, cfg.prior_sigma2)
         gen = torch.Generator(device=device).manual_seed(0)
@@ -106,11 +109,14 @@ def _sync(device: str) -> None:
 def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     """Seconds per update of every agent's runs, each variant timed over ``updates``
     updates per round, interleaved over ``rounds`` rounds (median)."""
-    loop = per_agent_loop(runs, device)
-    fused = fused_step(runs, updates, device)
-    variants: dict[str, tuple[Callable[[], None], int]] = {"per-agent loop": (loop, updates)}
-    variants.update({f"fused {k}": (fn, 1) for k, fn in fused.items()})
-    variants["fused (all agents)"] = (lambda: [fn() for fn in fused.values()], 1)
+    variants: dict[str, tuple[Callable[[], None], int]] = {}
+    for key, fn in fused_step(runs, updates, device).items():
+        variants[f"per-agent loop {key}"] = (per_agent_loop(runs, device, key.split("+")), updates)
+        variants[f"fused {key}"] = (fn, 1)
+    loops = [fn for k, (fn, _) in variants.items() if k.startswith("per-agent")]
+    fused = [fn for k, (fn, _) in variants.items() if k.startswith("fused")]
+    variants["per-agent loop (all agents)"] = (lambda: [fn() for fn in loops], updates)
+    variants["fused (all agents)"] = (lambda: [fn() for fn in fused], 1)
     for fn, calls in variants.values():  # warm-up (and CUDA graph capture)
         for _ in range(3 * calls):
             fn()
@@ -152,12 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     df = measure(args.runs, args.updates, args.rounds, args.device)
     t = dict(zip(df["variant"], df["seconds_per_update"]))
-    before, now = t["per-agent loop"], t["fused (all agents)"]
+    before, now = t["per-agent loop (all agents)"], t["fused (all agents)"]
     run_updates = args.runs * len(PAPER_AGENTS)  # run-updates per update of all agents
-    df["seconds_per_run_update"] = df["seconds_per_update"] / np.where(
-        df["variant"].str.startswith("fused bbb"), args.runs,
-        np.where(df["variant"].str.contains(r"\+"), 3 * args.runs, run_updates))
+    agents_in = df["variant"].str.count(r"\+") + 1
+    agents_in[df["variant"].str.endswith("(all agents)")] = len(PAPER_AGENTS)
+    df["seconds_per_run_update"] = df["seconds_per_update"] / (agents_in * args.runs)
+    speedups = {f"speedup_{k.split()[-1]}": t[f"per-agent loop {k}"] / t[f"fused {k}"]
+                for k in ("bbb", "greedy+eps1+eps5")}
     summary = {
+        **speedups,
         "per_run_update_seconds_before": before / run_updates,
         "per_run_update_seconds_fused": now / run_updates,
         "speedup_fused_over_per_agent_loop": before / now,
@@ -165,8 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "paper_protocol_minutes_projected": PAPER_STEPS * PAPER_UPDATES * now / 60,
         "paper_protocol_minutes_projected_before": PAPER_STEPS * PAPER_UPDATES * before / 60,
     }
-    device_name = (torch.cuda.get_device_name() if args.device == "cuda"
-                   else f"CPU, {torch.get_num_threads()} torch thread(s)")
+    device_name = (torch.cuda.get_device_name() if args.device == "cuda" else
+                   f"{platform.machine()} CPU ({os.cpu_count()} cores), "
+                   f"{torch.get_num_threads()} torch thread(s)")
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / "bench.csv")
     write_json({"command": "python -m bandits.bench " + " ".join(sys.argv[1:] if argv is None
