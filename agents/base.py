@@ -23,6 +23,7 @@ import abc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -123,6 +124,20 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         """One action per run: ``contexts (runs, context_dim) -> actions (runs,)`` int64."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that changes as the agent acts and learns (for checkpoints)."""
+        return {"generators": [g.get_state() for g in self.generators],
+                "rngs": [rng.bit_generator.state for rng in self.rngs]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned (same agent, same settings)."""
+        if len(state["generators"]) != len(self.generators):
+            raise ValueError("the state holds another number of members than this agent")
+        for g, s in zip(self.generators, state["generators"]):
+            g.set_state(s)
+        for rng, s in zip(self.rngs, state["rngs"]):
+            rng.bit_generator.state = s
 
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
         """``updates`` gradient steps on fresh minibatches; the loss per run (``None``: none)."""

@@ -58,6 +58,16 @@ class NeuralAgent(Agent):
         self._graph_key: tuple | None = None
         self._graph_loss: Tensor | None = None
 
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self._graph = self._graph_key = self._graph_loss = None  # capture again
+
     @abc.abstractmethod
     def build_model(self, in_features: int) -> MLP:
         """One member's reward network with ``runs_per_member`` copies (on the CPU)."""

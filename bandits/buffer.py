@@ -86,6 +86,18 @@ class ReplayBuffer:
             self.pos, self.full = 0, True
         self.size.fill_(len(self))
 
+    def state_dict(self) -> dict:
+        """The stored items and the write position (for checkpoints)."""
+        return {"contexts": self.contexts, "actions": self.actions, "rewards": self.rewards,
+                "pos": self.pos, "full": self.full}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned, into this buffer's storage."""
+        for name in ("contexts", "actions", "rewards"):
+            getattr(self, name).copy_(state[name])
+        self.pos, self.full = int(state["pos"]), bool(state["full"])
+        self.size.fill_(len(self))
+
     def indices(self, u: Tensor) -> Tensor:
         """Uniform draws ``u (runs, batch)`` in ``[0, 1)`` -> item indices ``floor(u * len)``.
 

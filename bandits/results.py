@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 METRICS_COLUMNS = [
     "agent", "seed", "step", "action", "reward", "regret", "expected_regret",
@@ -40,6 +41,8 @@ def logged_steps(steps: int, max_points: int) -> np.ndarray:
 class RegretLog:
     """Per-step records of every (agent, run), preallocated for the whole horizon."""
 
+    _ARRAYS = ("action", "reward", "regret", "expected_regret")
+
     def __init__(self, agents: list[str], seeds: list[int], steps: int) -> None:
         self.agents, self.seeds, self.steps = agents, seeds, steps
         shape = (len(agents), len(seeds), steps)
@@ -55,6 +58,21 @@ class RegretLog:
         self.reward[k, :, t] = rewards
         self.regret[k, :, t] = info["regret"]
         self.expected_regret[k, :, t] = info["expected_regret"]
+
+    def state_dict(self) -> dict:
+        """The records of the completed steps (for checkpoints)."""
+        n = self.done
+        return {"done": n, **{k: torch.from_numpy(getattr(self, k)[:, :, :n].copy())
+                              for k in self._ARRAYS}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore the records of ``state["done"]`` steps (the horizon may have grown)."""
+        n = int(state["done"])
+        if n > self.steps:
+            raise ValueError(f"the state holds {n} steps, more than this log's {self.steps}")
+        for k in self._ARRAYS:
+            getattr(self, k)[:, :, :n] = state[k].numpy()
+        self.done = n
 
     def final_cumulative(self) -> tuple[np.ndarray, np.ndarray]:
         """Cumulative regret and expected regret at the last completed step: ``(agents, seeds)``."""
@@ -83,10 +101,11 @@ class RegretLog:
             "cumulative_expected_regret": cum_e.reshape(-1),
         })
 
-    def summary_frame(self, wall_seconds: dict[str, float],
-                      losses: dict[str, float] | None = None) -> pd.DataFrame:
-        """Per agent: final cumulative regret (mean, std, min, max over seeds), wall time and
-        the training loss at the last update (mean over seeds; empty if it never learned)."""
+    def summary_frame(self, losses: dict[str, float] | None = None) -> pd.DataFrame:
+        """Per agent: final cumulative regret (mean, std, min, max over seeds) and the
+        training loss at the last update (mean over seeds; empty if it never learned).
+
+        Only results: the same run gives the same bytes (wall times go to config.json)."""
         losses = losses or {}
         cum_r, cum_e = self.final_cumulative()
         return pd.DataFrame({
@@ -99,7 +118,6 @@ class RegretLog:
             "cumulative_regret_max": cum_r.max(1),
             "cumulative_expected_regret_mean": cum_e.mean(1),
             "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
-            "wall_seconds": [round(wall_seconds.get(a, 0.0), 2) for a in self.agents],
             "train_loss": [losses.get(a, np.nan) for a in self.agents],
         })
 

@@ -15,20 +15,27 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import shlex
+import signal
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 
 import envs
-from agents import AGENTS, AgentConfig, make_agents
+from agents import AGENTS, Agent, AgentConfig, make_agents
+from bandits import checkpoint
 from bandits.buffer import ReplayBuffer
+from bandits.checkpoint import CheckpointError
 from bandits.plot import plot_regret
 from bandits.results import (
     OutputDirError,
@@ -104,6 +111,12 @@ class Config:
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
                          "(0: torch's default)")
     no_progress: bool = _f(False, "hide the progress bar")
+    checkpoint_every: float = _f(300.0, "seconds of work between checkpoints in the output "
+                                        "directory (0: after every step); one is also written "
+                                        "at the end and on Ctrl-C")
+    resume: Path | None = _f(None, "continue the run in this output directory from its "
+                                   "checkpoint, with its config.json (--steps may extend it)",
+                             type=Path)
 
 
 class UsageError(Exception):
@@ -147,6 +160,11 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         if args[k] is None:
             args[k] = v
     cfg = Config(**args)
+    _validate(cfg)
+    return cfg
+
+
+def _validate(cfg: Config) -> None:
     unknown = [a for a in cfg.agent if a not in AGENTS]
     if unknown:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
@@ -167,10 +185,61 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
         raise UsageError(f"--threads must be >= 0, got {cfg.threads}")
     if not 0.0 <= cfg.prior_pi <= 1.0:
         raise UsageError(f"--prior-pi must be in [0, 1], got {cfg.prior_pi}")
+    if not (math.isfinite(cfg.checkpoint_every) and cfg.checkpoint_every >= 0):
+        raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {cfg.checkpoint_every}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
-    return cfg
+
+
+KIND = "bandits.run"  # the checkpoint kind
+# flags that may be given beside --resume: they do not change the results
+RESUME_FLAGS = {"resume", "steps", "no_progress", "checkpoint_every", "data_dir", "log_y"}
+
+
+def given_flags(argv: Sequence[str] | None) -> set[str]:
+    """The settings named on the command line (not filled by a default)."""
+    p = build_parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(p.parse_args(argv)))
+
+
+def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
+    """The config of the run to resume (its config.json, with --steps and the other
+    harmless flags applied) and what :func:`run` needs to continue it."""
+    args = vars(build_parser().parse_args(argv))
+    given = given_flags(argv)
+    refused = sorted(given - RESUME_FLAGS)
+    if refused:
+        flag = "--" + refused[0].replace("_", "-")
+        raise UsageError(f"{flag} cannot be given with --resume: it would change the results "
+                         "(--resume takes every setting from the run's config.json; only "
+                         "--steps, --checkpoint-every, --data-dir, --no-progress, --log-y may "
+                         "be added)")
+    out = Path(args["resume"])
+    try:
+        state = checkpoint.load(out / checkpoint.NAME, KIND)
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    saved = state["config"]  # config.json as it was when the checkpoint was written
+    settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
+    for k in given - {"resume"}:
+        settings[k] = args[k]
+    settings.update(resume=out, out=out, overwrite=True)
+    try:
+        cfg = Config(**settings)
+        cfg.hidden = tuple(cfg.hidden)
+        cfg.data_dir = None if cfg.data_dir is None else Path(cfg.data_dir)
+    except TypeError as e:
+        raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
+                         ) from None
+    _validate(cfg)
+    done = int(state["steps_done"])
+    if cfg.steps < done:
+        raise UsageError(f"--steps {cfg.steps} is fewer than the {done} steps the checkpoint in "
+                         f"{out} has done; give --steps {done} or more")
+    return cfg, {"state": state, "config": saved}
 
 
 def prepare_out_dir(cfg: Config) -> Path:
@@ -186,8 +255,24 @@ def agent_seed(seed: int, runs: int, name: str) -> list[int]:
     return [seed, runs, zlib.crc32(name.encode())]
 
 
-def run(cfg: Config, out: Path) -> int:
-    """Run every agent in lockstep for ``cfg.steps`` interactions and write the outputs."""
+@dataclass
+class Lane:
+    """One population with its environment copies, its buffer and where it stands."""
+
+    pop: Agent
+    env: Any  # a vector env of pop.runs copies
+    buffer: ReplayBuffer
+    context: np.ndarray  # (runs, d): the contexts the population acts on next
+    loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
+    diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
+
+
+class Diverged(Exception):
+    """A run's training loss became NaN or infinite."""
+
+
+def build(cfg: Config) -> tuple[list[Lane], list[int]]:
+    """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     env_kwargs = {"data_dir": cfg.data_dir} if cfg.env == "mushroom" else {}
@@ -203,68 +288,175 @@ def run(cfg: Config, out: Path) -> int:
     populations = make_agents(cfg.agent, d, n_actions, cfg.seeds,
                               lambda name: agent_seed(cfg.seed, cfg.seeds, name), agent_cfg,
                               cfg.device, cuda_graph=not cfg.no_cuda_graph, compile=cfg.compile)
-    lanes = []  # one [population, vector env, buffer, context, loss] per population
+    lanes = []
     for pop in populations:
         env = envs.make_vec(cfg.env, pop.runs, **env_kwargs)
         # every member's run r sees seed + r: common random numbers across agents
         context, _ = env.reset(seed=[s for _ in pop.members for s in seeds])
         buffer = ReplayBuffer(cfg.buffer_size, pop.runs, d, device=cfg.device)
-        lanes.append([pop, env, buffer, context, None])
+        lanes.append(Lane(pop, env, buffer, context,
+                          diverged_at=torch.full((pop.runs,), -1, device=cfg.device)))
+    return lanes, seeds
+
+
+def snapshot(lanes: list[Lane], log: RegretLog, wall: dict[str, float]) -> dict[str, Any]:
+    """The state of a run at the end of step ``log.done``, for a checkpoint."""
+    return {"steps_done": log.done, "log": log.state_dict(), "wall": dict(wall),
+            "lanes": [{"agents": lane.pop.names, "agent": lane.pop.state_dict(),
+                       "buffer": lane.buffer.state_dict(), "loss": lane.loss,
+                       "context": torch.from_numpy(np.array(lane.context))} for lane in lanes]}
+
+
+def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], state: dict) -> None:
+    """Put a freshly built run into the state of :func:`snapshot`.
+
+    The environments are replayed to the checkpoint's step (their streams depend on the
+    seeds and the step only, never on the actions) and checked against the saved contexts.
+    """
+    if [lane.pop.names for lane in lanes] != [s["agents"] for s in state["lanes"]]:
+        raise CheckpointError("the checkpoint's agents do not match config.json")
+    log.load_state_dict(state["log"])
+    wall.update(state["wall"])
+    for lane, s in zip(lanes, state["lanes"]):
+        lane.pop.load_state_dict(s["agent"])
+        lane.buffer.load_state_dict(s["buffer"])
+        lane.loss = None if s["loss"] is None else s["loss"].to(lane.buffer.device)
+        zeros = np.zeros(lane.pop.runs, dtype=np.int64)
+        for _ in range(log.done):
+            lane.context = lane.env.step(zeros)[0]
+        if not np.array_equal(lane.context, s["context"].numpy()):
+            raise CheckpointError("the environment does not reproduce the checkpoint's "
+                                  "contexts (was the data set changed?)")
+
+
+def check_divergence(lanes: list[Lane], seeds: list[int]) -> None:
+    """Raise :class:`Diverged` naming the agent, seed and step of the first non-finite loss.
+
+    Reads one small tensor per population: call it now and then, not every step.
+    """
+    found = []
+    for lane in lanes:
+        at = lane.diverged_at.cpu()
+        for k, name in enumerate(lane.pop.names):
+            for i, step in enumerate(at[lane.pop.member_runs(k)].tolist()):
+                if step >= 0:
+                    found.append((step, name, seeds[i]))
+    if found:
+        step, name, seed = min(found)
+        raise Diverged(f"agent {name}, seed {seed} diverged at step {step} "
+                       "(non-finite training loss)")
+
+
+CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
+
+
+def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
+    """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
+
+    ``resume``: a checkpoint's state to continue from (see :func:`resume_run`).
+    """
+    lanes, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
-              "agent_config": dataclasses.asdict(agent_cfg),
               "command": "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": _device_name(cfg.device), "versions": package_versions()}
+    previous_wall = 0.0
+    if resume is not None:
+        restore(lanes, log, wall, resume["state"])
+        config.update(command=resume["config"]["command"],
+                      resumed=[*resume["config"].get("resumed", []),
+                               {"command": config["command"], "at_step": log.done}])
+        previous_wall = resume["config"].get("wall_seconds", 0.0)
+    config["agent_config"] = dataclasses.asdict(lanes[0].pop.config) if lanes else {}
+    ckpt = out / checkpoint.NAME
     start = time.perf_counter()
-    interrupted = False
-    progress = _progress(cfg)
+
+    def progress_info() -> dict:
+        return {"steps_completed": log.done,
+                "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
+
+    write_json({**config, "steps_completed": log.done, "running": True}, out / "config.json")
+    ckpt_step = log.done if resume is not None else None  # step of the last good checkpoint
+    stop = _StopOnSigint()
+    status, message = 0, None
+    next_ckpt = time.monotonic() + cfg.checkpoint_every
+    progress = _progress(cfg, log.done)
     try:
-        for t in range(cfg.steps):
-            for lane in lanes:
-                pop, env, buffer, context, _ = lane
-                tic = time.perf_counter()
-                actions = pop.act(context)  # on the device
-                actions_np = actions.cpu().numpy()  # the one copy to the host per step
-                next_context, rewards, _, _, info = env.step(actions_np)
-                buffer.add(context, actions, rewards)
-                if pop.learns and (t + 1) % cfg.train_every == 0:
-                    lane[4] = pop.update(buffer, cfg.updates_per_step)  # not waited for
-                elapsed = time.perf_counter() - tic
-                for k, name in enumerate(pop.names):
-                    runs = pop.member_runs(k)
-                    wall[name] += elapsed / len(pop.members)
-                    log.record(index[name], t, actions_np[runs], rewards[runs],
-                               {key: info[key][runs] for key in ("regret", "expected_regret")})
-                lane[3] = next_context
-            log.done = t + 1
-            progress.update(log)
+        with stop:
+            for t in range(log.done, cfg.steps):
+                for lane in lanes:
+                    tic = time.perf_counter()
+                    actions = lane.pop.act(lane.context)  # on the device
+                    actions_np = actions.cpu().numpy()  # the one copy to the host per step
+                    next_context, rewards, _, _, info = lane.env.step(actions_np)
+                    lane.buffer.add(lane.context, actions, rewards)
+                    if lane.pop.learns and (t + 1) % cfg.train_every == 0:
+                        lane.loss = lane.pop.update(lane.buffer, cfg.updates_per_step)
+                        bad = (lane.diverged_at < 0) & ~torch.isfinite(lane.loss)
+                        lane.diverged_at.masked_fill_(bad, t + 1)  # no wait for the device
+                    elapsed = time.perf_counter() - tic
+                    for k, name in enumerate(lane.pop.names):
+                        runs = lane.pop.member_runs(k)
+                        wall[name] += elapsed / len(lane.pop.members)
+                        log.record(index[name], t, actions_np[runs], rewards[runs],
+                                   {key: info[key][runs] for key in ("regret", "expected_regret")})
+                    lane.context = next_context
+                log.done = t + 1
+                progress.update(log)
+                save = (log.done == cfg.steps or stop.requested
+                        or time.monotonic() >= next_ckpt)
+                if save or log.done % CHECK_EVERY == 0:
+                    check_divergence(lanes, seeds)  # never checkpoint a diverged state
+                if save:
+                    checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall),
+                                                 "config": _plain({**config, **progress_info()})})
+                    ckpt_step = log.done
+                    next_ckpt = time.monotonic() + cfg.checkpoint_every
+                if stop.requested:
+                    raise KeyboardInterrupt
     except KeyboardInterrupt:
-        interrupted = True
+        status = 130
+        kept = (f"resume from step {ckpt_step} with: python -m bandits.run --resume {out}"
+                if ckpt_step is not None else "no checkpoint was written yet")
+        message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
+    except Diverged as e:
+        status = 3
+        kept = (f"the last good checkpoint (step {ckpt_step}) is kept" if ckpt_step is not None
+                else "no checkpoint was written")
+        message = f"{e}; wrote the results up to step {log.done}; {kept}"
+    except CheckpointError as e:
+        status, message = 2, str(e)
     finally:
         progress.close()
-    elapsed = time.perf_counter() - start
-    config.update(steps_completed=log.done, interrupted=interrupted,
-                  wall_seconds=round(elapsed, 2))
+    config.update(steps_completed=log.done, interrupted=status == 130,
+                  diverged=message if status == 3 else None,
+                  wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
+                  wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
+                  checkpoint_step=ckpt_step)
     losses = {}  # each agent's mean training loss over its runs, at its last update
-    for pop, *_, loss in lanes:
-        for k, name in enumerate(pop.names):
-            if loss is not None:
-                losses[name] = float(loss[pop.member_runs(k)].mean())
-    write_outputs(cfg, out, log, wall, losses, config)
-    if interrupted:
-        print(f"interrupted after {log.done} of {cfg.steps} steps; wrote the results to {out}",
-              file=sys.stderr)
-        return 130
-    return 0
+    for lane in lanes:
+        for k, name in enumerate(lane.pop.names):
+            if lane.loss is not None:
+                losses[name] = float(lane.loss[lane.pop.member_runs(k)].mean())
+    try:
+        write_outputs(cfg, out, log, wall, losses, config)
+    except OSError as e:
+        kept = f"the checkpoint of step {ckpt_step} is kept" if ckpt_step is not None else ""
+        print(f"bandits.run: error: cannot write the results to {out}: {e.strerror or e}"
+              + (f"; {kept}" if kept else ""), file=sys.stderr)
+        return 2
+    if message:
+        print(f"bandits.run: {'error: ' if status in (2, 3) else ''}{message}", file=sys.stderr)
+    return status
 
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   config: dict) -> None:
     """metrics.csv, summary.csv, config.json and regret.png; prints the summary table."""
     metrics = log.metrics_frame(cfg.log_points)
-    summary = log.summary_frame(wall, losses)
+    summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
     write_json(config, out / "config.json")
@@ -273,10 +465,39 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
         plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title)
     cols = ["agent", "cumulative_regret_mean", "cumulative_regret_std",
             "cumulative_regret_min", "cumulative_regret_max", "wall_seconds"]
+    table = summary.assign(wall_seconds=[wall[a] for a in summary["agent"]])
     print(f"\nCumulative regret after {log.done} steps ({len(log.seeds)} seeds, env {cfg.env}):")
-    print(summary[cols].sort_values("cumulative_regret_mean").to_string(
+    print(table[cols].sort_values("cumulative_regret_mean").to_string(
         index=False, float_format=lambda v: f"{v:.1f}"))
     print(f"outputs in {out}")
+
+
+def _plain(data: dict) -> dict:
+    """``data`` as JSON would give it back (paths as strings): safe to store in a checkpoint."""
+    return json.loads(json.dumps(data, default=str))
+
+
+class _StopOnSigint:
+    """While active, Ctrl-C (SIGINT) asks the loop to stop at the end of the current step,
+    so that the checkpoint it then writes is a consistent one; a second Ctrl-C stops at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._old = None
+
+    def _handler(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> _StopOnSigint:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 def _device_name(device: str) -> str:
@@ -290,10 +511,10 @@ def _device_name(device: str) -> str:
 class _progress:
     """A tqdm bar over steps with the running mean cumulative regret of each agent."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, done: int = 0) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
+        self.bar = tqdm(total=cfg.steps, initial=done, unit="step", disable=cfg.no_progress,
                         desc=f"{cfg.env} x{cfg.seeds}", dynamic_ncols=True)
         self.every = max(1, cfg.steps // 200)
 
@@ -309,9 +530,11 @@ class _progress:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
+        if "resume" in given_flags(argv):
+            cfg, resume = resume_config(argv)
+            return run(cfg, cfg.out, resume)
         cfg = parse_config(argv)
-        out = prepare_out_dir(cfg)
-        return run(cfg, out)
+        return run(cfg, prepare_out_dir(cfg))
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2

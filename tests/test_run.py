@@ -30,9 +30,12 @@ def test_tiny_run_writes_every_output(tmp_path):
     s = pd.read_csv(out / "summary.csv")
     assert set(s["agent"]) == {"bbb", "greedy", "uniform"}
     assert {"cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
-            "cumulative_regret_max", "wall_seconds"} <= set(s.columns)
+            "cumulative_regret_max", "train_loss"} <= set(s.columns)
+    assert s.set_index("agent")["train_loss"].isna().tolist() == [False, False, True]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["seeds"] == 2 and cfg["steps"] == 30 and cfg["interrupted"] is False
+    assert set(cfg["wall_seconds_per_agent"]) == {"bbb", "greedy", "uniform"}
+    assert cfg["checkpoint_step"] == 30 and (out / "checkpoint.pt").is_file()
     assert cfg["seed_list"] == [0, 1] and "torch" in cfg["versions"]
 
 
@@ -142,9 +145,10 @@ def test_interrupt_writes_what_was_measured(tmp_path, monkeypatch):
 
     monkeypatch.setattr(agents.uniform.UniformAgent, "act", act)
     out = tmp_path / "r"
-    assert main([*TINY, "--agent", "uniform", "--out", str(out)]) == 130
+    assert main([*TINY, "--agent", "uniform", "--out", str(out), "--checkpoint-every", "0"]) == 130
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["interrupted"] is True and cfg["steps_completed"] == 11
+    assert cfg["checkpoint_step"] == 11
     m = pd.read_csv(out / "metrics.csv")
     assert m["step"].max() == 11
 
