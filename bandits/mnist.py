@@ -62,6 +62,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
+from bandits import checkpoint
 from bandits.bayes import (
     MLP,
     GaussianPrior,
@@ -155,6 +156,9 @@ class Config:
         "help": "build tables and figures from the runs under this directory, then exit"})
     redraw: str | None = field(default=None, metadata={
         "help": "rewrite a run directory's histograms and plots from its saved model, then exit"})
+    resume: str | None = field(default=None, metadata={
+        "help": "continue the training in this output directory from its checkpoint (written "
+                "after every epoch) with its settings; --epochs may extend a constant-lr run"})
 
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run."""
@@ -587,10 +591,49 @@ def seed_everything(seed: int) -> tuple[torch.Generator, torch.Generator]:
     return torch.Generator().manual_seed(seed + 1), torch.Generator().manual_seed(seed + 2)
 
 
-def run(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
-    """Train and evaluate one model; write every output file; return the summary."""
+CHECKPOINT_KIND = "bandits.mnist"
+# flags that may be given beside --resume: they do not change the results
+RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download"}
+
+
+def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
+    """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
+    given = vars(build_parser().parse_args(argv))
+    refused = sorted(set(given) - RESUME_FLAGS)
+    if refused:
+        raise ValueError(f"--{refused[0].replace('_', '-')} cannot be given with --resume: it "
+                         "would change the results (only --epochs, --no-progress, --no-plots, "
+                         "--data-dir, --no-download may be added)")
+    out = Path(given["resume"])
+    try:
+        state = checkpoint.load(out / checkpoint.NAME, CHECKPOINT_KIND)
+    except checkpoint.CheckpointError as e:
+        raise ValueError(str(e)) from None
+    settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
+    settings.update({k: v for k, v in given.items() if k != "resume"})
+    cfg = Config(**settings)
+    cfg.validate()
+    if cfg.epochs != state["config"]["epochs"] and cfg.lr_schedule == "cosine":
+        raise ValueError("--epochs cannot change with --resume under --lr-schedule cosine: the "
+                         "schedule is laid out over the epochs the run started with")
+    if cfg.epochs < state["epoch"]:
+        raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
+                         f"checkpoint in {out} has trained")
+    return cfg, state
+
+
+def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
+    """Train and evaluate one model; write every output file; return the summary.
+
+    A checkpoint is written after every epoch; ``resume`` (a checkpoint's state, see
+    :func:`resume_config`) continues from it to the same result as an uninterrupted run.
+    """
     t_start = time.perf_counter()
-    out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
+    if resume is None:
+        out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
+    else:
+        out = Path(cfg.out)
     (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
     noise_gen, shuffle_gen = seed_everything(cfg.seed)
     if cfg.device == "cuda":
@@ -604,11 +647,31 @@ def run(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     has_val = "val" in splits
     rows: list[dict[str, float]] = []
     best = {"val_error": math.inf, "epoch": 0, "state": copy.deepcopy(model.state_dict())}
-    for epoch in range(1, cfg.epochs + 1):
-        t0 = time.perf_counter()
-        lr = opt.param_groups[0]["lr"]
-        stats = train_epoch(model, opt, splits["train"], cfg, shuffle_gen,
-                            desc=f"{label} epoch {epoch}/{cfg.epochs}")
+    first_epoch, wall_before = 1, 0.0
+    command = command_line(argv)
+    if resume is not None:
+        command = f"{resume['command']} (resumed with: {command})"
+        model.load_state_dict(resume["model"])
+        opt.load_state_dict(resume["optimizer"])
+        if sched is not None:
+            sched.load_state_dict(resume["scheduler"])
+        noise_gen.set_state(resume["generators"][0])
+        shuffle_gen.set_state(resume["generators"][1])
+        torch.set_rng_state(resume["torch_rng"])
+        if cfg.device == "cuda" and resume["cuda_rng"] is not None:
+            torch.cuda.set_rng_state(resume["cuda_rng"])
+        rows, best = resume["rows"], resume["best"]
+        first_epoch, wall_before = resume["epoch"] + 1, resume["wall_seconds"]
+    for epoch in range(first_epoch, cfg.epochs + 1):
+        try:
+            t0 = time.perf_counter()
+            lr = opt.param_groups[0]["lr"]
+            stats = train_epoch(model, opt, splits["train"], cfg, shuffle_gen,
+                                desc=f"{label} epoch {epoch}/{cfg.epochs}")
+        except KeyboardInterrupt:
+            kept = (f"resume after epoch {epoch - 1} with: python -m bandits.mnist --resume {out}"
+                    if epoch > 1 else "no epoch was completed")
+            raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
         t_train = time.perf_counter() - t0
         if sched is not None:
             sched.step()
@@ -622,6 +685,14 @@ def run(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
               flush=True)
         if has_val and val < best["val_error"]:
             best = {"val_error": val, "epoch": epoch, "state": copy.deepcopy(model.state_dict())}
+        checkpoint.save(out / checkpoint.NAME, CHECKPOINT_KIND, {
+            "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": None if sched is None else sched.state_dict(),
+            "generators": [noise_gen.get_state(), shuffle_gen.get_state()],
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state() if cfg.device == "cuda" else None,
+            "rows": rows, "best": best, "config": saved_config(cfg), "command": command,
+            "wall_seconds": wall_before + time.perf_counter() - t_start})
     raw = out / "raw"  # ignored by git: the trained weights
     raw.mkdir(exist_ok=True)
     torch.save(model.state_dict(), raw / "model.pt")
@@ -648,9 +719,9 @@ def run(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     summary.update({
         "epochs": cfg.epochs,
         "seconds_per_epoch": float(np.median(secs)) if secs else math.nan,
-        "wall_seconds": time.perf_counter() - t_start,
+        "wall_seconds": wall_before + time.perf_counter() - t_start,
         "device": cfg.device, "machine": machine(cfg.device),
-        "command": command_line(argv), "n_weights": sum(p.numel() for p in model.parameters()),
+        "command": command, "n_weights": sum(p.numel() for p in model.parameters()),
         "settings": saved_config(cfg),
     })
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -829,18 +900,30 @@ def redraw(run_dir: Path) -> None:
     plot_run(run_dir, run_label(cfg))
 
 
+class Interrupted(Exception):
+    """Ctrl-C during training; the message says how to resume."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m bandits.mnist``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
-    except (ValueError, FileNotFoundError) as e:  # bad settings, missing or damaged data
+    except (ValueError, FileNotFoundError, checkpoint.CheckpointError) as e:
+        # bad settings, missing or damaged data, a checkpoint that cannot be written
         print(f"bandits.mnist: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        print(f"bandits.mnist: {e}", file=sys.stderr)
+        return 130
 
 
 def _main(argv: list[str]) -> int:
-    cfg = parse_config(argv)
+    resume = None
+    if "resume" in vars(build_parser().parse_args(argv)):
+        cfg, resume = resume_config(argv)
+    else:
+        cfg = parse_config(argv)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     if cfg.redraw is not None:
@@ -852,7 +935,7 @@ def _main(argv: list[str]) -> int:
     if cfg.bench:
         bench(cfg, argv)
         return 0
-    summary = run(cfg, argv)
+    summary = run(cfg, argv, resume)
     print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")}, indent=2))
     return 0
 

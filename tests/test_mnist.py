@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import urllib.request
+from pathlib import Path
 
 import pytest
 import torch
@@ -304,3 +305,56 @@ def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert "ubyte" in err and len(err.splitlines()) == 1
+
+
+# ------------------------------------------------------------------ checkpoints and resume
+
+TINY_MNIST = ["--train-size", "400", "--test-size", "200", "--hidden", "32", "--batch-size", "50",
+              "--eval-samples", "2", "--ood-images", "50", "--no-progress", "--no-plots",
+              "--prune", "0,50"]
+
+
+def _results(out: Path) -> tuple[list, dict]:
+    rows = [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")}
+            for r in mnist.read_csv(out / "epochs.csv")]
+    s = json.loads((out / "summary.json").read_text())
+    return rows, {k: s.get(k) for k in ("final", "best_validation", "ood", "pruning")}
+
+
+@pytest.mark.parametrize("model", ["bbb", "dropout"])
+def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch, model):
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--model", model, "--data-dir", str(mnist_data_dir)]
+    ref = tmp_path / "ref"
+    assert mnist.main([*base, "--epochs", "3", "--out", str(ref)]) == 0
+    # Ctrl-C in the second epoch: the checkpoint of epoch 1 is kept
+    out = tmp_path / "run"
+    original, calls = mnist.train_epoch, {"n": 0}
+
+    def train_epoch(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(mnist, "train_epoch", train_epoch)
+    assert mnist.main([*base, "--epochs", "3", "--out", str(out)]) == 130
+    monkeypatch.setattr(mnist, "train_epoch", original)
+    assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
+    assert _results(out) == _results(ref)
+    # and a finished run extended by --epochs equals the longer run
+    short = tmp_path / "short"
+    assert mnist.main([*base, "--epochs", "2", "--out", str(short)]) == 0
+    assert mnist.main(["--resume", str(short), "--epochs", "3",
+                       "--data-dir", str(mnist_data_dir)]) == 0
+    assert _results(short) == _results(ref)
+
+
+def test_resume_bad_input(tmp_path, capsys):
+    (tmp_path / "checkpoint.pt").write_bytes(b"garbage")
+    assert mnist.main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "checkpoint.pt" in err and "damaged" in err and len(err.splitlines()) == 1
+    assert mnist.main(["--resume", str(tmp_path), "--lr", "0.1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--lr cannot be given with --resume" in err and len(err.splitlines()) == 1
