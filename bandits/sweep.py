@@ -1,0 +1,525 @@
+"""Sweeps: many ``bandits.run`` configurations over settings and seeds, here or on Ray.
+
+    python -m bandits.sweep --grid SPEC.toml --out DIR [--backend local|ray] [--address ADDR]
+    python -m bandits.sweep --set noise_sigma=0.05,0.1 --set prior=mixture,gaussian \\
+        --out DIR -- --agent bbb --seeds 3
+
+A grid is the product of the values of every swept setting; each combination is a
+*point*: one ``bandits.run`` configuration with all its seeds (batched through the runs
+dimension), run into its own directory ``DIR/points/<setting=value__...>`` with its own
+``config.json``, CSVs and checkpoint, so that every point can be redrawn and resumed on
+its own. ``SPEC.toml`` has a ``[base]`` table (settings every point shares) and a
+``[grid]`` table (a list of values per swept setting); names are ``bandits.run``'s
+settings (``--noise-sigma`` is ``noise_sigma``). ``--set`` adds grid entries and flags
+after ``--`` add base settings.
+
+Backends: ``local`` (default) runs points in a pool of worker processes on this machine
+(``--workers``, default one per core); ``ray`` submits each point as a Ray task with
+``--cpus-per-point`` / ``--gpus-per-point`` resources, to the cluster at ``--address`` or
+to a local Ray started on the spot (``pip install -e '.[ray]'``). A point runs the same
+code in a fresh process whichever backend runs it, so its CSVs are the same bytes.
+
+Robustness: a point whose worker dies or raises is retried (``--retries``), resuming
+from its checkpoint; a point with a bad setting, or whose training diverges, is
+reported and the others go on; rerunning the sweep into the same ``DIR`` skips the
+finished points and resumes the unfinished ones.
+
+Results in ``DIR``: ``sweep.csv`` (one row per point, agent and seed: the swept
+settings, final cumulative regret and expected regret, wall time, status),
+``sweep_summary.csv`` (mean, std, min, max over seeds per point and agent),
+``sweep.png``/``.pdf`` (final regret per point with +-1 std), and ``sweep.json`` (the
+grid, the command, wall time). ``--redraw DIR`` rebuilds the table and plot from
+``sweep.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import itertools
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bandits import checkpoint
+from bandits.results import write_csv, write_json
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+STATUS = {0: "ok", 2: "bad setting", 3: "diverged", 130: "interrupted"}
+
+
+class SweepError(Exception):
+    """Bad input to the sweep as a whole: one line, exit status 2."""
+
+
+@dataclass
+class Point:
+    """One configuration of the grid."""
+
+    name: str  # its directory under DIR/points/
+    settings: dict[str, Any]  # the swept settings' values
+    argv: list[str]  # the bandits.run command line (without --out)
+    out: str  # its output directory
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def run_settings() -> dict[str, dataclasses.Field]:
+    from bandits.run import Config
+
+    return {f.name: f for f in dataclasses.fields(Config)}
+
+
+def _value(text: str) -> Any:
+    """A command-line value as TOML would read it: numbers, booleans, else a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, list]:
+    """``["noise_sigma=0.05,0.1", ...]`` -> ``{"noise_sigma": [0.05, 0.1], ...}``."""
+    grid: dict[str, list] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        if not sep or not values:
+            raise SweepError(f"--set {item!r}: write NAME=V1,V2,... (for example "
+                             "--set noise_sigma=0.05,0.1)")
+        grid[name.strip().replace("-", "_")] = [_value(v.strip()) for v in values.split(",")]
+    return grid
+
+
+def load_spec(path: Path | None) -> tuple[dict[str, Any], dict[str, list]]:
+    """``(base, grid)`` from a TOML spec (empty without one)."""
+    if path is None:
+        return {}, {}
+    try:
+        spec = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SweepError(f"grid file {path} not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise SweepError(f"cannot read grid file {path}: {e}") from None
+    unknown = set(spec) - {"base", "grid"}
+    if unknown:
+        raise SweepError(f"grid file {path}: unknown table [{sorted(unknown)[0]}]; "
+                         "use [base] and [grid]")
+    grid = spec.get("grid", {})
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"grid file {path}: [grid] {name} must be a non-empty list")
+    return dict(spec.get("base", {})), dict(grid)
+
+
+def to_flags(settings: dict[str, Any]) -> list[str]:
+    """Settings as ``bandits.run`` flags (``True`` is a bare switch, lists are nargs)."""
+    argv: list[str] = []
+    for name, value in settings.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            if value:
+                argv.append(flag)
+        elif isinstance(value, list):
+            argv += [flag, *map(str, value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def point_name(settings: dict[str, Any]) -> str:
+    def show(v: Any) -> str:
+        return "-".join(map(str, v)) if isinstance(v, list) else str(v)
+
+    name = "__".join(f"{k}={show(v)}" for k, v in settings.items()) or "base"
+    return name.replace("/", "_").replace(" ", "_")
+
+
+def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[Point]:
+    """Every combination of the grid's values, with the base settings, in the grid's order."""
+    known = run_settings()
+    for name in [*base, *grid]:
+        if name not in known:
+            raise SweepError(f"unknown setting {name!r}: use the names of bandits.run's "
+                             "settings (python -m bandits.run --help; --noise-sigma is "
+                             "noise_sigma)")
+    for name in ("out", "overwrite", "resume"):
+        if name in base or name in grid:
+            raise SweepError(f"{name!r} is set by the sweep for every point; leave it out")
+    both = set(base) & set(grid)
+    if both:
+        raise SweepError(f"{sorted(both)[0]!r} is both a base setting and a swept one")
+    points = []
+    for values in itertools.product(*grid.values()):
+        settings = dict(zip(grid, values))
+        name = point_name(settings)
+        argv = to_flags({**base, **settings})
+        points.append(Point(name, settings, argv, str(out / "points" / name)))
+    if len({p.name for p in points}) != len(points):
+        raise SweepError("the grid lists a value twice")
+    return points
+
+
+def check_point(point: Point) -> str | None:
+    """The one-line error of a point's settings, or ``None`` if bandits.run accepts them."""
+    from bandits.run import UsageError, parse_config
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parse_config([*point.argv, "--out", point.out])
+    except SystemExit:  # argparse: the message went to stderr
+        return err.getvalue().strip().splitlines()[-1].replace("python -m bandits.run: ", "")
+    except UsageError as e:
+        return str(e)
+    return None
+
+
+# --------------------------------------------------------------------------- one point
+
+
+def point_state(out: str) -> str:
+    """``"done"``, ``"resumable"`` (a checkpoint to continue from) or ``"new"``."""
+    d = Path(out)
+    try:
+        cfg = json.loads((d / "config.json").read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    if ((d / "summary.csv").is_file() and cfg.get("steps_completed") == cfg.get("steps")
+            and not cfg.get("interrupted") and not cfg.get("diverged")):
+        return "done"
+    return "resumable" if (d / checkpoint.NAME).is_file() else "new"
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Run (or resume) one point in this process; never raises for a failed run."""
+    from bandits import run as runner
+
+    state = point_state(point.out)
+    if state == "done":
+        return {"point": point.name, "status": "ok", "message": "finished earlier"}
+    if state == "resumable":
+        argv = ["--resume", point.out, "--no-progress"]
+    else:
+        argv = [*point.argv, "--out", point.out, "--overwrite", "--no-progress"]
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = runner.main(argv)
+    lines = err.getvalue().strip().splitlines()
+    return {"point": point.name, "status": STATUS.get(code, f"exit {code}"),
+            "message": lines[-1] if lines and code != 0 else ""}
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def _local(points: list[Point], workers: int, retries: int, progress: _Progress) -> None:
+    todo = {p.name: p for p in points}
+    tries = dict.fromkeys(todo, 0)
+    while todo:
+        # spawn: a fresh interpreter per worker, as a Ray worker is (no forked torch state)
+        import multiprocessing
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+            futures = {ex.submit(run_point, p): p for p in todo.values()}
+            progress.running(min(workers, len(futures)))
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    p = futures[f]
+                    try:
+                        result = f.result()
+                    except Exception as e:  # its worker died (BrokenProcessPool) or it raised
+                        tries[p.name] += 1
+                        if tries[p.name] > retries:
+                            progress.done(p, {"status": "failed", "message": _one_line(e)})
+                            todo.pop(p.name)
+                        continue
+                    progress.done(p, result)
+                    todo.pop(p.name)
+                progress.running(min(workers, len(pending)))
+
+
+def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gpus: float,
+         retries: int, progress: _Progress) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("--backend ray needs ray: pip install -e '.[ray]'") from None
+    if not ray.is_initialized():
+        kwargs = {"address": address} if address else {"num_cpus": workers}
+        ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
+    # max_retries: Ray runs a task again when its worker dies; the point then resumes.
+    task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries)(run_point)
+    futures = {task.remote(p): p for p in points}
+    pending = list(futures)
+    progress.running(min(len(pending), workers))
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        p = futures[ready[0]]
+        try:
+            result = ray.get(ready[0])
+        except Exception as e:  # retries exhausted
+            result = {"status": "failed", "message": _one_line(e)}
+        progress.done(p, result)
+        progress.running(min(len(pending), workers))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[-1] if text else ''}"
+
+
+class _Progress:
+    """Points done / running / failed, with an ETA (tqdm)."""
+
+    def __init__(self, total: int, disable: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, unit="point", disable=disable, dynamic_ncols=True,
+                        desc="sweep")
+        self.results: dict[str, dict] = {}
+        self.failed = 0
+        self._running = 0
+
+    def running(self, n: int) -> None:
+        self._running = n
+        self._show()
+
+    def done(self, point: Point, result: dict) -> None:
+        self.results[point.name] = result
+        if result["status"] != "ok":
+            self.failed += 1
+            self.bar.write(f"point {point.name}: {result['status']}: {result['message']}")
+        self.bar.update(1)
+        self._show()
+
+    def _show(self) -> None:
+        self.bar.set_postfix(running=self._running, failed=self.failed, refresh=True)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+# --------------------------------------------------------------------------- results
+
+
+def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
+    """One row per point, agent and seed (one row per point without results)."""
+    rows = []
+    for p in points:
+        r = results.get(p.name, {"status": "not run", "message": ""})
+        d = Path(p.out)
+        metrics = d / "metrics.csv"
+        if r["status"] == "ok" and metrics.is_file():
+            cfg = json.loads((d / "config.json").read_text())
+            wall = cfg.get("wall_seconds_per_agent", {})
+            m = pd.read_csv(metrics)
+            last = m[m["step"] == m["step"].max()]
+            for row in last.itertuples():
+                rows.append({**p.settings, "point": p.name, "agent": row.agent,
+                             "seed": row.seed, "steps": row.step,
+                             "cumulative_regret": row.cumulative_regret,
+                             "cumulative_expected_regret": row.cumulative_expected_regret,
+                             "wall_seconds": wall.get(row.agent, math.nan),
+                             "status": "ok", "message": ""})
+        else:
+            rows.append({**p.settings, "point": p.name, "status": r["status"],
+                         "message": r.get("message", "")})
+    return pd.DataFrame(rows)
+
+
+def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
+    """Mean, std, min, max of the final regret over seeds, per point and agent."""
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return pd.DataFrame()
+    keys = [*settings, "point", "agent"]
+    g = ok.groupby(keys, sort=False, dropna=False)["cumulative_regret"]
+    e = ok.groupby(keys, sort=False, dropna=False)["cumulative_expected_regret"]
+    out = pd.DataFrame({"seeds": g.count(), "cumulative_regret_mean": g.mean(),
+                        "cumulative_regret_std": g.std(ddof=1), "cumulative_regret_min": g.min(),
+                        "cumulative_regret_max": g.max(),
+                        "cumulative_expected_regret_mean": e.mean()}).reset_index()
+    return out.sort_values("cumulative_regret_mean", kind="stable")
+
+
+def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
+    """Final cumulative regret per point (mean +- 1 std over seeds), best at the top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [", ".join(f"{k} {r[k]}" for k in settings) or r["point"]
+              for _, r in summary.iterrows()]
+    agents = list(dict.fromkeys(summary["agent"]))
+    if len(agents) > 1:
+        labels = [f"{lab} [{a}]" for lab, a in zip(labels, summary["agent"])]
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.32 * len(summary)))
+    y = list(range(len(summary)))[::-1]
+    ax.errorbar(summary["cumulative_regret_mean"], y, xerr=summary["cumulative_regret_std"],
+                fmt="o", capsize=3, color="C0")
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("final cumulative regret (mean +- 1 std over seeds)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def write_results(out: Path, df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
+    write_csv(df, out / "sweep.csv")
+    summary = summarize(df, settings)
+    write_csv(summary, out / "sweep_summary.csv")
+    if not summary.empty:
+        plot(summary, settings, out / "sweep.png")
+    return summary
+
+
+def redraw(out: Path) -> pd.DataFrame:
+    """Rebuild ``sweep_summary.csv`` and the plot from ``sweep.csv``."""
+    try:
+        df = pd.read_csv(out / "sweep.csv")
+        settings = json.loads((out / "sweep.json").read_text())["swept"]
+    except (OSError, ValueError, KeyError) as e:
+        raise SweepError(f"cannot redraw {out}: {e}") from None
+    return write_results(out, df, settings)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bandits.sweep",
+                                description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--grid", type=Path, default=None, help="TOML spec with [base] and [grid]")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="a swept setting and its values (repeatable)")
+    p.add_argument("--out", type=Path, default=None, help="sweep directory (required)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="where the points run")
+    p.add_argument("--address", default=None, help="Ray cluster address (ray backend)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="points run at once (local pool size; a local Ray's CPUs)")
+    p.add_argument("--cpus-per-point", type=float, default=1.0, help="Ray CPUs per point")
+    p.add_argument("--gpus-per-point", type=float, default=0.0, help="Ray GPUs per point")
+    p.add_argument("--retries", type=int, default=2,
+                   help="times a point whose worker dies or raises is run again (a dead local "
+                        "worker takes the points running beside it down too: they retry)")
+    p.add_argument("--redraw", type=Path, default=None, metavar="DIR",
+                   help="rebuild the summary and plot of DIR from its sweep.csv, then exit")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "python -m bandits.sweep " + shlex.join(argv)
+    extra: list[str] = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.redraw is not None:
+            print(redraw(args.redraw).to_string(index=False))
+            return 0
+        return sweep(args, extra, command)
+    except SweepError as e:
+        print(f"bandits.sweep: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _base_from_flags(extra: list[str]) -> dict[str, Any]:
+    """Base settings from ``bandits.run`` flags (``-- --agent bbb --seeds 3``)."""
+    from bandits.run import build_parser as run_parser
+
+    if not extra:
+        return {}
+    p = run_parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            given = vars(p.parse_args(extra))
+    except SystemExit:
+        raise SweepError(err.getvalue().strip().splitlines()[-1]) from None
+    return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+            for k, v in given.items()}
+
+
+def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
+    if args.out is None:
+        raise SweepError("--out DIR is required: the sweep's directory")
+    if args.workers < 1:
+        raise SweepError(f"--workers must be a positive integer, got {args.workers}")
+    if args.retries < 0:
+        raise SweepError(f"--retries must be >= 0, got {args.retries}")
+    base, grid = load_spec(args.grid)
+    base.update(_base_from_flags(extra))
+    grid.update(parse_sets(args.set))
+    if not grid:
+        raise SweepError("nothing to sweep: give --grid SPEC.toml with a [grid] table or --set")
+    out = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SweepError(f"cannot create {out}: {e.strerror}") from None
+    points = make_points(base, grid, out)
+    start = time.perf_counter()
+    progress = _Progress(len(points), args.no_progress)
+    runnable = []
+    for p in points:  # a bad setting is reported with its name; the others run
+        problem = check_point(p)
+        if problem is None:
+            runnable.append(p)
+        else:
+            progress.done(p, {"status": "bad setting", "message": problem})
+    try:
+        if args.backend == "local":
+            _local(runnable, args.workers, args.retries, progress)
+        else:
+            _ray(runnable, args.address, args.workers, args.cpus_per_point,
+                 args.gpus_per_point, args.retries, progress)
+    finally:
+        progress.close()
+    df = collect(points, progress.results)
+    summary = write_results(out, df, list(grid))
+    write_json({"command": command, "backend": args.backend, "base": base, "grid": grid,
+                "swept": list(grid), "points": len(points),
+                "failed": sum(r["status"] != "ok" for r in progress.results.values()),
+                "wall_seconds": round(time.perf_counter() - start, 1)}, out / "sweep.json")
+    if not summary.empty:
+        cols = [*grid, "agent", "seeds", "cumulative_regret_mean", "cumulative_regret_std"]
+        print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+    failed = {k: r for k, r in progress.results.items() if r["status"] != "ok"}
+    for name, r in failed.items():
+        print(f"point {name}: {r['status']}: {r['message']}", file=sys.stderr)
+    print(f"{len(points) - len(failed)} of {len(points)} points ok; results in {out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

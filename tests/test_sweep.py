@@ -1,0 +1,144 @@
+"""Sweeps on the local backend (and on a local Ray where ray is installed)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bandits import run as runner
+from bandits.sweep import main, make_points, parse_sets
+
+BASE = ["--", "--env", "wheel", "--agent", "bbb", "greedy", "--seeds", "2", "--steps", "15",
+        "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1"]
+GRID = ["--set", "noise_sigma=0.1,0.5", "--set", "lr=0.001,0.003"]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep") / "s"
+    assert main([*GRID, "--out", str(out), "--workers", "2", "--no-progress", *BASE]) == 0
+    return out
+
+
+def test_every_point_has_its_own_run_and_one_tidy_table(swept):
+    points = sorted(p.name for p in (swept / "points").iterdir())
+    assert points == ["noise_sigma=0.1__lr=0.001", "noise_sigma=0.1__lr=0.003",
+                      "noise_sigma=0.5__lr=0.001", "noise_sigma=0.5__lr=0.003"]
+    for p in points:
+        for name in ("config.json", "metrics.csv", "summary.csv", "checkpoint.pt"):
+            assert (swept / "points" / p / name).is_file()
+    df = pd.read_csv(swept / "sweep.csv")
+    assert len(df) == 4 * 2 * 2 and (df["status"] == "ok").all()
+    assert {"noise_sigma", "lr", "agent", "seed", "cumulative_regret",
+            "cumulative_expected_regret", "wall_seconds", "status"} <= set(df.columns)
+    s = pd.read_csv(swept / "sweep_summary.csv")
+    assert len(s) == 8 and (s["seeds"] == 2).all()
+    assert (swept / "sweep.png").stat().st_size > 5000
+    meta = json.loads((swept / "sweep.json").read_text())
+    assert meta["swept"] == ["noise_sigma", "lr"] and meta["failed"] == 0
+
+
+def test_a_point_equals_the_same_run_made_directly(swept, tmp_path):
+    direct = tmp_path / "direct"
+    argv = [*BASE[1:], "--noise-sigma", "0.5", "--lr", "0.003", "--out", str(direct),
+            "--no-progress"]
+    assert runner.main(argv) == 0
+    point = swept / "points" / "noise_sigma=0.5__lr=0.003"
+    for name in ("metrics.csv", "summary.csv"):
+        assert (point / name).read_bytes() == (direct / name).read_bytes()
+
+
+def test_rerun_skips_finished_points(swept):
+    before = {p: (p / "metrics.csv").stat().st_mtime_ns for p in (swept / "points").iterdir()}
+    table = (swept / "sweep.csv").read_bytes()
+    assert main([*GRID, "--out", str(swept), "--workers", "2", "--no-progress", *BASE]) == 0
+    after = {p: (p / "metrics.csv").stat().st_mtime_ns for p in (swept / "points").iterdir()}
+    assert before == after
+    assert (swept / "sweep.csv").read_bytes() == table
+
+
+def test_a_bad_point_is_reported_and_the_others_run(tmp_path, capsys):
+    out = tmp_path / "s"
+    code = main(["--set", "noise_sigma=0.1,-1", "--out", str(out), "--no-progress", *BASE])
+    assert code == 1
+    df = pd.read_csv(out / "sweep.csv")
+    bad = df[df["noise_sigma"] == -1]
+    assert (bad["status"] == "bad setting").all()
+    assert "--noise-sigma must be a positive number" in bad["message"].iloc[0]
+    assert (df[df["noise_sigma"] == 0.1]["status"] == "ok").all()
+    assert "noise_sigma=-1" in capsys.readouterr().err
+
+
+def test_an_interrupted_point_is_resumed(tmp_path, swept, monkeypatch):
+    # A point left with a checkpoint (its worker was killed) continues from it.
+    out = tmp_path / "s"
+    point = out / "points" / "noise_sigma=0.1__lr=0.001"
+    import agents.bbb
+
+    calls, original = {"n": 0}, agents.bbb.BBBAgent.act
+
+    def act(self, contexts):
+        calls["n"] += 1
+        if calls["n"] == 9:
+            raise KeyboardInterrupt
+        return original(self, contexts)
+
+    monkeypatch.setattr(agents.bbb.BBBAgent, "act", act)
+    argv = [*BASE[1:], "--noise-sigma", "0.1", "--lr", "0.001", "--checkpoint-every", "0",
+            "--out", str(point), "--no-progress"]
+    assert runner.main(argv) == 130
+    monkeypatch.undo()
+    assert main([*GRID, "--out", str(out), "--workers", "2", "--no-progress", *BASE]) == 0
+    ref = swept / "points" / point.name
+    assert (point / "metrics.csv").read_bytes() == (ref / "metrics.csv").read_bytes()
+    cfg = json.loads((point / "config.json").read_text())
+    assert cfg["resumed"][0]["at_step"] == 8
+
+
+def test_redraw_from_the_csv(swept):
+    (swept / "sweep.png").unlink()
+    assert main(["--redraw", str(swept)]) == 0
+    assert (swept / "sweep.png").is_file()
+
+
+def test_grid_file(tmp_path):
+    spec = tmp_path / "grid.toml"
+    spec.write_text('[base]\nagent = ["bbb"]\nseeds = 3\n[grid]\nprior = ["mixture", "gaussian"]\n'
+                    'init_sigma = [0.01, 0.02]\n')
+    from bandits.sweep import load_spec
+
+    base, grid = load_spec(spec)
+    points = make_points(base, grid, tmp_path)
+    assert [p.settings for p in points][:2] == [{"prior": "mixture", "init_sigma": 0.01},
+                                                 {"prior": "mixture", "init_sigma": 0.02}]
+    assert points[0].argv == ["--agent", "bbb", "--seeds", "3", "--prior", "mixture",
+                              "--init-sigma", "0.01"]
+    assert parse_sets(["act_samples=1,2", "log_y=true"]) == {"act_samples": [1, 2],
+                                                             "log_y": [True]}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--set", "noise_sigmaa=1,2"], "unknown setting 'noise_sigmaa'"),
+    (["--set", "noise_sigma"], "write NAME=V1,V2"),
+    ([], "nothing to sweep"),
+    (["--grid", "missing.toml"], "grid file missing.toml not found"),
+    (["--set", "out=a,b"], "'out' is set by the sweep"),
+])
+def test_bad_input_is_one_line(tmp_path, capsys, args, message):
+    assert main([*args, "--out", str(tmp_path / "s"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_ray_backend_gives_the_same_csvs(swept, tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "s"
+    assert main([*GRID, "--out", str(out), "--backend", "ray", "--workers", "2",
+                 "--no-progress", *BASE]) == 0
+    for p in (swept / "points").iterdir():
+        for name in ("metrics.csv", "summary.csv"):
+            assert (out / "points" / p.name / name).read_bytes() == (p / name).read_bytes()
+    import ray
+
+    ray.shutdown()
