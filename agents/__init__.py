@@ -1,7 +1,9 @@
 """Bandit agents and the registry from a name to a factory.
 
 ``bbb``: Thompson sampling with Bayes by Backprop; ``greedy``, ``eps1``,
-``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``uniform``: random actions.
+``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
+from the exact posterior of a linear model (Riquelme et al. 2018); ``uniform``: random
+actions.
 
 :func:`make_agents` builds the populations a run trains: agents that differ only in how
 they act (the epsilon-greedy ones) share one population, so one training step serves
@@ -18,6 +20,7 @@ import torch
 from agents.base import Agent, AgentConfig, Member
 from agents.bbb import BBBAgent
 from agents.greedy import EpsilonGreedyAgent
+from agents.linear import LinFullPostAgent
 from agents.neural import NeuralAgent
 from agents.uniform import UniformAgent
 
@@ -27,6 +30,7 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "greedy": (EpsilonGreedyAgent, {"epsilon": 0.0}),
     "eps1": (EpsilonGreedyAgent, {"epsilon": 0.01}),
     "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),
+    "linfullpost": (LinFullPostAgent, {}),
     "uniform": (UniformAgent, {}),
 }
 

@@ -48,6 +48,9 @@ class AgentConfig:
     init_sigma: float = 0.02
     act_samples: int = 1
     epsilon: float = 0.0
+    lin_a0: float = 6.0
+    lin_b0: float = 6.0
+    lin_lambda: float = 0.25
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ class ReplayBuffer:
         self.rewards = torch.zeros(runs, capacity, dtype=dtype, device=self.device)
         self.pos = 0  # next slot to write
         self.full = False
+        self.added = 0  # interactions ever added (older ones may be overwritten)
         # first row of each run in the flattened storage, (runs, 1)
         self._run_offset = torch.arange(runs, device=self.device).unsqueeze(1) * self.capacity
         self.size = torch.zeros((), dtype=torch.int64, device=self.device)  # len(self)
@@ -82,6 +83,7 @@ class ReplayBuffer:
         self.actions[:, self.pos] = a
         self.rewards[:, self.pos] = r
         self.pos += 1
+        self.added += 1
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
         self.size.fill_(len(self))
@@ -89,13 +91,14 @@ class ReplayBuffer:
     def state_dict(self) -> dict:
         """The stored items and the write position (for checkpoints)."""
         return {"contexts": self.contexts, "actions": self.actions, "rewards": self.rewards,
-                "pos": self.pos, "full": self.full}
+                "pos": self.pos, "full": self.full, "added": self.added}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned, into this buffer's storage."""
         for name in ("contexts", "actions", "rewards"):
             getattr(self, name).copy_(state[name])
         self.pos, self.full = int(state["pos"]), bool(state["full"])
+        self.added = int(state["added"])
         self.size.fill_(len(self))
 
     def indices(self, u: Tensor) -> Tensor:

@@ -106,6 +106,11 @@ class Config:
     init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight")
     act_samples: int = _f(AgentConfig.act_samples,
                           "BBB weight samples averaged per action (1 = Thompson sampling)")
+    lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost: inverse-gamma prior shape a0 of the "
+                                           "noise variance")
+    lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost: inverse-gamma prior scale b0")
+    lin_lambda: float = _f(AgentConfig.lin_lambda, "linfullpost: prior precision lambda of the "
+                                                   "weights (beta ~ N(0, sigma^2/lambda I))")
     log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)")
     log_y: bool = _f(False, "logarithmic y axis in regret.png")
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
@@ -177,7 +182,8 @@ def _validate(cfg: Config) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {v}")
     if any(h <= 0 for h in cfg.hidden):
         raise UsageError(f"--hidden sizes must be positive integers, got {cfg.hidden}")
-    for name in ("lr", "prior_sigma1", "prior_sigma2", "prior_sigma", "noise_sigma", "init_sigma"):
+    for name in ("lr", "prior_sigma1", "prior_sigma2", "prior_sigma", "noise_sigma", "init_sigma",
+                 "lin_a0", "lin_b0", "lin_lambda"):
         v = getattr(cfg, name)
         if not (math.isfinite(v) and v > 0):
             raise UsageError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
@@ -394,8 +400,9 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
                     lane.buffer.add(lane.context, actions, rewards)
                     if lane.pop.learns and (t + 1) % cfg.train_every == 0:
                         lane.loss = lane.pop.update(lane.buffer, cfg.updates_per_step)
-                        bad = (lane.diverged_at < 0) & ~torch.isfinite(lane.loss)
-                        lane.diverged_at.masked_fill_(bad, t + 1)  # no wait for the device
+                        if lane.loss is not None:  # no wait for the device
+                            bad = (lane.diverged_at < 0) & ~torch.isfinite(lane.loss)
+                            lane.diverged_at.masked_fill_(bad, t + 1)
                     elapsed = time.perf_counter() - tic
                     for k, name in enumerate(lane.pop.names):
                         runs = lane.pop.member_runs(k)

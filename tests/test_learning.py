@@ -31,3 +31,14 @@ def test_bbb_learns_the_wheel(tmp_path):
     s = pd.read_csv(out / "summary.csv").set_index("agent")
     assert (s.loc["bbb"].cumulative_expected_regret_mean
             < 0.8 * s.loc["uniform"].cumulative_expected_regret_mean)
+
+
+@pytest.mark.slow
+def test_linfullpost_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
+    out = tmp_path / "run"
+    code = main(["--agent", "linfullpost", "uniform", "--steps", "600", "--seeds", "2",
+                 "--no-progress", "--data-dir", str(mushroom_data_dir), "--out", str(out)])
+    assert code == 0
+    s = pd.read_csv(out / "summary.csv").set_index("agent")
+    lin, uniform = s.loc["linfullpost"], s.loc["uniform"]
+    assert lin.cumulative_expected_regret_mean < 0.5 * uniform.cumulative_expected_regret_mean

@@ -16,7 +16,8 @@ from bandits import checkpoint
 from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
-        "--updates-per-step", "2", "--no-progress", "--agent", "bbb", "greedy", "eps5", "uniform"]
+        "--updates-per-step", "2", "--no-progress", "--agent", "bbb", "greedy", "eps5", "uniform",
+        "linfullpost"]
 ROOT = Path(__file__).parents[1]
 
 
