@@ -51,6 +51,7 @@ class AgentConfig:
     lin_a0: float = 6.0
     lin_b0: float = 6.0
     lin_lambda: float = 0.25
+    dropout: float = 0.2
 
 
 @dataclass(frozen=True)

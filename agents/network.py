@@ -93,10 +93,13 @@ class FlatMLP(nn.Module):
         return [(flat[:, ow:ob].view(r, o, i), flat[:, ob:ob + o]) for o, i, ow, ob in self.layout]
 
     def apply_layers(self, x: Tensor, layers: Sequence[tuple[Tensor, Tensor]],
-                     keep: list[Tensor] | None = None) -> Tensor:
+                     keep: list[Tensor] | None = None,
+                     masks: Sequence[Tensor] | None = None) -> Tensor:
         """``x (R, N, in)`` through the given layer weights -> ``(R, N, out)``.
 
-        ``keep``, if given, receives each layer's input (what :meth:`backward` needs).
+        ``keep``, if given, receives each layer's input (what :meth:`backward` needs);
+        ``masks``, if given, multiply each hidden layer's activations (dropout: 0 or
+        1 / (1 - p), shaped to broadcast against ``(R, N, hidden)``).
         """
         last = len(layers) - 1
         for k, (w, b) in enumerate(layers):
@@ -105,27 +108,32 @@ class FlatMLP(nn.Module):
             x = torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))  # (R, N, out)
             if k < last:
                 x = torch.relu(x)
+                if masks is not None:
+                    x = x * masks[k]
         return x
 
-    def backward(self, inputs: Sequence[Tensor], flat: Tensor, d_out: Tensor, out: Tensor
-                 ) -> Tensor:
+    def backward(self, inputs: Sequence[Tensor], flat: Tensor, d_out: Tensor, out: Tensor,
+                 masks: Sequence[Tensor] | None = None) -> Tensor:
         """The gradient of a loss with respect to the weights ``flat (R, P)``, into ``out``.
 
         ``inputs`` are the layer inputs kept by :meth:`apply_layers` with weights ``flat``
-        and ``d_out (R, N, out)`` the loss's gradient with respect to the network's output.
-        Written by hand (no autograd): each layer's weight and bias gradients go straight
-        into their place in ``out (R, P)``, and the input of the first layer (data) gets none.
+        (and the same ``masks``) and ``d_out (R, N, out)`` the loss's gradient with respect
+        to the network's output. Written by hand (no autograd): each layer's weight and bias
+        gradients go straight into their place in ``out (R, P)``, and the input of the first
+        layer (data) gets none.
         """
         d = d_out
         layers, grads = self.split(flat), self.split(out)
         for k in range(len(layers) - 1, -1, -1):
-            h = inputs[k]  # (R, N, in): the layer's input, relu of the previous layer
+            h = inputs[k]  # (R, N, in): the layer's input, relu (and mask) of the previous
             gw, gb = grads[k]
             torch.bmm(d.transpose(1, 2), h, out=gw)  # (R, out, in)
             torch.sum(d, dim=1, out=gb)  # (R, out)
             if k > 0:
                 d = torch.bmm(d, layers[k][0])  # (R, N, in): gradient at the layer's input
-                d = torch.ops.aten.threshold_backward(d, h, 0.0)  # through the relu: 0 where h <= 0
+                if masks is not None:
+                    d = d * masks[k - 1]
+                d = torch.ops.aten.threshold_backward(d, h, 0.0)  # relu: 0 where h <= 0
         return out
 
     def forward(self, x: Tensor, flat: Tensor | None = None) -> Tensor:

@@ -106,6 +106,8 @@ class Config:
     init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight")
     act_samples: int = _f(AgentConfig.act_samples,
                           "BBB weight samples averaged per action (1 = Thompson sampling)")
+    dropout: float = _f(AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
+                                             "(training, and the one mask drawn to act)")
     lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost: inverse-gamma prior shape a0 of the "
                                            "noise variance")
     lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost: inverse-gamma prior scale b0")
@@ -189,6 +191,8 @@ def _validate(cfg: Config) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
     if cfg.threads < 0:
         raise UsageError(f"--threads must be >= 0, got {cfg.threads}")
+    if not 0.0 < cfg.dropout < 1.0:
+        raise UsageError(f"--dropout must be in (0, 1), got {cfg.dropout}")
     if not 0.0 <= cfg.prior_pi <= 1.0:
         raise UsageError(f"--prior-pi must be in [0, 1], got {cfg.prior_pi}")
     if not (math.isfinite(cfg.checkpoint_every) and cfg.checkpoint_every >= 0):

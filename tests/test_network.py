@@ -130,3 +130,40 @@ def test_compiled_bbb_step_equals_the_eager_step():
     torch.testing.assert_close(compiled_loss, eager_loss, rtol=1e-5, atol=1e-5)
     for a, b in zip(eager, compiled):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_gradients_equal_autograd_with_the_same_masks():
+    torch.manual_seed(2)
+    lib = make_mlp(D + A, [8, 6], 1, runs=R, bayesian=False)
+    flat = FlatMLP([lib])
+    x, y = torch.randn(R, 10, D + A), torch.randn(R, 10)
+    masks = [(torch.rand(R, 10, h) > 0.3).float() / 0.7 for h in (8, 6)]
+    h = x
+    for k, layer in enumerate(lib.layers):
+        h = layer(h)
+        if k < 2:
+            h = torch.relu(h) * masks[k]
+    loss = ((y - h.squeeze(-1)) ** 2).mean(1).sum()
+    grads = torch.autograd.grad(loss, list(lib.parameters()))
+    agent = make_agent("dropout", D, A, R, 0, AgentConfig(hidden=(8, 6)))
+    agent.model = flat
+    agent.masks = lambda rows: masks
+    (g,), step_loss = agent.gradients(x, y, torch.tensor(10.0), want_loss=True)
+    expect = torch.cat([torch.cat([gw.reshape(R, -1), gb], 1)
+                        for gw, gb in zip(grads[0::2], grads[1::2])], 1)
+    torch.testing.assert_close(g, expect)
+    torch.testing.assert_close(step_loss.sum(), loss.detach())
+
+
+def test_dropout_acts_with_one_mask_per_run():
+    agent = make_agent("dropout", D, A, R, 0, AgentConfig(hidden=(16,), dropout=0.5))
+    drawn = []
+    original = agent.masks
+    agent.masks = lambda rows: drawn.append(original(rows)) or drawn[-1]
+    actions = agent.act(np.ones((R, D), dtype=np.float32))
+    assert len(drawn) == 1 and drawn[0][0].shape == (R, 1, 16)  # one mask for all actions
+    m = agent.model
+    x = agent.all_action_inputs(np.ones((R, D), dtype=np.float32))
+    scores = m.apply_layers(x, m.split(m.mu), masks=drawn[0]).squeeze(-1)
+    assert torch.equal(actions, scores.argmax(1))
+    assert set(drawn[0][0].unique().tolist()) <= {0.0, 2.0}

@@ -1,0 +1,57 @@
+"""Dropout Thompson sampling (Gal and Ghahramani 2016; Riquelme et al. 2018).
+
+The greedy agent's network trained with dropout on its hidden layers; dropout is read
+as an approximate posterior, so to act the agent draws one dropout mask per run (one
+network from the approximate posterior), scores every action with it and takes the
+argmax, as BBB does with one weight sample.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from agents.neural import NeuralAgent
+from bandits.bayes import MLP, make_mlp
+
+
+class DropoutAgent(NeuralAgent):
+    """Thompson sampling with MC dropout on a point-estimate reward network."""
+
+    name = "dropout"
+
+    def build_model(self, in_features: int) -> MLP:
+        if not 0.0 < self.config.dropout < 1.0:
+            raise ValueError(f"dropout must be in (0, 1), got {self.config.dropout!r}")
+        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
+                        bayesian=False)
+
+    def masks(self, rows: int) -> list[Tensor]:
+        """Dropout masks ``(runs, rows, hidden)`` for every hidden layer: 0 with probability
+        p, else 1 / (1 - p)."""
+        p = self.config.dropout
+        out = []
+        for h in self.config.hidden:
+            u = self.fill_(torch.empty(self.runs, rows, h, device=self.device), "uniform")
+            out.append((u >= p).to(u.dtype).div_(1.0 - p))
+        return out
+
+    @torch.no_grad()
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
+        m = self.model
+        # one mask per run, shared by every action: one sampled network
+        scores = m.apply_layers(x, m.split(m.mu), masks=self.masks(1))
+        return scores.squeeze(-1).argmax(dim=1)
+
+    @torch.no_grad()
+    def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
+                  ) -> tuple[list[Tensor], Tensor | None]:
+        m = self.model
+        masks = self.masks(x.shape[1])  # a mask per example, as in ordinary dropout training
+        inputs: list[Tensor] = []
+        err = m.apply_layers(x, m.split(m.mu), inputs, masks).squeeze(-1) - rewards
+        d_out = err.mul(2.0 / err.shape[1]).unsqueeze(-1)  # of mean_b err^2, (runs, batch, 1)
+        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu), masks)
+        return [g], (err.square().mean(dim=1) if want_loss else None)
