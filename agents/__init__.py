@@ -3,7 +3,8 @@
 ``bbb``: Thompson sampling with Bayes by Backprop; ``greedy``, ``eps1``,
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
 from the exact posterior of a linear model (Riquelme et al. 2018); ``dropout``: Thompson
-sampling with MC dropout; ``uniform``: random actions.
+sampling with MC dropout; ``bootstrap``: Thompson sampling over an online-bootstrap
+ensemble; ``uniform``: random actions.
 
 :func:`make_agents` builds the populations a run trains: agents that differ only in how
 they act (the epsilon-greedy ones) share one population, so one training step serves
@@ -19,6 +20,7 @@ import torch
 
 from agents.base import Agent, AgentConfig, Member
 from agents.bbb import BBBAgent
+from agents.bootstrap import BootstrapAgent
 from agents.dropout import DropoutAgent
 from agents.greedy import EpsilonGreedyAgent
 from agents.linear import LinFullPostAgent
@@ -33,6 +35,7 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),
     "linfullpost": (LinFullPostAgent, {}),
     "dropout": (DropoutAgent, {}),
+    "bootstrap": (BootstrapAgent, {}),
     "uniform": (UniformAgent, {}),
 }
 

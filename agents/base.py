@@ -52,6 +52,7 @@ class AgentConfig:
     lin_b0: float = 6.0
     lin_lambda: float = 0.25
     dropout: float = 0.2
+    heads: int = 5
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ class Config:
                           "BBB weight samples averaged per action (1 = Thompson sampling)")
     dropout: float = _f(AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
                                              "(training, and the one mask drawn to act)")
+    heads: int = _f(AgentConfig.heads, "bootstrap: networks per run, each on its own online "
+                                       "bootstrap (Poisson(1) weights) of the buffer")
     lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost: inverse-gamma prior shape a0 of the "
                                            "noise variance")
     lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost: inverse-gamma prior scale b0")
@@ -178,7 +180,7 @@ def _validate(cfg: Config) -> None:
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
     for name in ("seeds", "steps", "buffer_size", "batch_size", "updates_per_step",
-                 "train_every", "act_samples", "log_points"):
+                 "train_every", "act_samples", "log_points", "heads"):
         v = getattr(cfg, name)
         if v <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {v}")

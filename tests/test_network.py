@@ -167,3 +167,26 @@ def test_dropout_acts_with_one_mask_per_run():
     scores = m.apply_layers(x, m.split(m.mu), masks=drawn[0]).squeeze(-1)
     assert torch.equal(actions, scores.argmax(1))
     assert set(drawn[0][0].unique().tolist()) <= {0.0, 2.0}
+
+
+def test_bootstrap_weights_each_network_by_its_own_resample():
+    agent = make_agent("bootstrap", D, A, R, 0, AgentConfig(hidden=(8,), heads=3, batch_size=4))
+    buf = ReplayBuffer(64, R, D)
+    rng = np.random.default_rng(0)
+    for _ in range(64):
+        c = rng.random((R, D), dtype=np.float32)
+        buf.add(c, agent.act(c), rng.normal(size=R))
+    agent._add_weights(buf)
+    w = agent.weights  # (R, heads, capacity), Poisson(1)
+    assert w.shape == (R, 3, 64) and abs(w.mean().item() - 1.0) < 0.2
+    assert not torch.equal(w[:, 0], w[:, 1])  # the heads resample independently
+    # the weighted gradient of one network equals autograd's on its weighted loss
+    x, y = torch.randn(R * 3, 4, D + A), torch.randn(R * 3, 4)
+    weights = torch.poisson(torch.ones(R * 3, 4))
+    (g,), _ = agent.gradients(x, y, weights, want_loss=False)
+    mu = agent.model.mu.detach().clone().requires_grad_()
+    pred = agent.model.apply_layers(x, agent.model.split(mu)).squeeze(-1)
+    (gmu,) = torch.autograd.grad((weights * (y - pred) ** 2).mean(1).sum(), mu)
+    torch.testing.assert_close(g, gmu)
+    loss = agent.update(buf, 2)
+    assert loss.shape == (R,) and torch.isfinite(loss).all()

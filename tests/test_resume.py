@@ -17,7 +17,7 @@ from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "2", "--no-progress", "--agent", "bbb", "greedy", "eps5", "uniform",
-        "linfullpost"]
+        "linfullpost", "dropout", "bootstrap"]
 ROOT = Path(__file__).parents[1]
 
 

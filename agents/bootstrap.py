@@ -1,0 +1,103 @@
+"""Bootstrapped neural networks (Osband et al. 2016; Riquelme et al. 2018).
+
+Each run holds ``heads`` networks (the greedy agent's shape), each trained on its own
+bootstrap resample of the buffer: every interaction gets an independent ``Poisson(1)``
+weight per network when it arrives, and a network's squared error weighs each item by
+its weight (the online bootstrap). To act the agent draws one network per run
+uniformly and plays greedily on it: Thompson sampling over the bootstrap ensemble.
+
+The ``runs x heads`` networks are one population of the flat network (row
+``run * heads + head``), trained by the same fused step as every neural agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from agents.neural import NeuralAgent
+from bandits.bayes import MLP, make_mlp
+from bandits.buffer import ReplayBuffer
+
+
+class BootstrapAgent(NeuralAgent):
+    """Thompson sampling over an online-bootstrap ensemble of reward networks."""
+
+    name = "bootstrap"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
+        super().__init__(*args, **kwargs)
+        k = self.config.heads
+        self._u = torch.empty(self.runs, k * self.config.batch_size, device=self.device)
+        self.weights: Tensor | None = None  # (runs, heads, capacity): bootstrap weights
+        self._seen = 0
+
+    def build_model(self, in_features: int) -> MLP:
+        if self.config.heads < 1:
+            raise ValueError(f"heads must be >= 1, got {self.config.heads!r}")
+        return make_mlp(in_features, self.config.hidden, 1,
+                        runs=self.runs_per_member * self.config.heads, bayesian=False)
+
+    @torch.no_grad()
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        k = self.config.heads
+        x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
+        x = x.repeat_interleave(k, dim=0)  # (runs * heads, n_actions, in)
+        scores = self.model(x).squeeze(-1).view(self.runs, k, self.n_actions)
+        u = self.fill_(torch.empty(self.runs, device=self.device), "uniform")
+        head = (u * k).to(torch.int64).clamp_(max=k - 1)  # one network per run
+        return scores[torch.arange(self.runs, device=self.device), head].argmax(dim=1)
+
+    @torch.no_grad()
+    def _add_weights(self, buffer: ReplayBuffer) -> None:
+        if self.weights is None:
+            self.weights = torch.zeros(self.runs, self.config.heads, buffer.capacity,
+                                       device=self.device)
+        if buffer.added - self._seen > buffer.capacity:
+            raise ValueError("bootstrap must see every interaction: train at least once per "
+                             "buffer capacity (--train-every <= --buffer-size)")
+        ones = torch.ones(self.runs_per_member, self.config.heads, device=self.device)
+        for i in range(self._seen, buffer.added):
+            pos = i % buffer.capacity
+            for k, g in enumerate(self.generators):
+                self.weights[self.member_runs(k), :, pos] = torch.poisson(ones, generator=g)
+        self._seen = buffer.added
+
+    def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
+        self._add_weights(buffer)  # eagerly, before the (possibly captured) training step
+        return super().update(buffer, updates)
+
+    def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
+        k, b = self.config.heads, self.config.batch_size
+        idx = buffer.indices(self.fill_(self._u, "uniform"))  # (runs, heads * batch)
+        batch = buffer.gather(idx)
+        x = self.inputs(batch.contexts, batch.actions).view(self.runs * k, b, -1)
+        # network k of a run trains on the k-th block of b items, weighted by its own weights
+        w = self.weights.gather(2, idx.view(self.runs, k, b)).view(self.runs * k, b)
+        grads, loss = self.gradients(x, batch.rewards.view(self.runs * k, b), w, want_loss)
+        for p, g in zip(self.model.parameters(), grads):
+            p.grad = g
+        self.optimizer.step()
+        return None if loss is None else loss.view(self.runs, k).mean(dim=1)
+
+    @torch.no_grad()
+    def gradients(self, x: Tensor, rewards: Tensor, weights: Tensor, want_loss: bool
+                  ) -> tuple[list[Tensor], Tensor | None]:
+        """Of ``mean_b w_b (r_b - f(x_b))^2`` per network; ``weights (runs*heads, batch)``."""
+        m = self.model
+        inputs: list[Tensor] = []
+        err = m.apply_layers(x, m.split(m.mu), inputs).squeeze(-1) - rewards  # (R*K, batch)
+        d_out = (err * weights).mul_(2.0 / err.shape[1]).unsqueeze(-1)
+        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu))
+        return [g], ((weights * err.square()).mean(dim=1) if want_loss else None)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "weights": self.weights, "seen": self._seen}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.weights = None if state["weights"] is None else state["weights"].to(self.device)
+        self._seen = int(state["seen"])
