@@ -4,7 +4,8 @@
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
 from the exact posterior of a linear model (Riquelme et al. 2018); ``dropout``: Thompson
 sampling with MC dropout; ``bootstrap``: Thompson sampling over an online-bootstrap
-ensemble; ``uniform``: random actions.
+ensemble; ``neurallinear``: a linear posterior on the greedy network's last hidden layer;
+``uniform``: random actions.
 
 :func:`make_agents` builds the populations a run trains: agents that differ only in how
 they act (the epsilon-greedy ones) share one population, so one training step serves
@@ -25,6 +26,7 @@ from agents.dropout import DropoutAgent
 from agents.greedy import EpsilonGreedyAgent
 from agents.linear import LinFullPostAgent
 from agents.neural import NeuralAgent
+from agents.neural_linear import NeuralLinearAgent
 from agents.uniform import UniformAgent
 
 # name -> (class, settings that override the common AgentConfig)
@@ -36,6 +38,7 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "linfullpost": (LinFullPostAgent, {}),
     "dropout": (DropoutAgent, {}),
     "bootstrap": (BootstrapAgent, {}),
+    "neurallinear": (NeuralLinearAgent, {}),
     "uniform": (UniformAgent, {}),
 }
 

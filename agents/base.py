@@ -53,6 +53,7 @@ class AgentConfig:
     lin_lambda: float = 0.25
     dropout: float = 0.2
     heads: int = 5
+    refresh_every: int = 50
 
 
 @dataclass(frozen=True)

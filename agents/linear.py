@@ -80,6 +80,18 @@ class BayesLinearRegression:
         self.yty[idx] += r * r
         self.n[idx] += 1
 
+    def refit(self, z: Tensor, actions: Tensor, rewards: Tensor) -> None:
+        """Replace the posterior by the one of the data ``z (runs, n, dim)``, ``actions``
+        and ``rewards (runs, n)`` (a fresh factorisation, for new features)."""
+        z, r = z.to(torch.float64), rewards.to(torch.float64)
+        onehot = torch.nn.functional.one_hot(actions, self.L.shape[1]).to(torch.float64)
+        zz = torch.einsum("rna,rni,rnj->raij", onehot, z, z)  # Z_a^T Z_a per action
+        eye = torch.eye(self.dim, dtype=torch.float64, device=z.device)
+        self.L = torch.linalg.cholesky(zz + self.lam * eye)
+        self.zty = torch.einsum("rna,rni,rn->rai", onehot, z, r)
+        self.yty = torch.einsum("rna,rn->ra", onehot, r * r)
+        self.n = onehot.sum(dim=1)
+
     def mean(self) -> Tensor:
         """Posterior mean ``mu (runs, actions, dim)``."""
         return torch.cholesky_solve(self.zty.unsqueeze(-1), self.L).squeeze(-1)
@@ -106,7 +118,19 @@ class BayesLinearRegression:
 
     def load_state_dict(self, state: dict[str, Tensor]) -> None:
         for k in ("L", "zty", "yty", "n"):
-            getattr(self, k).copy_(state[k])
+            setattr(self, k, state[k].to(self.L.device).clone())
+
+
+def thompson_draw(agent: Agent, post: BayesLinearRegression) -> Tensor:
+    """One ``beta (runs, actions, dim)`` from the posterior, drawn with the agent's members'
+    generators (numpy for the gamma variates, torch for the normal ones)."""
+    a, _ = post.inverse_gamma(post.mean())
+    gamma = torch.as_tensor(np.concatenate([
+        rng.standard_gamma(a[agent.member_runs(k)].cpu().numpy())
+        for k, rng in enumerate(agent.rngs)]), device=agent.device)
+    normal = torch.empty(agent.runs, agent.n_actions, post.dim, dtype=torch.float64,
+                         device=agent.device)
+    return post.sample(gamma, agent.fill_(normal, "normal"))
 
 
 class LinFullPostAgent(Agent):
@@ -128,14 +152,7 @@ class LinFullPostAgent(Agent):
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
-        post = self.posterior
-        a, _ = post.inverse_gamma(post.mean())
-        gamma = torch.as_tensor(np.concatenate([
-            rng.standard_gamma(a[self.member_runs(k)].cpu().numpy())
-            for k, rng in enumerate(self.rngs)]), device=self.device)
-        normal = torch.empty(self.runs, self.n_actions, post.dim, dtype=torch.float64,
-                             device=self.device)
-        beta = post.sample(gamma, self.fill_(normal, "normal"))  # (runs, actions, dim)
+        beta = thompson_draw(self, self.posterior)  # (runs, actions, dim)
         z = self.features(contexts)  # (runs, dim)
         return torch.einsum("rad,rd->ra", beta, z).argmax(dim=1)
 

@@ -110,11 +110,14 @@ class Config:
                                              "(training, and the one mask drawn to act)")
     heads: int = _f(AgentConfig.heads, "bootstrap: networks per run, each on its own online "
                                        "bootstrap (Poisson(1) weights) of the buffer")
-    lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost: inverse-gamma prior shape a0 of the "
-                                           "noise variance")
-    lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost: inverse-gamma prior scale b0")
-    lin_lambda: float = _f(AgentConfig.lin_lambda, "linfullpost: prior precision lambda of the "
-                                                   "weights (beta ~ N(0, sigma^2/lambda I))")
+    refresh_every: int = _f(AgentConfig.refresh_every, "neurallinear: training steps between "
+                                                       "refits of its posterior to new features")
+    lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
+                                           "shape a0 of the noise variance")
+    lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost, neurallinear: inverse-gamma prior "
+                                           "scale b0")
+    lin_lambda: float = _f(AgentConfig.lin_lambda, "linfullpost, neurallinear: prior precision "
+                                                   "lambda (beta ~ N(0, sigma^2/lambda I))")
     log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)")
     log_y: bool = _f(False, "logarithmic y axis in regret.png")
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
@@ -180,7 +183,7 @@ def _validate(cfg: Config) -> None:
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
     for name in ("seeds", "steps", "buffer_size", "batch_size", "updates_per_step",
-                 "train_every", "act_samples", "log_points", "heads"):
+                 "train_every", "act_samples", "log_points", "heads", "refresh_every"):
         v = getattr(cfg, name)
         if v <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {v}")

@@ -66,3 +66,15 @@ def test_bootstrap_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
     s = pd.read_csv(out / "summary.csv").set_index("agent")
     boot, uniform = s.loc["bootstrap"], s.loc["uniform"]
     assert boot.cumulative_expected_regret_mean < 0.7 * uniform.cumulative_expected_regret_mean
+
+
+@pytest.mark.slow
+def test_neurallinear_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
+    out = tmp_path / "run"
+    code = main(["--agent", "neurallinear", "uniform", "--steps", "600", "--seeds", "2",
+                 "--updates-per-step", "4", "--refresh-every", "20", "--no-progress",
+                 "--data-dir", str(mushroom_data_dir), "--out", str(out)])
+    assert code == 0
+    s = pd.read_csv(out / "summary.csv").set_index("agent")
+    nl, uniform = s.loc["neurallinear"], s.loc["uniform"]
+    assert nl.cumulative_expected_regret_mean < 0.7 * uniform.cumulative_expected_regret_mean

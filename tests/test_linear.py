@@ -92,3 +92,30 @@ def test_agent_learns_a_linear_bandit_and_is_deterministic():
 def test_bad_prior_is_refused():
     with pytest.raises(ValueError, match="lambda must be > 0"):
         make_agent("linfullpost", 3, 2, 1, 0, AgentConfig(lin_lambda=0.0))
+
+
+def test_refit_equals_adding_one_by_one():
+    rng = np.random.default_rng(3)
+    runs, actions, d, n = 2, 2, 4, 30
+    z = torch.as_tensor(rng.normal(size=(runs, n, d)))
+    a = torch.as_tensor(rng.integers(actions, size=(runs, n)))
+    y = torch.as_tensor(rng.normal(size=(runs, n)))
+    one = BayesLinearRegression(runs, actions, d, 6.0, 6.0, 0.25, torch.device("cpu"))
+    for t in range(n):
+        one.add(z[:, t], a[:, t], y[:, t])
+    fit = BayesLinearRegression(runs, actions, d, 6.0, 6.0, 0.25, torch.device("cpu"))
+    fit.refit(z, a, y)
+    for k in ("L", "zty", "yty", "n"):
+        torch.testing.assert_close(getattr(fit, k), getattr(one, k))
+
+
+def test_neurallinear_features_are_the_last_hidden_layer():
+    agent = make_agent("neurallinear", 3, 2, 2, 0, AgentConfig(hidden=(8, 5)))
+    x = agent.all_action_inputs(np.ones((2, 3), dtype=np.float32))  # (2, 2, 5)
+    phi = agent.features(x)
+    assert phi.shape == (2, 2, 6) and torch.all(phi[..., -1] == 1)
+    m = agent.model
+    (w1, b1), (w2, b2), _ = m.split(m.mu)
+    h = torch.relu(torch.relu(x @ w1.transpose(1, 2) + b1.unsqueeze(1)) @ w2.transpose(1, 2)
+                   + b2.unsqueeze(1))
+    torch.testing.assert_close(phi[..., :-1], h)
