@@ -54,6 +54,7 @@ class AgentConfig:
     dropout: float = 0.2
     heads: int = 5
     refresh_every: int = 50
+    lrt: bool = False
 
 
 @dataclass(frozen=True)

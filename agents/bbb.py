@@ -18,7 +18,13 @@ its complexity cost (a test checks it), computed on the flat parameters: the net
 backward pass by hand (:meth:`agents.network.FlatMLP.backward`), then, in a few
 whole-tensor operations,
 ``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)`` with the
-complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`. With ``compile``
+complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`.
+
+With ``lrt`` the data term is trained with the local reparameterisation trick (Kingma,
+Salimans and Welling 2015): pre-activations are sampled per example from their Gaussian
+instead of one weight sample per minibatch (lower-variance gradients; autograd computes
+them), while the complexity cost keeps the paper's Monte Carlo estimate at a weight
+sample and acting keeps one shared weight sample per run. With ``compile``
 those per-weight operations (:func:`sample_weights`, :func:`posterior_grads`) are fused
 by ``torch.compile`` into a few kernels: on a GPU that is most of an update's launches.
 """
@@ -81,22 +87,58 @@ class BBBAgent(NeuralAgent):
         m = self.model
         eps = self.noise()  # (runs, P)
         sigma, w = self.fused(sample_weights)(m.mu, m.rho, eps)  # one weight sample per run
-        inputs: list[Tensor] = []
-        pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
         scale = 0.5 / self.config.noise_sigma**2
-        err = pred - rewards  # (runs, batch)
-        # nll = scale * mean_b err^2 per run, up to a constant; its gradient at the output:
-        d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
-        g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
-        g_mu, g_rho = self.fused(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
-                                                  m.prior_consts)
+        if self.config.lrt:
+            err, g_mu_data, g_rho_data = self.lrt_data_grads(x, rewards, scale)
+            g_mu, g_sigma = mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n)
+            g_mu.add_(g_mu_data)
+            g_rho = g_sigma.mul_(torch.sigmoid(m.rho)).add_(g_rho_data)
+        else:
+            inputs: list[Tensor] = []
+            pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
+            err = pred - rewards  # (runs, batch)
+            # nll = scale * mean_b err^2 per run, up to a constant; its gradient at the output:
+            d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
+            g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
+            g_mu, g_rho = self.fused(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
+                                                      m.prior_consts)
         loss = None
         if want_loss:
             log_ratio, _ = log_p_minus_log_q(w, sigma, eps, m.prior_consts)
             nll = err.square().mean(dim=1).mul_(scale)
             loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
         return [g_mu, g_rho], loss
+
+
+    def lrt_forward(self, x: Tensor, mu: Tensor, rho: Tensor) -> Tensor:
+        """The network on ``x (runs, batch, in)`` with the local reparameterisation trick:
+        each layer's pre-activations are drawn from their Gaussian given the layer's input,
+        ``N(h mu_W^T + mu_b, h^2 (sigma_W^2)^T + sigma_b^2)``, independently per example."""
+        m = self.model
+        var = F.softplus(rho).square()
+        h = x
+        last = len(m.layout) - 1
+        for k, ((wm, bm), (wv, bv)) in enumerate(zip(m.split(mu), m.split(var))):
+            mean = torch.baddbmm(bm.unsqueeze(1), h, wm.transpose(1, 2))  # (runs, batch, out)
+            v = torch.baddbmm(bv.unsqueeze(1), h * h, wv.transpose(1, 2))
+            noise = self.fill_(torch.empty_like(mean), "normal")
+            h = mean + v.sqrt() * noise
+            if k < last:
+                h = torch.relu(h)
+        return h
+
+    def lrt_data_grads(self, x: Tensor, rewards: Tensor, scale: float
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """The data term's error and its gradients for ``mu`` and ``rho`` under the local
+        reparameterisation trick (autograd through :meth:`lrt_forward`)."""
+        m = self.model
+        with torch.enable_grad():
+            mu, rho = m.mu.detach().requires_grad_(), m.rho.detach().requires_grad_()
+            err = self.lrt_forward(x, mu, rho).squeeze(-1) - rewards  # (runs, batch)
+            nll = err.square().mean(dim=1).mul(scale)
+            g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
+        return err.detach(), g_mu, g_rho
 
 
 def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor]:

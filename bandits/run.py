@@ -106,6 +106,8 @@ class Config:
     init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight")
     act_samples: int = _f(AgentConfig.act_samples,
                           "BBB weight samples averaged per action (1 = Thompson sampling)")
+    lrt: bool = _f(False, "bbb: train with the local reparameterisation trick (acting keeps "
+                          "one weight sample per run)")
     dropout: float = _f(AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
                                              "(training, and the one mask drawn to act)")
     heads: int = _f(AgentConfig.heads, "bootstrap: networks per run, each on its own online "

@@ -190,3 +190,27 @@ def test_bootstrap_weights_each_network_by_its_own_resample():
     torch.testing.assert_close(g, gmu)
     loss = agent.update(buf, 2)
     assert loss.shape == (R,) and torch.isfinite(loss).all()
+
+
+def test_lrt_preactivations_have_the_moments_of_sampled_weights():
+    agent = make_agent("bbb", D, A, 1, 0, AgentConfig(hidden=(4,), init_sigma=0.3, lrt=True))
+    m = agent.model
+    x = torch.randn(1, 1, D + A).expand(1, 20000, D + A)  # one input, many draws
+    lrt = agent.lrt_forward(x, m.mu, m.rho)[0, :, 0]
+    eps = torch.randn(20000, m.n_params)
+    sampled = torch.stack([m(x[:, :1], m.sample(e.unsqueeze(0)))[0, 0, 0] for e in eps[:4000]])
+    # the output layer's input is a relu of Gaussians in both; compare the output moments
+    se = sampled.std() / 4000**0.5
+    assert abs(lrt.mean() - sampled.mean()) < 5 * se
+    assert abs(lrt.std() / sampled.std() - 1) < 0.1
+
+
+def test_lrt_gradient_tends_to_the_weight_sample_gradient_as_sigma_vanishes():
+    cfg = dict(hidden=(8,), init_sigma=1e-6)
+    lrt = make_agent("bbb", D, A, R, 0, AgentConfig(**cfg, lrt=True))
+    plain = make_agent("bbb", D, A, R, 0, AgentConfig(**cfg))
+    x, y = torch.randn(R, 16, D + A), torch.randn(R, 16)
+    n = torch.tensor(1e12)  # no complexity cost to speak of
+    (g_lrt, _), _ = lrt.gradients(x, y, n, False)
+    (g_plain, _), _ = plain.gradients(x, y, n, False)
+    torch.testing.assert_close(g_lrt, g_plain, rtol=1e-3, atol=1e-4)
