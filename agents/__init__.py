@@ -1,6 +1,7 @@
 """Bandit agents and the registry from a name to a factory.
 
-``bbb``: Thompson sampling with Bayes by Backprop; ``greedy``, ``eps1``,
+``bbb``: Thompson sampling with Bayes by Backprop (``bbb-lrt``: trained with the local
+reparameterisation trick, the same as ``bbb --lrt``); ``greedy``, ``eps1``,
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
 from the exact posterior of a linear model (Riquelme et al. 2018); ``dropout``: Thompson
 sampling with MC dropout; ``bootstrap``: Thompson sampling over an online-bootstrap
@@ -32,6 +33,7 @@ from agents.uniform import UniformAgent
 # name -> (class, settings that override the common AgentConfig)
 AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "bbb": (BBBAgent, {}),
+    "bbb-lrt": (BBBAgent, {"lrt": True}),
     "greedy": (EpsilonGreedyAgent, {"epsilon": 0.0}),
     "eps1": (EpsilonGreedyAgent, {"epsilon": 0.01}),
     "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),

@@ -72,6 +72,8 @@ class Config:
     agent: list[str] | None = _f(None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
                                   type=str)
     env: str = _f("mushroom", "bandit environment", choices=sorted(envs.ENV_IDS))
+    wheel_delta: float = _f(0.95, "wheel: radius delta beyond which the high-reward arms pay "
+                                  "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)")
     preset: str = _f("quick", "defaults for every unset setting", choices=sorted(PRESETS))
     seeds: int | None = _f(None, "number of seeds (runs) per agent", type=int)
     seed: int = _f(0, "first seed; the runs use seed, seed+1, ...")
@@ -198,6 +200,8 @@ def _validate(cfg: Config) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
     if cfg.threads < 0:
         raise UsageError(f"--threads must be >= 0, got {cfg.threads}")
+    if not 0.0 < cfg.wheel_delta < 1.0:
+        raise UsageError(f"--wheel-delta must be in (0, 1), got {cfg.wheel_delta}")
     if not 0.0 < cfg.dropout < 1.0:
         raise UsageError(f"--dropout must be in (0, 1), got {cfg.dropout}")
     if not 0.0 <= cfg.prior_pi <= 1.0:
@@ -292,7 +296,8 @@ def build(cfg: Config) -> tuple[list[Lane], list[int]]:
     """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    env_kwargs = {"data_dir": cfg.data_dir} if cfg.env == "mushroom" else {}
+    env_kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
+                  else {"delta": cfg.wheel_delta})
     seeds = [cfg.seed + r for r in range(cfg.seeds)]
     agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
                                if hasattr(cfg, f.name)})
