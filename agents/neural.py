@@ -18,6 +18,7 @@ from Python.
 from __future__ import annotations
 
 import abc
+import warnings
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,11 @@ class NeuralAgent(Agent):
             return loss
         # second call: capture the whole sequence of updates once, then replay it
         graph = torch.cuda.CUDAGraph()
+        if not hasattr(graph, "register_generator_state"):  # torch without graph-safe RNG
+            warnings.warn("this torch cannot capture draws from the agents' own generators "
+                          "in a CUDA graph; the training step runs eagerly", stacklevel=2)
+            self._use_graph = False
+            return self._updates(buffer, updates)
         for g in self.generators:  # their draws advance on every replay
             graph.register_generator_state(g)
         with torch.cuda.graph(graph):
