@@ -513,7 +513,10 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
                 "wall_seconds": round(time.perf_counter() - start, 1)}, out / "sweep.json")
     if not summary.empty:
         cols = [*grid, "agent", "seeds", "cumulative_regret_mean", "cumulative_regret_std"]
-        print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        table = summary[cols].copy()
+        for c in ("cumulative_regret_mean", "cumulative_regret_std"):
+            table[c] = table[c].map(lambda v: f"{v:.1f}")
+        print(table.to_string(index=False))
     failed = {k: r for k, r in progress.results.items() if r["status"] != "ok"}
     for name, r in failed.items():
         print(f"point {name}: {r['status']}: {r['message']}", file=sys.stderr)
