@@ -21,9 +21,12 @@ import pandas as pd  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
-          "uniform": "tab:gray"}
+          "uniform": "tab:gray", "bbb-lrt": "tab:cyan", "linfullpost": "tab:purple",
+          "neurallinear": "tab:brown", "dropout": "tab:pink", "bootstrap": "tab:olive"}
 LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1% greedy",
-          "eps5": "5% greedy", "uniform": "uniform"}
+          "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
+          "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
+          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN"}
 
 
 def plot_regret(
