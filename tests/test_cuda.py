@@ -34,7 +34,8 @@ def _train(name: str, cuda_graph: bool, steps: int = 6, updates: int = 5):
     return np.stack(actions), torch.stack(losses).cpu(), params
 
 
-@pytest.mark.parametrize("name", ["bbb", "greedy"])
+@pytest.mark.parametrize("name", ["bbb", "bbb-lrt", "greedy", "dropout", "bootstrap",
+                                  "neurallinear"])
 def test_graph_replay_is_deterministic_and_matches_the_eager_step(name):
     a1, l1, p1 = _train(name, cuda_graph=True)
     a2, l2, p2 = _train(name, cuda_graph=True)
@@ -62,7 +63,8 @@ def test_cuda_matches_cpu_within_float_tolerance_for_greedy():
 
 def test_runner_on_cuda(tmp_path):
     out = tmp_path / "r"
-    assert main(["--env", "wheel", "--agent", "bbb", "greedy", "eps5", "--steps", "20",
+    assert main(["--env", "wheel", "--agent", "bbb", "greedy", "eps5", "linfullpost",
+                 "neurallinear", "dropout", "bootstrap", "--steps", "20",
                  "--seeds", "2", "--hidden", "8", "--batch-size", "8",
                  "--updates-per-step", "3", "--device", "cuda", "--no-progress",
                  "--out", str(out)]) == 0
