@@ -34,47 +34,18 @@ def test_bbb_learns_the_wheel(tmp_path):
 
 
 @pytest.mark.slow
-def test_linfullpost_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
+@pytest.mark.parametrize("agent, extra, ratio", [
+    ("linfullpost", [], 0.5),
+    ("neurallinear", ["--updates-per-step", "4", "--refresh-every", "20"], 0.7),
+    ("dropout", ["--updates-per-step", "4"], 0.7),
+    ("bootstrap", ["--updates-per-step", "4"], 0.7),
+])
+def test_baseline_agent_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir, agent,
+                                                       extra, ratio):
     out = tmp_path / "run"
-    code = main(["--agent", "linfullpost", "uniform", "--steps", "600", "--seeds", "2",
+    code = main(["--agent", agent, "uniform", "--steps", "600", "--seeds", "2", *extra,
                  "--no-progress", "--data-dir", str(mushroom_data_dir), "--out", str(out)])
     assert code == 0
     s = pd.read_csv(out / "summary.csv").set_index("agent")
-    lin, uniform = s.loc["linfullpost"], s.loc["uniform"]
-    assert lin.cumulative_expected_regret_mean < 0.5 * uniform.cumulative_expected_regret_mean
-
-
-@pytest.mark.slow
-def test_dropout_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
-    out = tmp_path / "run"
-    code = main(["--agent", "dropout", "uniform", "--steps", "600", "--seeds", "2",
-                 "--updates-per-step", "4", "--no-progress", "--data-dir", str(mushroom_data_dir),
-                 "--out", str(out)])
-    assert code == 0
-    s = pd.read_csv(out / "summary.csv").set_index("agent")
-    drop, uniform = s.loc["dropout"], s.loc["uniform"]
-    assert drop.cumulative_expected_regret_mean < 0.7 * uniform.cumulative_expected_regret_mean
-
-
-@pytest.mark.slow
-def test_bootstrap_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
-    out = tmp_path / "run"
-    code = main(["--agent", "bootstrap", "uniform", "--steps", "600", "--seeds", "2",
-                 "--updates-per-step", "4", "--no-progress", "--data-dir", str(mushroom_data_dir),
-                 "--out", str(out)])
-    assert code == 0
-    s = pd.read_csv(out / "summary.csv").set_index("agent")
-    boot, uniform = s.loc["bootstrap"], s.loc["uniform"]
-    assert boot.cumulative_expected_regret_mean < 0.7 * uniform.cumulative_expected_regret_mean
-
-
-@pytest.mark.slow
-def test_neurallinear_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_dir):
-    out = tmp_path / "run"
-    code = main(["--agent", "neurallinear", "uniform", "--steps", "600", "--seeds", "2",
-                 "--updates-per-step", "4", "--refresh-every", "20", "--no-progress",
-                 "--data-dir", str(mushroom_data_dir), "--out", str(out)])
-    assert code == 0
-    s = pd.read_csv(out / "summary.csv").set_index("agent")
-    nl, uniform = s.loc["neurallinear"], s.loc["uniform"]
-    assert nl.cumulative_expected_regret_mean < 0.7 * uniform.cumulative_expected_regret_mean
+    assert (s.loc[agent].cumulative_expected_regret_mean
+            < ratio * s.loc["uniform"].cumulative_expected_regret_mean)
