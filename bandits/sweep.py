@@ -229,7 +229,10 @@ def run_point(point: Point) -> dict[str, Any]:
 # --------------------------------------------------------------------------- backends
 
 
-def _local(points: list[Point], workers: int, retries: int, progress: _Progress) -> None:
+def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
+           task=run_point) -> None:
+    """Run ``task(point)`` for every point in a pool of ``workers`` processes; a point whose
+    worker dies or raises is submitted again (to a new pool) up to ``retries`` times."""
     todo = {p.name: p for p in points}
     tries = dict.fromkeys(todo, 0)
     while todo:
@@ -237,7 +240,7 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress)
         import multiprocessing
 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
-            futures = {ex.submit(run_point, p): p for p in todo.values()}
+            futures = {ex.submit(task, p): p for p in todo.values()}
             progress.running(min(workers, len(futures)))
             pending = set(futures)
             while pending:

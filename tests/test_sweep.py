@@ -142,3 +142,34 @@ def test_ray_backend_gives_the_same_csvs(swept, tmp_path):
     import ray
 
     ray.shutdown()
+
+
+def crash_once(point):
+    """A sweep task whose worker dies (os._exit) the first time it runs a point."""
+    import os
+
+    from bandits.sweep import run_point
+
+    marker = Path(point.out + ".crashed")
+    if not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("")
+        os._exit(1)
+    return run_point(point)
+
+
+def test_a_dead_worker_is_retried(swept, tmp_path):
+    from bandits.sweep import _local, _Progress
+
+    points = make_points({"env": "wheel", "agent": ["greedy"], "seeds": 2, "steps": 15,
+                          "hidden": [8], "batch_size": 8, "updates_per_step": 1},
+                         {"noise_sigma": [0.1]}, tmp_path)
+    progress = _Progress(len(points), disable=True)
+    _local(points, workers=1, retries=1, progress=progress, task=crash_once)
+    assert progress.results[points[0].name]["status"] == "ok"
+    assert (Path(points[0].out) / "summary.csv").is_file()
+    # with no retries left the point is reported as failed, not lost
+    again = make_points({"env": "wheel", "seeds": 2}, {"noise_sigma": [0.2]}, tmp_path)
+    progress = _Progress(len(again), disable=True)
+    _local(again, workers=1, retries=0, progress=progress, task=crash_once)
+    assert progress.results[again[0].name]["status"] == "failed"
