@@ -127,6 +127,9 @@ class Config:
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
                          "(0: torch's default)")
     no_progress: bool = _f(False, "hide the progress bar")
+    skip_diverged: bool = _f(False, "when a run's training loss becomes NaN or infinite, warn and "
+                                    "let the other runs go on instead of stopping (runs are "
+                                    "independent; the diverged one keeps acting on its NaN model)")
     checkpoint_every: float = _f(300.0, "seconds of work between checkpoints in the output "
                                         "directory (0: after every step); one is also written "
                                         "at the end and on Ctrl-C")
@@ -351,22 +354,22 @@ def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], state: di
                                   "contexts (was the data set changed?)")
 
 
-def check_divergence(lanes: list[Lane], seeds: list[int]) -> None:
-    """Raise :class:`Diverged` naming the agent, seed and step of the first non-finite loss.
-
-    Reads one small tensor per population: call it now and then, not every step.
-    """
+def diverged_runs(lanes: list[Lane], seeds: list[int]) -> list[dict[str, Any]]:
+    """The runs whose training loss has been NaN or infinite: agent, seed and first step,
+    earliest first. Reads one small tensor per population: call it now and then."""
     found = []
     for lane in lanes:
         at = lane.diverged_at.cpu()
         for k, name in enumerate(lane.pop.names):
             for i, step in enumerate(at[lane.pop.member_runs(k)].tolist()):
                 if step >= 0:
-                    found.append((step, name, seeds[i]))
-    if found:
-        step, name, seed = min(found)
-        raise Diverged(f"agent {name}, seed {seed} diverged at step {step} "
-                       "(non-finite training loss)")
+                    found.append({"step": step, "agent": name, "seed": seeds[i]})
+    return sorted(found, key=lambda d: (d["step"], d["agent"], d["seed"]))
+
+
+def _describe(d: dict[str, Any]) -> str:
+    return (f"agent {d['agent']}, seed {d['seed']} diverged at step {d['step']} "
+            "(non-finite training loss)")
 
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
@@ -403,6 +406,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
     ckpt_step = log.done if resume is not None else None  # step of the last good checkpoint
     stop = _StopOnSigint()
     status, message = 0, None
+    skipped: list[dict[str, Any]] = []  # diverged runs let go on by --skip-diverged
     next_ckpt = time.monotonic() + cfg.checkpoint_every
     progress = _progress(cfg, log.done)
     try:
@@ -431,7 +435,13 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
                 save = (log.done == cfg.steps or stop.requested
                         or time.monotonic() >= next_ckpt)
                 if save or log.done % CHECK_EVERY == 0:
-                    check_divergence(lanes, seeds)  # never checkpoint a diverged state
+                    found = diverged_runs(lanes, seeds)  # never checkpoint a diverged state
+                    if found and not cfg.skip_diverged:
+                        raise Diverged(_describe(found[0]))
+                    for d in found[len(skipped):]:  # --skip-diverged: say so once, go on
+                        print(f"bandits.run: warning: {_describe(d)}; its other runs and "
+                              "agents go on (--skip-diverged)", file=sys.stderr)
+                    skipped = found
                 if save:
                     checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall),
                                                  "config": _plain({**config, **progress_info()})})
@@ -454,7 +464,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
     finally:
         progress.close()
     config.update(steps_completed=log.done, interrupted=status == 130,
-                  diverged=message if status == 3 else None,
+                  diverged=message if status == 3 else None, diverged_runs=skipped,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
                   checkpoint_step=ckpt_step)

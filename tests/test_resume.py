@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -132,7 +133,7 @@ def test_resume_of_a_directory_without_a_run(tmp_path, capsys):
     assert "nothing to resume" in err and len(err.splitlines()) == 1
 
 
-def test_divergence_is_caught_with_agent_seed_and_step(tmp_path, capsys, monkeypatch):
+def _poison_eps5_seed1_at_step_30(monkeypatch) -> None:
     # Poison one run's parameters (eps5, seed 1) in the first update of step 30: the
     # second update of that step computes a NaN loss for that run alone.
     import agents.greedy
@@ -150,6 +151,10 @@ def test_divergence_is_caught_with_agent_seed_and_step(tmp_path, capsys, monkeyp
         return grads, loss
 
     monkeypatch.setattr(agents.greedy.EpsilonGreedyAgent, "gradients", gradients)
+
+
+def test_divergence_is_caught_with_agent_seed_and_step(tmp_path, capsys, monkeypatch):
+    _poison_eps5_seed1_at_step_30(monkeypatch)
     out = tmp_path / "run"
     assert main([*TINY, "--steps", "100", "--checkpoint-every", "0", "--out", str(out)]) == 3
     err = capsys.readouterr().err.strip()
@@ -162,6 +167,22 @@ def test_divergence_is_caught_with_agent_seed_and_step(tmp_path, capsys, monkeyp
     assert state["steps_done"] == 29
     assert all(torch.isfinite(p).all() for lane in state["lanes"] if "model" in lane["agent"]
                for p in lane["agent"]["model"].values())
+
+
+def test_skip_diverged_lets_the_other_runs_go_on_unchanged(reference, tmp_path, capsys,
+                                                           monkeypatch):
+    _poison_eps5_seed1_at_step_30(monkeypatch)
+    out = tmp_path / "run"
+    assert main([*TINY, "--steps", "40", "--skip-diverged", "--out", str(out)]) == 0
+    err = capsys.readouterr().err.strip()
+    assert "warning: agent eps5, seed 1 diverged at step 30" in err
+    assert len(err.splitlines()) == 1
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["diverged_runs"] == [{"step": 30, "agent": "eps5", "seed": 1}]
+    # runs are independent: every other run, eps5's seed 0 included, is bit for bit the same
+    a, b = (pd.read_csv(d / "metrics.csv") for d in (out, reference))
+    keep = ~((a["agent"] == "eps5") & (a["seed"] == 1))
+    pd.testing.assert_frame_equal(a[keep], b[keep])
 
 
 def test_an_absurd_learning_rate_stops_the_run(tmp_path, capsys):
