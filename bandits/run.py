@@ -295,6 +295,14 @@ class Diverged(Exception):
     """A run's training loss became NaN or infinite."""
 
 
+def agent_config(cfg: Config) -> AgentConfig:
+    """The agents' settings given on the command line (each agent adds its own overrides)."""
+    agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
+                               if hasattr(cfg, f.name)})
+    agent_cfg.hidden = tuple(cfg.hidden)
+    return agent_cfg
+
+
 def build(cfg: Config) -> tuple[list[Lane], list[int]]:
     """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
     if cfg.threads:
@@ -302,9 +310,7 @@ def build(cfg: Config) -> tuple[list[Lane], list[int]]:
     env_kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
                   else {"delta": cfg.wheel_delta})
     seeds = [cfg.seed + r for r in range(cfg.seeds)]
-    agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
-                               if hasattr(cfg, f.name)})
-    agent_cfg.hidden = tuple(cfg.hidden)
+    agent_cfg = agent_config(cfg)
     try:
         env = envs.make_vec(cfg.env, 1, **env_kwargs)  # the spaces; the data is checked here
     except (FileNotFoundError, ValueError) as e:  # missing or malformed data
@@ -378,13 +384,14 @@ CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from
 def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
     """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
 
-    ``resume``: a checkpoint's state to continue from (see :func:`resume_run`).
+    ``resume``: a checkpoint's state to continue from (see :func:`resume_config`).
     """
     lanes, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
+              "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": _device_name(cfg.device), "versions": package_versions()}
     previous_wall = 0.0
@@ -394,7 +401,6 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
                       resumed=[*resume["config"].get("resumed", []),
                                {"command": config["command"], "at_step": log.done}])
         previous_wall = resume["config"].get("wall_seconds", 0.0)
-    config["agent_config"] = dataclasses.asdict(lanes[0].pop.config) if lanes else {}
     ckpt = out / checkpoint.NAME
     start = time.perf_counter()
 
