@@ -158,7 +158,7 @@ def crash_once(point):
     return run_point(point)
 
 
-def test_a_dead_worker_is_retried(swept, tmp_path):
+def test_a_dead_worker_is_retried(tmp_path):
     from bandits.sweep import _local, _Progress
 
     points = make_points({"env": "wheel", "agent": ["greedy"], "seeds": 2, "steps": 15,
