@@ -56,12 +56,8 @@ class BootstrapAgent(NeuralAgent):
         if self.weights is None:
             self.weights = torch.zeros(self.runs, self.config.heads, buffer.capacity,
                                        device=self.device)
-        if buffer.added - self._seen > buffer.capacity:
-            raise ValueError("bootstrap must see every interaction: train at least once per "
-                             "buffer capacity (--train-every <= --buffer-size)")
         ones = torch.ones(self.runs_per_member, self.config.heads, device=self.device)
-        for i in range(self._seen, buffer.added):
-            pos = i % buffer.capacity
+        for pos in buffer.positions_since(self._seen, self.name):
             for k, g in enumerate(self.generators):
                 self.weights[self.member_runs(k), :, pos] = torch.poisson(ones, generator=g)
         self._seen = buffer.added
@@ -70,7 +66,8 @@ class BootstrapAgent(NeuralAgent):
         self._add_weights(buffer)  # eagerly, before the (possibly captured) training step
         return super().update(buffer, updates)
 
-    def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
+    def minibatch_gradients(self, buffer: ReplayBuffer, want_loss: bool
+                            ) -> tuple[list[Tensor], Tensor | None]:
         k, b = self.config.heads, self.config.batch_size
         idx = buffer.indices(self.fill_(self._u, "uniform"))  # (runs, heads * batch)
         batch = buffer.gather(idx)
@@ -78,10 +75,7 @@ class BootstrapAgent(NeuralAgent):
         # network k of a run trains on the k-th block of b items, weighted by its own weights
         w = self.weights.gather(2, idx.view(self.runs, k, b)).view(self.runs * k, b)
         grads, loss = self.gradients(x, batch.rewards.view(self.runs * k, b), w, want_loss)
-        for p, g in zip(self.model.parameters(), grads):
-            p.grad = g
-        self.optimizer.step()
-        return None if loss is None else loss.view(self.runs, k).mean(dim=1)
+        return grads, None if loss is None else loss.view(self.runs, k).mean(dim=1)
 
     @torch.no_grad()
     def gradients(self, x: Tensor, rewards: Tensor, weights: Tensor, want_loss: bool

@@ -160,11 +160,7 @@ class LinFullPostAgent(Agent):
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> None:
         """Add the interactions stored since the last call to the posterior (``updates`` is
         not used: the posterior is exact)."""
-        if buffer.added - self._seen > buffer.capacity:
-            raise ValueError("linfullpost must see every interaction: train at least once "
-                             "per buffer capacity (--train-every <= --buffer-size)")
-        for i in range(self._seen, buffer.added):
-            pos = i % buffer.capacity
+        for pos in buffer.positions_since(self._seen, self.name):
             self.posterior.add(self.features(buffer.contexts[:, pos]), buffer.actions[:, pos],
                                buffer.rewards[:, pos])
         self._seen = buffer.added

@@ -101,10 +101,15 @@ class NeuralAgent(Agent):
         eye = self._eye.expand(c.shape[0], -1, -1)  # (runs, n_actions, n_actions)
         return torch.cat([c, eye], dim=-1)
 
-    def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
+    def minibatch_gradients(self, buffer: ReplayBuffer, want_loss: bool
+                            ) -> tuple[list[Tensor], Tensor | None]:
+        """Draw one minibatch per run and return :meth:`gradients` on it (the loss per run)."""
         batch = buffer.gather(buffer.indices(self.fill_(self._u, "uniform")))
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
-        grads, loss = self.gradients(x, batch.rewards, buffer.size, want_loss)
+        return self.gradients(x, batch.rewards, buffer.size, want_loss)
+
+    def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
+        grads, loss = self.minibatch_gradients(buffer, want_loss)
         for p, g in zip(self.model.parameters(), grads):
             p.grad = g
         self.optimizer.step()

@@ -55,11 +55,7 @@ class NeuralLinearAgent(EpsilonGreedyAgent):
 
     @torch.no_grad()
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
-        if buffer.added - self._seen > buffer.capacity:
-            raise ValueError("neurallinear must see every interaction: train at least once "
-                             "per buffer capacity (--train-every <= --buffer-size)")
-        for i in range(self._seen, buffer.added):  # new data, current features
-            pos = i % buffer.capacity
+        for pos in buffer.positions_since(self._seen, self.name):  # current features
             a = buffer.actions[:, pos]
             x = self.inputs(buffer.contexts[:, pos], a).unsqueeze(1)  # (runs, 1, in)
             self.posterior.add(self.features(x)[:, 0], a, buffer.rewards[:, pos])

@@ -101,6 +101,19 @@ class ReplayBuffer:
         self.added = int(state["added"])
         self.size.fill_(len(self))
 
+    def positions_since(self, seen: int, who: str = "this agent") -> list[int]:
+        """Storage positions of the interactions added after the first ``seen`` (oldest
+        first), for learners that must see every interaction once.
+
+        Raises:
+            ValueError: Some of them were already overwritten (more than ``capacity`` were
+                added since).
+        """
+        if self.added - seen > self.capacity:
+            raise ValueError(f"{who} must see every interaction: train at least once per "
+                             "buffer capacity (--train-every <= --buffer-size)")
+        return [i % self.capacity for i in range(seen, self.added)]
+
     def indices(self, u: Tensor) -> Tensor:
         """Uniform draws ``u (runs, batch)`` in ``[0, 1)`` -> item indices ``floor(u * len)``.
 
