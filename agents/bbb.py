@@ -15,7 +15,7 @@ independent: their losses are summed, so each run's gradient is its own.
 
 The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and
 its complexity cost (a test checks it), computed on the flat parameters: the network's
-backward pass by hand (:meth:`agents.network.FlatMLP.backward`), then, in a few
+backward pass by hand (:meth:`bandits.flat.FlatMLP.backward`), then, in a few
 whole-tensor operations,
 ``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)`` with the
 complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`.
@@ -45,6 +45,7 @@ from bandits.bayes import (
     make_mlp,
     mc_cost_grads,
 )
+from bandits.flat import posterior_grads, sample_weights
 
 
 class BBBAgent(NeuralAgent):
@@ -139,19 +140,3 @@ class BBBAgent(NeuralAgent):
             nll = err.square().mean(dim=1).mul(scale)
             g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
         return err.detach(), g_mu, g_rho
-
-
-def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor]:
-    """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps``."""
-    sigma = F.softplus(rho)
-    return sigma, torch.addcmul(mu, sigma, eps)
-
-
-def posterior_grads(g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor, rho: Tensor,
-                    inv_n: Tensor, prior_consts: tuple) -> tuple[Tensor, Tensor]:
-    """Gradients for ``mu`` and ``rho`` from the data term's gradient ``g_w`` at the sampled
-    weights and the complexity cost spread over ``1 / inv_n`` items."""
-    g_mu, g_sigma = mc_cost_grads(w, sigma, eps, prior_consts, inv_n)
-    g_mu.add_(g_w)
-    g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(rho))
-    return g_mu, g_rho

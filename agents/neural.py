@@ -8,7 +8,7 @@ all actions of a context is one forward call over ``n_actions`` rows.
 of every run of the population without waiting for the device once: minibatch
 indices are drawn on the device from each member's generator and the buffer's
 on-device length, the gradients of the per-weight terms are computed in a few
-whole-tensor operations on the flat parameters (:mod:`agents.network`), Adam is
+whole-tensor operations on the flat parameters (:mod:`bandits.flat`), Adam is
 torch's fused one, and the loss is returned as a device tensor. On CUDA the whole
 sequence of updates is captured once as a CUDA graph and replayed on every later call
 (the first call runs eagerly and warms up), so a step of 64 updates is one launch
@@ -26,9 +26,9 @@ import torch
 from torch import Tensor
 
 from agents.base import Agent
-from agents.network import FlatMLP
 from bandits.bayes import MLP
 from bandits.buffer import ReplayBuffer
+from bandits.flat import FlatMLP
 
 
 class NeuralAgent(Agent):

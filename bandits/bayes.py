@@ -181,6 +181,8 @@ def _mixture_logit(w: Tensor, mix: tuple) -> Tensor:
     """``e = e0 + e1 w^2``, the log-ratio of the narrow to the wide prior component at ``w``."""
     # e <= e0; clamping below at -60 changes softplus(e) and sigmoid(e) by < e^-60 (far below
     # float32 resolution) and keeps exp() off its slow underflow path.
+    if isinstance(mix[1], Tensor):  # one prior per run: (R, 1) columns
+        return torch.addcmul(mix[0], w.square(), mix[1]).clamp_(min=-60.0)
     return torch.addcmul(torch.full((), mix[0], dtype=w.dtype, device=w.device), w, w,
                          value=mix[1]).clamp_(min=-60.0)
 
@@ -194,7 +196,11 @@ def log_p_minus_log_q(w: Tensor, sigma: Tensor, eps: Tensor, consts: tuple
     """
     inv_sw2, const, mix = consts  # mix: None or (e0, e1, 1/s_N^2), e = e0 + e1 w^2
     # Accumulated in place: log sigma + eps^2/2 - w^2/(2 s_W^2) + softplus(e) - const.
-    c = torch.log(sigma).addcmul_(eps, eps, value=0.5).addcmul_(w, w, value=-0.5 * inv_sw2)
+    c = torch.log(sigma).addcmul_(eps, eps, value=0.5)
+    if isinstance(inv_sw2, Tensor):  # one prior per run: (R, 1) columns
+        c.addcmul_(w.square(), inv_sw2, value=-0.5)
+    else:
+        c.addcmul_(w, w, value=-0.5 * inv_sw2)
     e = None
     if mix is not None:
         e = _mixture_logit(w, mix)
@@ -240,6 +246,45 @@ def _fused_consts(prior: Prior) -> tuple | None:
         e1 = -0.5 * (1.0 / sn**2 - 1.0 / sw**2)
         return (1.0 / sw**2, math.log(sw) - lw, (e0, e1, 1.0 / sn**2))
     return None
+
+
+def runs_prior_consts(priors: Sequence[Prior]) -> tuple:
+    """Constants of :func:`mc_cost_grads` / :func:`log_p_minus_log_q` for one prior per run.
+
+    ``priors[r]`` is run ``r``'s prior. One prior for all runs gives :func:`_fused_consts`'s
+    numbers; different priors give ``(R, 1)`` tensor columns that broadcast against
+    ``(R, P)`` parameters. A Gaussian prior among scale mixtures is written as the mixture
+    of two equal components (``pi = 1/2``, ``sigma1 = sigma2``), which has the same density
+    and gradients.
+
+    Raises:
+        ValueError: for a scale mixture with ``pi`` of 0 or 1 (use a Gaussian prior).
+    """
+    consts = []
+    for p in priors:
+        c = _fused_consts(p)
+        if c is None:
+            raise ValueError(f"no fused complexity cost for {p}: a scale mixture needs "
+                             "0 < pi < 1 (for pi of 0 or 1 use a Gaussian prior)")
+        consts.append(c)
+    if all(c == consts[0] for c in consts):
+        return consts[0]
+    if any(c[2] is not None for c in consts):  # some mixtures: every run as a mixture
+        consts = [c if c[2] is not None else (c[0], c[1] + math.log(2.0), (0.0, 0.0, c[0]))
+                  for c in consts]
+        cols = list(zip(*[(a, b, *mix) for a, b, mix in consts]))
+    else:
+        cols = list(zip(*[(a, b) for a, b, _ in consts]))
+    t = [torch.tensor(col, dtype=torch.float32).unsqueeze(1) for col in cols]
+    return (t[0], t[1], None) if len(t) == 2 else (t[0], t[1], (t[2], t[3], t[4]))
+
+
+def map_consts(consts: tuple, fn) -> tuple:
+    """``consts`` with ``fn`` applied to its tensors (if any), e.g. to move them to a device."""
+    def f(v):
+        return fn(v) if isinstance(v, Tensor) else v
+    a, b, mix = consts
+    return (f(a), f(b), None if mix is None else tuple(f(v) for v in mix))
 
 
 # --------------------------------------------------------------------------- layers

@@ -1,15 +1,20 @@
-"""The reward network of a population of runs, with every parameter in one flat tensor.
+"""``R`` independent MLPs with every parameter in one flat tensor, trained without autograd.
 
-A population holds ``R`` independent MLPs (one per run: seeds, and agents that differ
-only in how they act). Their parameters live in ``(R, P)`` tensors, one row per run,
+A population holds ``R`` independent MLPs (one per run: seeds, settings of a grid, and
+bandit agents that differ only in how they act). Their parameters live in ``(R, P)``
+tensors, one row per run,
 each row the layers' weights and biases one after another: the per-weight work of a
 training step (sampling ``w = mu + sigma * eps``, the softplus, the complexity cost's
 gradient, Adam) is then a handful of whole-tensor operations however many layers the
 network has, and a forward pass is one batched matmul per layer on views of the row.
 
 The networks are built by :func:`bandits.bayes.make_mlp` (its initialisation, priors and
-layer shapes) and copied in, so a population of several agents starts from exactly the
-weights each agent would have alone.
+layer shapes) and copied in, so a population of several models starts from exactly the
+weights each model would have alone. Each model may have its own prior: the complexity
+cost's constants are then ``(R, 1)`` columns (:func:`bandits.bayes.runs_prior_consts`).
+
+Used by the bandit agents (:mod:`agents.neural`) and the MNIST benchmark
+(:mod:`bandits.classifier`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bandits.bayes import MLP, BayesLinear, RunsLinear, _fused_consts
+from bandits.bayes import (
+    MLP,
+    BayesLinear,
+    RunsLinear,
+    map_consts,
+    mc_cost_grads,
+    runs_prior_consts,
+)
 
 
 class FlatMLP(nn.Module):
@@ -54,20 +66,26 @@ class FlatMLP(nn.Module):
         self.n_params = offset
         self.in_features = first.layers[0].in_features
         if self.bayesian:
-            prior = first.layers[0].prior
-            if any(layer.prior is not prior and repr(layer.prior) != repr(prior)
-                   for m in models for layer in m.layers):
-                raise ValueError("all layers of a FlatMLP share one prior")
-            consts = _fused_consts(prior)
-            if consts is None:
-                raise ValueError(f"FlatMLP has no fused complexity cost for {prior}")
-            self.prior, self.prior_consts = prior, consts
+            priors = []
+            for m in models:
+                p = m.layers[0].prior
+                if any(layer.prior is not p and repr(layer.prior) != repr(p) for layer in m.layers):
+                    raise ValueError("all layers of one MLP in a FlatMLP share one prior")
+                priors += [p] * (m.layers[0].runs or 1)
+            self.priors = priors  # one per run
+            self.prior_consts = runs_prior_consts(priors)
             self.mu = nn.Parameter(self._stack(models, "weight_mu", "bias_mu"))
             self.rho = nn.Parameter(self._stack(models, "weight_rho", "bias_rho"))
         else:
             self.mu = nn.Parameter(self._stack(models, "weight", "bias"))
             self.rho = None
         self.runs = self.mu.shape[0]
+
+    def _apply(self, fn, *args, **kwargs):  # .to(device) etc. move per-run prior columns too
+        super()._apply(fn, *args, **kwargs)
+        if self.bayesian:
+            self.prior_consts = map_consts(self.prior_consts, fn)
+        return self
 
     @staticmethod
     def _stack(models: Sequence[MLP], weight: str, bias: str) -> Tensor:
@@ -143,3 +161,24 @@ class FlatMLP(nn.Module):
     def sample(self, eps: Tensor) -> Tensor:
         """Weights ``mu + sigma * eps`` for noise ``eps (R, P)`` (Bayesian networks)."""
         return torch.addcmul(self.mu, self.sigma, eps)
+
+
+def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor]:
+    """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps``."""
+    sigma = F.softplus(rho)
+    return sigma, torch.addcmul(mu, sigma, eps)
+
+
+def posterior_grads(g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor, rho: Tensor,
+                    scale: Tensor | float, prior_consts: tuple) -> tuple[Tensor, Tensor]:
+    """Gradients for ``mu`` and ``rho`` of ``data term + scale * (log q(w) - log p(w))``.
+
+    ``g_w`` is the data term's gradient at the sampled weights ``w = mu + sigma * eps``;
+    ``scale`` (a number, or a tensor broadcasting against ``w``, e.g. one weight per run
+    ``(R, 1)``) weights the Monte Carlo complexity cost. By the chain rule
+    ``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)``.
+    """
+    g_mu, g_sigma = mc_cost_grads(w, sigma, eps, prior_consts, scale)
+    g_mu.add_(g_w)
+    g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(rho))
+    return g_mu, g_rho

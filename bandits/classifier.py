@@ -1,0 +1,297 @@
+"""``R`` MNIST classifiers trained at once through the runs dimension.
+
+Every run is a whole model of its own: its own seed (initial weights, weight noise,
+minibatch order, dropout masks) and, for Bayes by Backprop, its own prior and its own
+KL weighting across the minibatches. They share the architecture, the learning rate and
+its schedule, and one loop over the minibatches: each step gathers every run's minibatch
+from the data held on the device (``(R, B, 784)``), draws every run's weights, and does
+one batched forward and backward pass and one Adam step for all of them. Runs do not
+interact (each run's loss has only its own parameters; Adam is elementwise), so run
+``r`` of a batch trains exactly as it would alone, up to the rounding of batched kernels.
+
+The training step has no autograd and no host synchronisation: the network's backward
+pass is written by hand (:meth:`bandits.flat.FlatMLP.backward`), the per-weight work of
+BBB (sampling, softplus, the complexity cost's gradient) is a few whole-tensor passes
+over the flat ``(R, P)`` parameters (:func:`bandits.flat.posterior_grads`), Adam is
+torch's fused one, and the epoch's statistics stay on the device until the epoch ends.
+
+The loss of run ``r`` at minibatch ``i`` is the paper's eq. 8 divided by the batch size
+``B``: ``(pi_ri KL_r + sum_b -log p(y_b | x_b, w_r)) / B``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm import tqdm
+
+from bandits.bayes import (
+    MLP,
+    GaussianPrior,
+    Prior,
+    kl_weights,
+    log_p_minus_log_q,
+    make_mlp,
+)
+from bandits.flat import FlatMLP, posterior_grads, sample_weights
+
+KINDS = ("bbb", "sgd", "dropout")
+IN_FEATURES, CLASSES = 784, 10
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one run of a batch has of its own."""
+
+    seed: int
+    prior: Prior | None = None  # BBB only
+    kl_weighting: str = "uniform"  # BBB only: see bandits.bayes.kl_weights
+
+
+def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
+    """A torch generator on ``device`` seeded with ``seed``."""
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+class Classifiers:
+    """``R`` classifiers ``784 -> hidden -> 10`` (ReLU) of one kind, trained together.
+
+    Args:
+        kind: ``"bbb"`` (Bayes by Backprop), ``"sgd"`` (a plain MLP) or ``"dropout"``.
+        hidden: The hidden layers' sizes.
+        specs: One :class:`RunSpec` per run.
+        init_sigma: BBB's initial posterior standard deviation.
+        dropout: The dropout probability (``"dropout"`` only).
+        samples: BBB weight samples per training step (their gradients are averaged).
+        complexity: ``"mc"`` (the paper's Monte Carlo estimate) or ``"kl"`` (closed form,
+            Gaussian priors only).
+        lr: Adam's learning rate (shared by the runs).
+        device: Where the parameters and the data live.
+
+    Run ``r``'s randomness comes from its seed ``s`` alone: the initial weights are
+    those of ``torch.manual_seed(s)`` then :func:`bandits.bayes.make_mlp`, the weight
+    noise comes from a generator seeded ``s + 1``, the minibatch order from ``s + 2``,
+    dropout masks from ``s + 3``.
+    """
+
+    def __init__(self, kind: str, hidden: Sequence[int], specs: Sequence[RunSpec], *,
+                 init_sigma: float = 0.0067, dropout: float = 0.5, samples: int = 1,
+                 complexity: str = "mc", lr: float = 1e-3,
+                 device: torch.device | str = "cpu") -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if not specs:
+            raise ValueError("Classifiers needs at least one run")
+        if complexity not in ("mc", "kl"):
+            raise ValueError(f"complexity must be 'mc' or 'kl', got {complexity!r}")
+        if kind == "bbb" and complexity == "kl" and not all(
+                isinstance(s.prior, GaussianPrior) for s in specs):
+            raise ValueError("the closed-form KL (complexity 'kl') needs Gaussian priors")
+        self.kind, self.hidden, self.specs = kind, list(hidden), list(specs)
+        self.bayesian = kind == "bbb"
+        self.init_sigma, self.dropout = init_sigma, dropout
+        self.samples = samples if self.bayesian else 1
+        self.complexity, self.device = complexity, torch.device(device)
+        models = []
+        for spec in self.specs:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(spec.seed)
+                models.append(self._make_mlp(spec, runs=1, dropout=0.0))  # masks: step()
+        self.net = FlatMLP(models).to(self.device)
+        self.runs = self.net.runs
+        self.noise_gens = [seeded_generator(s.seed + 1, self.device) for s in self.specs]
+        self.shuffle_gens = [seeded_generator(s.seed + 2) for s in self.specs]
+        self.dropout_gens = [seeded_generator(s.seed + 3, self.device) for s in self.specs]
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr, fused=True)
+        self._eps = torch.empty_like(self.net.mu) if self.bayesian else None
+
+    def _make_mlp(self, spec: RunSpec, runs: int | None, dropout: float | None = None) -> MLP:
+        if self.bayesian:
+            return make_mlp(IN_FEATURES, self.hidden, CLASSES, runs=runs, prior=spec.prior,
+                            init_sigma=self.init_sigma)
+        drop = self.dropout if self.kind == "dropout" else 0.0
+        drop = drop if dropout is None else dropout
+        return make_mlp(IN_FEATURES, self.hidden, CLASSES, runs=runs, bayesian=False,
+                        dropout=drop)
+
+    # -- state ----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        gens = [[g.get_state() for g in gs]
+                for gs in (self.noise_gens, self.shuffle_gens, self.dropout_gens)]
+        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "generators": gens}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.net.load_state_dict(state["net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        for gs, states in zip((self.noise_gens, self.shuffle_gens, self.dropout_gens),
+                              state["generators"], strict=True):
+            for g, s in zip(gs, states, strict=True):
+                g.set_state(s)
+
+    def params(self) -> dict[str, Tensor]:
+        """The flat parameters, ``{"mu": (R, P)}`` and for BBB ``"rho"``."""
+        out = {"mu": self.net.mu.detach()}
+        if self.bayesian:
+            out["rho"] = self.net.rho.detach()
+        return out
+
+    def to_mlp(self, r: int, params: dict[str, Tensor] | None = None,
+               generator: torch.Generator | None = None) -> MLP:
+        """Run ``r`` as an ordinary :class:`bandits.bayes.MLP` without a runs dimension
+        (for evaluation, pruning, saving), from ``params`` (default: the current ones)."""
+        params = self.params() if params is None else params
+        mlp = self._make_mlp(self.specs[r], runs=None).to(self.device)
+        names = ("weight_mu", "bias_mu") if self.bayesian else ("weight", "bias")
+        with torch.no_grad():
+            for key, (wname, bname) in (("mu", names), ("rho", ("weight_rho", "bias_rho"))):
+                if key not in params:
+                    continue
+                for layer, (w, b) in zip(mlp.layers, self.net.split(params[key][r:r + 1]),
+                                         strict=True):
+                    getattr(layer, wname).copy_(w[0])
+                    getattr(layer, bname).copy_(b[0])
+        if self.bayesian:
+            for layer in mlp.bayes_layers():
+                layer.generator = generator
+        return mlp
+
+    # -- training -------------------------------------------------------------------
+    def _fill_normal(self) -> Tensor:
+        for row, g in zip(self._eps, self.noise_gens, strict=True):
+            row.normal_(generator=g)
+        return self._eps
+
+    def _dropout_masks(self, batch: int) -> list[Tensor] | None:
+        if self.kind != "dropout" or self.dropout == 0.0:
+            return None
+        keep = 1.0 - self.dropout
+        masks = []
+        for h in self.hidden:
+            m = torch.empty(self.runs, batch, h, device=self.device)
+            for row, g in zip(m, self.dropout_gens, strict=True):
+                row.bernoulli_(keep, generator=g)
+            masks.append(m.mul_(1.0 / keep))
+        return masks
+
+    @torch.no_grad()
+    def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False
+             ) -> tuple[Tensor, Tensor | None]:
+        """One Adam step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``.
+
+        ``kl_weight (R, 1)`` is each run's ``pi_i`` (BBB). Returns the summed NLL per run
+        ``(R,)`` (averaged over the weight samples) and, with ``want_kl``, the complexity
+        cost per run at the last weight sample (device tensors; nothing is read back).
+        """
+        net, batch = self.net, y.shape[1]
+        onehot = F.one_hot(y, CLASSES).to(x.dtype)  # (R, B, 10)
+        nll = torch.zeros(self.runs, device=x.device)
+        grads: list[Tensor] | None = None
+        kl = None
+        for _ in range(self.samples):
+            if self.bayesian:
+                eps = self._fill_normal()
+                sigma, w = sample_weights(net.mu, net.rho, eps)
+            else:
+                w = net.mu
+            inputs: list[Tensor] = []
+            masks = self._dropout_masks(batch)
+            logits = net.apply_layers(x, net.split(w), inputs, masks)  # (R, B, 10)
+            logp = torch.log_softmax(logits, dim=-1)
+            nll.sub_((logp * onehot).sum(dim=(1, 2)))
+            # d/dlogits of sum_b -log p(y_b) / (B K): (softmax - onehot) / (B K)
+            d_out = logp.exp_().sub_(onehot).div_(batch * self.samples)
+            g_w = net.backward(inputs, w, d_out, torch.empty_like(w))
+            if self.bayesian:
+                scale = kl_weight / (batch * self.samples)
+                g = self._posterior_grads(g_w, w, sigma, eps, scale)
+                if want_kl:
+                    kl = self.complexity_cost(w, sigma, eps)
+            else:
+                g = [g_w]
+            grads = g if grads is None else [a.add_(b) for a, b in zip(grads, g, strict=True)]
+        for p, g in zip(self.net.parameters(), grads, strict=True):
+            p.grad = g
+        self.optimizer.step()
+        return nll.div_(self.samples), kl
+
+    def _posterior_grads(self, g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor,
+                         scale: Tensor) -> list[Tensor]:
+        net = self.net
+        if self.complexity == "mc":
+            return list(posterior_grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
+        # closed-form KL to N(0, s^2): d/dmu = mu / s^2, d/dsigma = sigma / s^2 - 1 / sigma
+        inv_s2 = net.prior_consts[0]
+        g_mu = torch.mul(net.mu, inv_s2).mul_(scale).add_(g_w)
+        g_sigma = torch.mul(sigma, inv_s2).sub_(sigma.reciprocal()).mul_(scale)
+        g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(net.rho))
+        return [g_mu, g_rho]
+
+    def complexity_cost(self, w: Tensor, sigma: Tensor, eps: Tensor) -> Tensor:
+        """The complexity cost per run ``(R,)``: MC ``log q(w) - log p(w)`` at ``w``, or the KL."""
+        consts = self.net.prior_consts
+        if self.complexity == "kl":  # KL(N(mu, sigma^2) || N(0, s^2)), log s = consts[1]
+            kl = (torch.mul(self.net.mu.square().add_(sigma.square()), consts[0]).mul_(0.5)
+                  .sub_(sigma.log()).add_(consts[1]).sub_(0.5))
+            return kl.sum(dim=1)
+        log_ratio, _ = log_p_minus_log_q(w, sigma, eps, consts)
+        return log_ratio.sum(dim=1).neg_()
+
+    def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
+                    kl_every: int = 10, desc: str = "", progress: bool = False,
+                    max_batches: int = 0) -> dict[str, Tensor]:
+        """One epoch of every run over the training images ``x (n, 784)``, ``y (n,)``.
+
+        Each run draws its own order of the images. ``kl_schemes[r]`` is run ``r``'s KL
+        weighting; the complexity cost is recorded every ``kl_every`` minibatches (its
+        value is not needed to train). ``max_batches`` > 0 stops early (benchmarks).
+        Returns per-run ``(R,)`` CPU tensors: ``nll`` (mean per image), ``kl`` (mean over
+        the recorded minibatches) and ``train_loss`` (``nll + kl / n``, the negative ELBO
+        per image).
+        """
+        n = len(y)
+        n_batches = math.ceil(n / batch_size)
+        perms = torch.stack([torch.randperm(n, generator=g) for g in self.shuffle_gens])
+        perms = perms.to(self.device)  # (R, n): one host-to-device copy per epoch
+        weights = None
+        if self.bayesian:
+            weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
+                                   dtype=x.dtype, device=self.device)  # (R, M)
+        tot_nll = torch.zeros(self.runs, device=self.device)
+        tot_kl = torch.zeros(self.runs, device=self.device)
+        n_kl, seen = 0, 0
+        stop = n_batches if max_batches <= 0 else min(n_batches, max_batches)
+        for i in tqdm(range(stop), desc=desc, disable=not progress, leave=False,
+                      mininterval=1.0):
+            idx = perms[:, i * batch_size:(i + 1) * batch_size]  # (R, B)
+            want_kl = self.bayesian and i % kl_every == 0
+            kl_w = None if weights is None else weights[:, i:i + 1]
+            nll, kl = self.step(x[idx], y[idx], kl_w, want_kl)
+            tot_nll += nll
+            seen += idx.shape[1]
+            if kl is not None:
+                tot_kl += kl
+                n_kl += 1
+        nll = (tot_nll / seen).cpu()
+        kl = (tot_kl / max(n_kl, 1)).cpu()
+        return {"nll": nll, "kl": kl, "train_loss": nll + kl / n}
+
+    # -- evaluation -----------------------------------------------------------------
+    @torch.no_grad()
+    def errors(self, x: Tensor, y: Tensor, params: dict[str, Tensor] | None = None,
+               chunk: int = 2000) -> Tensor:
+        """Test error (%) per run ``(R,)`` of the posterior-mean (or point) networks."""
+        mu = (self.params() if params is None else params)["mu"]
+        layers = self.net.split(mu)
+        wrong = torch.zeros(self.runs, device=self.device)
+        for xc, yc in zip(x.split(chunk), y.split(chunk), strict=True):
+            logits = self.net.apply_layers(xc.expand(self.runs, *xc.shape), layers)
+            wrong += (logits.argmax(-1) != yc).sum(dim=1)
+        return (100.0 * wrong / len(y)).cpu()
+
