@@ -43,9 +43,9 @@ build the tables and figures from the runs under ``DIR``.
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
 import dataclasses
+import itertools
 import json
 import math
 import os
@@ -72,6 +72,7 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
+from bandits.classifier import Classifiers, RunSpec
 from bandits.idx import load_mnist, preprocess
 from bandits.results import output_dir
 
@@ -97,19 +98,21 @@ class Config:
     """Settings of one benchmark run; every field is a kebab-case flag."""
 
     model: str = field(default="bbb", metadata={"help": f"one of {MODELS}"})
-    prior: str = field(default="mixture", metadata={"help": f"BBB prior, one of {PRIORS}"})
-    pi: float = field(default=0.5, metadata={"help": "scale mixture: weight of N(0, sigma1^2)"})
-    neg_log_sigma1: float = field(default=0.0, metadata={
+    prior: str | list[str] = field(default="mixture", metadata={
+        "help": f"BBB prior, one of {PRIORS}"})
+    pi: float | list[float] = field(default=0.5, metadata={
+        "help": "scale mixture: weight of N(0, sigma1^2)"})
+    neg_log_sigma1: float | list[float] = field(default=0.0, metadata={
         "help": "scale mixture: -log sigma1 (paper's grid 0, 1, 2)"})
-    neg_log_sigma2: float = field(default=6.0, metadata={
+    neg_log_sigma2: float | list[float] = field(default=6.0, metadata={
         "help": "scale mixture: -log sigma2 (paper's grid 6, 7, 8)"})
-    neg_log_prior_sigma: float = field(default=0.0, metadata={
+    neg_log_prior_sigma: float | list[float] = field(default=0.0, metadata={
         "help": "Gaussian prior: -log sigma"})
     init_rho: float = field(default=-5.0, metadata={
         "help": "initial posterior rho, sigma = softplus(rho) (-5: sigma = 0.0067)"})
     complexity: str = field(default="mc", metadata={
         "help": "complexity cost: 'mc' (the paper's sampled estimate) or 'kl' (Gaussian prior)"})
-    kl_weighting: str = field(default="uniform", metadata={
+    kl_weighting: str | list[str] = field(default="uniform", metadata={
         "help": "KL weight per minibatch: 'uniform' (1/M, eq. 8) or 'blundell' (2^(M-i)/(2^M-1))"})
     hidden: int = field(default=400, metadata={"help": "units in each of the hidden layers"})
     layers: int = field(default=2, metadata={"help": "number of hidden layers"})
@@ -133,7 +136,10 @@ class Config:
         "help": "percentages of lowest-SNR weights removed in the pruning table"})
     ood_images: int = field(default=1000, metadata={
         "help": "uniform-noise images for the out-of-distribution entropy check"})
-    seed: int = field(default=0, metadata={"help": "random seed"})
+    seed: int = field(default=0, metadata={"help": "random seed (of the first seed with --seeds)"})
+    seeds: int = field(default=1, metadata={
+        "help": "train N seeds (--seed, --seed + 1, ...) of every setting, all in one batched "
+                "model; results per model and mean +- std per setting"})
     device: str = field(default="cpu", metadata={"help": "cpu or cuda"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
     out: str | None = field(default=None, metadata={
@@ -161,14 +167,29 @@ class Config:
                 "after every epoch) with its settings; --epochs may extend a constant-lr run"})
 
     def validate(self) -> None:
-        """Raise ValueError on settings that cannot run."""
+        """Raise ValueError on settings that cannot run (naming the flag and a fix)."""
+        for name in GRID_FIELDS:
+            values = grid_values(self, name)
+            flag = "--" + name.replace("_", "-")
+            if len(values) != len(set(values)):
+                raise ValueError(f"{flag} lists a value twice: {values}; give each value once")
+            if len(values) > 1 and self.model != "bbb":
+                raise ValueError(f"{flag} takes several values only with --model bbb")
+            for v in values:
+                if name != "prior" and name != "kl_weighting" and not math.isfinite(v):
+                    raise ValueError(f"{flag} must be a finite number, got {v}")
+        if any(not 0.0 < p < 1.0 for p in grid_values(self, "pi")) and (
+                "mixture" in grid_values(self, "prior")):
+            raise ValueError(f"--pi must be strictly between 0 and 1, got "
+                             f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
         checks = [
+            (self.seeds >= 1, "--seeds must be >= 1"),
             (self.model in MODELS, f"--model must be one of {MODELS}"),
-            (self.prior in PRIORS, f"--prior must be one of {PRIORS}"),
+            (set(grid_values(self, "prior")) <= set(PRIORS), f"--prior must be one of {PRIORS}"),
             (self.complexity in ("mc", "kl"), "--complexity must be 'mc' or 'kl'"),
-            (self.complexity == "mc" or self.prior == "gaussian",
+            (self.complexity == "mc" or grid_values(self, "prior") == ["gaussian"],
              "--complexity kl needs --prior gaussian"),
-            (self.kl_weighting in ("uniform", "blundell"),
+            (set(grid_values(self, "kl_weighting")) <= {"uniform", "blundell"},
              "--kl-weighting must be 'uniform' or 'blundell'"),
             (self.hidden > 0 and self.layers > 0, "--hidden and --layers must be positive"),
             (self.epochs >= 0, "--epochs must be >= 0"),
@@ -185,6 +206,58 @@ class Config:
     def prune_fractions(self) -> list[float]:
         """``--prune`` as fractions in [0, 1]."""
         return [float(p) / 100.0 for p in self.prune.split(",") if p.strip()]
+
+
+# Settings that may take several values in one run (BBB): every combination is trained,
+# each with --seeds seeds, as one batched model.
+GRID_FIELDS = ("prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma",
+               "kl_weighting")
+# the settings that matter for each prior (the others are ignored by it)
+PRIOR_FIELDS = {"mixture": ("pi", "neg_log_sigma1", "neg_log_sigma2"),
+                "gaussian": ("neg_log_prior_sigma",)}
+
+
+def grid_values(cfg: Config, name: str) -> list[Any]:
+    """The values of a grid setting as a list (one value or several)."""
+    v = getattr(cfg, name)
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def expand(cfg: Config) -> list[Config]:
+    """The models of a run: every combination of the grid settings, times ``--seeds`` seeds.
+
+    Each is a :class:`Config` of one model (single values, ``seeds = 1``, its own
+    ``seed``). For a Gaussian prior the scale-mixture settings are left at one value,
+    and the other way round, so no model is trained twice.
+    """
+    base = {name: grid_values(cfg, name) for name in GRID_FIELDS}
+    models: list[Config] = []
+    seen: set[tuple] = set()
+    for combo in itertools.product(*base.values()):
+        values = dict(zip(base, combo, strict=True))
+        unused = [f for p, fs in PRIOR_FIELDS.items() if p != values["prior"] for f in fs]
+        for f in unused:
+            values[f] = base[f][0]
+        key = tuple(values.values())
+        if key in seen:
+            continue
+        seen.add(key)
+        for k in range(cfg.seeds):
+            models.append(dataclasses.replace(cfg, **values, seed=cfg.seed + k, seeds=1))
+    return models
+
+
+def varying(models: Sequence[Config]) -> list[str]:
+    """The grid settings that differ between ``models``, in :data:`GRID_FIELDS` order."""
+    return [f for f in GRID_FIELDS if len({getattr(m, f) for m in models}) > 1]
+
+
+def setting_name(cfg: Config, fields: Sequence[str]) -> str:
+    """A model's setting as a name: ``prior=mixture__pi=0.25`` (``fields`` that matter)."""
+    used = [f for f in fields if f in ("prior", "kl_weighting")
+            or f in PRIOR_FIELDS.get(cfg.prior, ())]
+    return "__".join(f"{f}={getattr(cfg, f):g}" if isinstance(getattr(cfg, f), float)
+                     else f"{f}={getattr(cfg, f)}" for f in used) or "base"
 
 
 QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs": 10,
@@ -211,6 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
                 parser.add_argument(flag, dest=f.name, action="store_true", help=help_)
             continue
         typ = {"int": int, "float": float}.get(str(f.type), str)
+        if f.name in GRID_FIELDS:
+            typ = float if f.name not in ("prior", "kl_weighting") else str
+            parser.add_argument(flag, dest=f.name, type=typ, nargs="+", metavar=f.name.upper(),
+                                help=help_ + "; several values: one model per value")
+            continue
         parser.add_argument(flag, dest=f.name, type=typ, metavar=f.name.upper(), help=help_)
     return parser
 
@@ -219,7 +297,8 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse flags into a :class:`Config`; ``--quick`` fills in what was not given."""
     given = vars(build_parser().parse_args(argv))
     values: dict[str, Any] = dict(QUICK) if given.get("quick") else {}
-    values.update(given)
+    values.update({k: v[0] if isinstance(v, list) and len(v) == 1 else v
+                   for k, v in given.items()})
     cfg = Config(**values)
     cfg.validate()
     return cfg
@@ -569,7 +648,7 @@ def _plot_snr(csv_path: Path, path: Path, label: str) -> None:
 
 def run_label(cfg: Config) -> str:
     """A short name: ``bbb-mixture-2x400``."""
-    kind = f"bbb-{cfg.prior}" if cfg.model == "bbb" else cfg.model
+    kind = f"bbb-{'+'.join(grid_values(cfg, 'prior'))}" if cfg.model == "bbb" else cfg.model
     return f"{kind}-{cfg.layers}x{cfg.hidden}"
 
 
@@ -591,7 +670,7 @@ def seed_everything(seed: int) -> tuple[torch.Generator, torch.Generator]:
     return torch.Generator().manual_seed(seed + 1), torch.Generator().manual_seed(seed + 2)
 
 
-CHECKPOINT_KIND = "bandits.mnist"
+CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download"}
 
@@ -622,52 +701,79 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     return cfg, state
 
 
+def build_classifiers(cfg: Config, models: Sequence[Config]) -> Classifiers:
+    """The batched classifiers of ``models`` (see :func:`expand`)."""
+    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
+             for m in models]
+    return Classifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
+                       init_sigma=F.softplus(torch.tensor(cfg.init_rho)).item(),
+                       dropout=cfg.dropout, samples=cfg.samples, complexity=cfg.complexity,
+                       lr=cfg.lr, device=cfg.device)
+
+
+def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
+    """Each model's output directory: ``out`` itself for one model, else
+    ``out/<setting>__seed=<seed>`` (the setting named by the grid values that vary)."""
+    if len(models) == 1:
+        return [out]
+    fields = varying(models)
+    return [out / (f"{setting_name(m, fields)}__seed={m.seed}" if fields else f"seed={m.seed}")
+            for m in models]
+
+
 def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
         ) -> dict[str, Any]:
-    """Train and evaluate one model; write every output file; return the summary.
+    """Train and evaluate every model of ``cfg`` as one batched model; write every output.
 
-    A checkpoint is written after every epoch; ``resume`` (a checkpoint's state, see
-    :func:`resume_config`) continues from it to the same result as an uninterrupted run.
+    One model (no grid, one seed) writes its files into ``--out`` as before; several write
+    one directory per model and the tables of :func:`aggregate`. A checkpoint is written
+    after every epoch; ``resume`` (a checkpoint's state, see :func:`resume_config`)
+    continues from it to the same result as an uninterrupted run. Returns the summary of
+    the first model (with ``"models"``: how many were trained).
     """
     t_start = time.perf_counter()
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
     else:
         out = Path(cfg.out)
-    (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
-    noise_gen, shuffle_gen = seed_everything(cfg.seed)
-    if cfg.device == "cuda":
-        noise_gen = torch.Generator(device="cuda").manual_seed(cfg.seed + 1)
+    models = expand(cfg)
+    dirs = model_dirs(out, models)
+    for d, m in zip(dirs, models, strict=True):
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps(saved_config(m), indent=2) + "\n")
+    if len(models) > 1:
+        (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
+    torch.manual_seed(cfg.seed)
     splits = load_splits(cfg)
-    model = build_model(cfg, noise_gen if cfg.model == "bbb" else None)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(cfg.epochs, 1), cfg.lr_min)
+    clf = build_classifiers(cfg, models)
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
+                                                        cfg.lr_min)
              if cfg.lr_schedule == "cosine" else None)
-    label = run_label(cfg)
+    label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     has_val = "val" in splits
-    rows: list[dict[str, float]] = []
-    best = {"val_error": math.inf, "epoch": 0, "state": copy.deepcopy(model.state_dict())}
+    runs = len(models)
+    rows: list[list[dict[str, float]]] = [[] for _ in models]
+    best_val = torch.full((runs,), math.inf)
+    best_epoch = torch.zeros(runs, dtype=torch.long)
+    best = {k: v.clone() for k, v in clf.params().items()}
     first_epoch, wall_before = 1, 0.0
     command = command_line(argv)
     if resume is not None:
         command = f"{resume['command']} (resumed with: {command})"
-        model.load_state_dict(resume["model"])
-        opt.load_state_dict(resume["optimizer"])
+        clf.load_state_dict(resume["classifiers"])
         if sched is not None:
             sched.load_state_dict(resume["scheduler"])
-        noise_gen.set_state(resume["generators"][0])
-        shuffle_gen.set_state(resume["generators"][1])
-        torch.set_rng_state(resume["torch_rng"])
-        if cfg.device == "cuda" and resume["cuda_rng"] is not None:
-            torch.cuda.set_rng_state(resume["cuda_rng"])
-        rows, best = resume["rows"], resume["best"]
+        rows, best_val, best_epoch = resume["rows"], resume["best_val"], resume["best_epoch"]
+        best = {k: v.to(cfg.device) for k, v in resume["best"].items()}
         first_epoch, wall_before = resume["epoch"] + 1, resume["wall_seconds"]
+    schemes = [m.kl_weighting for m in models]
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:
             t0 = time.perf_counter()
-            lr = opt.param_groups[0]["lr"]
-            stats = train_epoch(model, opt, splits["train"], cfg, shuffle_gen,
-                                desc=f"{label} epoch {epoch}/{cfg.epochs}")
+            lr = clf.optimizer.param_groups[0]["lr"]
+            stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size,
+                                    schemes, desc=f"{label} epoch {epoch}/{cfg.epochs}",
+                                    progress=cfg.progress)
         except KeyboardInterrupt:
             kept = (f"resume after epoch {epoch - 1} with: python -m bandits.mnist --resume {out}"
                     if epoch > 1 else "no epoch was completed")
@@ -675,24 +781,77 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
         t_train = time.perf_counter() - t0
         if sched is not None:
             sched.step()
-        val = evaluate(model, splits["val"], cfg, sampled=False)["mean"] if has_val else math.nan
-        test = evaluate(model, splits["test"], cfg, sampled=False)["mean"]
-        rows.append({"epoch": epoch, "lr": lr, **stats, "val_error": val, "test_error": test,
-                     "seconds": t_train, "eval_seconds": time.perf_counter() - t0 - t_train})
-        write_csv(out / "epochs.csv", rows)
-        print(f"{label} epoch {epoch:4d}  loss {stats['train_loss']:.4f}  nll {stats['nll']:.4f}  "
-              f"kl {stats['kl']:.4g}  val {val:.2f}%  test {test:.2f}%  {t_train:.1f}s",
-              flush=True)
-        if has_val and val < best["val_error"]:
-            best = {"val_error": val, "epoch": epoch, "state": copy.deepcopy(model.state_dict())}
+        val = (clf.errors(splits["val"].x, splits["val"].y) if has_val
+               else torch.full((runs,), math.nan))
+        test = clf.errors(splits["test"].x, splits["test"].y)
+        t_eval = time.perf_counter() - t0 - t_train
+        for r in range(runs):
+            rows[r].append({"epoch": epoch, "lr": lr, "nll": stats["nll"][r].item(),
+                            "kl": stats["kl"][r].item(),
+                            "train_loss": stats["train_loss"][r].item(),
+                            "val_error": val[r].item(), "test_error": test[r].item(),
+                            "seconds": t_train, "eval_seconds": t_eval})
+            write_csv(dirs[r] / "epochs.csv", rows[r])
+        better = val < best_val
+        if better.any():
+            best_val = torch.where(better, val, best_val)
+            best_epoch[better] = epoch
+            idx = better.nonzero().squeeze(1).to(cfg.device)
+            for k, v in clf.params().items():
+                best[k][idx] = v[idx]
+        print(epoch_line(label, epoch, stats, val, test, t_train), flush=True)
         checkpoint.save(out / checkpoint.NAME, CHECKPOINT_KIND, {
-            "epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "epoch": epoch, "classifiers": clf.state_dict(),
             "scheduler": None if sched is None else sched.state_dict(),
-            "generators": [noise_gen.get_state(), shuffle_gen.get_state()],
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state() if cfg.device == "cuda" else None,
-            "rows": rows, "best": best, "config": saved_config(cfg), "command": command,
+            "rows": rows, "best_val": best_val, "best_epoch": best_epoch,
+            "best": {k: v.cpu() for k, v in best.items()},
+            "config": saved_config(cfg), "command": command,
             "wall_seconds": wall_before + time.perf_counter() - t_start})
+    train_wall = wall_before + time.perf_counter() - t_start
+    summaries = []
+    for r, (m, d) in enumerate(zip(models, dirs, strict=True)):
+        t_r = time.perf_counter()
+        best_r = {"epoch": int(best_epoch[r]), "val_error": float(best_val[r])}
+        summary = finish_model(clf, r, m, d, splits, rows[r], best_r, best)
+        summary.update({
+            "epochs": cfg.epochs,
+            "seconds_per_epoch": (float(np.median([x["seconds"] for x in rows[r]])) / runs
+                                  if rows[r] else math.nan),
+            "batched_models": runs,
+            "wall_seconds": train_wall / runs + time.perf_counter() - t_r,
+            "batch_wall_seconds": train_wall,
+            "device": cfg.device, "machine": machine(cfg.device), "command": command,
+            "settings": saved_config(m)})
+        (d / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if cfg.plots and rows[r]:
+            plot_run(d, run_label(m))
+        summaries.append(summary)
+    if runs > 1:
+        aggregate(out, cfg, models, dirs, summaries, wall=wall_before + time.perf_counter()
+                  - t_start)
+    return {**summaries[0], "models": runs, "out": str(out)}
+
+
+def epoch_line(label: str, epoch: int, stats: dict[str, Tensor], val: Tensor, test: Tensor,
+               seconds: float) -> str:
+    """One printed line per epoch: the numbers of the model, or their range over models."""
+    def fmt(t: Tensor, spec: str, unit: str = "") -> str:
+        if len(t) == 1:
+            return f"{t[0].item():{spec}}{unit}"
+        return f"{t.min().item():{spec}}..{t.max().item():{spec}}{unit}"
+    return (f"{label} epoch {epoch:4d}  loss {fmt(stats['train_loss'], '.4f')}  "
+            f"nll {fmt(stats['nll'], '.4f')}  kl {fmt(stats['kl'], '.4g')}  "
+            f"val {fmt(val, '.2f', '%')}  test {fmt(test, '.2f', '%')}  {seconds:.1f}s")
+
+
+def finish_model(clf: Classifiers, r: int, cfg: Config, out: Path, splits: dict[str, Split],
+                 rows: list[dict[str, float]], best: dict[str, Any],
+                 best_params: dict[str, Tensor]) -> dict[str, Any]:
+    """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its
+    model, pruning table and histograms into ``out``; return its summary (without timing)."""
+    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 4)  # evaluation noise
+    model = clf.to_mlp(r, generator=gen)
+    has_val = "val" in splits
     raw = out / "raw"  # ignored by git: the trained weights
     raw.mkdir(exist_ok=True)
     torch.save(model.state_dict(), raw / "model.pt")
@@ -700,14 +859,13 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     if has_val:
         final.update({f"val_error_{k}": v
                       for k, v in evaluate(model, splits["val"], cfg, True).items()})
-    summary: dict[str, Any] = {"label": label, "final": final}
+    summary: dict[str, Any] = {"label": run_label(cfg), "final": final}
     if has_val and cfg.epochs > 0:
-        final_state = copy.deepcopy(model.state_dict())
-        model.load_state_dict(best["state"])
+        best_model = clf.to_mlp(r, best_params, generator=gen)
         summary["best_validation"] = {
             "epoch": best["epoch"], "val_error_mean": best["val_error"],
-            **{f"test_error_{k}": v for k, v in evaluate(model, splits["test"], cfg, True).items()}}
-        model.load_state_dict(final_state)
+            **{f"test_error_{k}": v
+               for k, v in evaluate(best_model, splits["test"], cfg, True).items()}}
     summary["ood"] = ood_check(model, splits["test"], cfg)
     if is_bayesian(model):
         prune_rows = prune_table(model, splits["test"], cfg)
@@ -715,19 +873,75 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
         write_csv(out / "pruning.csv", prune_rows)
         (out / "pruning.md").write_text(pruning_markdown(prune_rows) + "\n")
     write_histograms(model, out)
-    secs = [r["seconds"] for r in rows]
-    summary.update({
-        "epochs": cfg.epochs,
-        "seconds_per_epoch": float(np.median(secs)) if secs else math.nan,
-        "wall_seconds": wall_before + time.perf_counter() - t_start,
-        "device": cfg.device, "machine": machine(cfg.device),
-        "command": command, "n_weights": sum(p.numel() for p in model.parameters()),
-        "settings": saved_config(cfg),
-    })
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if cfg.plots and rows:
-        plot_run(out, label)
+    summary["n_weights"] = sum(p.numel() for n, p in model.named_parameters()
+                               if not n.endswith("_rho"))
     return summary
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value)."""
+    a = np.asarray(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[Path],
+              summaries: Sequence[dict[str, Any]], wall: float) -> list[dict[str, Any]]:
+    """The tables of a run of several models, in ``out``.
+
+    * ``models.csv``: one row per model (its setting, seed, best-validation epoch, validation
+      and test errors at that epoch, and at the last epoch);
+    * ``settings.csv`` and ``table.md``: per setting, mean and standard deviation over the
+      seeds; the setting with the lowest mean validation error is marked ``selected``
+      (the paper chose its settings on the validation set).
+
+    Returns the rows of ``settings.csv``.
+    """
+    fields = varying(models)
+    tidy = []
+    for m, d, s in zip(models, dirs, summaries, strict=True):
+        bv = s.get("best_validation", {})
+        row = {"model": d.name, "setting": setting_name(m, fields) if fields else run_label(m),
+               "seed": m.seed,
+               **{f: getattr(m, f) for f in fields},
+               "best_epoch": bv.get("epoch", cfg.epochs),
+               "val_error": bv.get("val_error_mean", math.nan),
+               "test_error": bv.get("test_error_mean", s["final"]["test_error_mean"]),
+               "test_error_sampled": bv.get("test_error_sampled",
+                                            s["final"].get("test_error_sampled", math.nan)),
+               "final_test_error": s["final"]["test_error_mean"]}
+        tidy.append(row)
+    write_csv(out / "models.csv", tidy)
+    settings: list[dict[str, Any]] = []
+    for name in dict.fromkeys(r["setting"] for r in tidy):
+        group = [r for r in tidy if r["setting"] == name]
+        row: dict[str, Any] = {"setting": name, "seeds": len(group),
+                               **{f: group[0][f] for f in fields}}
+        for col in ("val_error", "test_error", "test_error_sampled", "final_test_error"):
+            row[f"{col}_mean"], row[f"{col}_std"] = mean_std([g[col] for g in group])
+        settings.append(row)
+    chosen = min(settings, key=lambda r: r["val_error_mean"])
+    for row in settings:
+        row["selected"] = row is chosen
+    write_csv(out / "settings.csv", settings)
+    lines = [f"# {run_label(cfg)}: {len(models)} models, {cfg.seeds} seed(s) per setting", "",
+             "Test error (%) at each model's epoch of lowest validation error (the posterior-"
+             "mean network for BBB), mean +- std over seeds; the selected setting has the "
+             "lowest mean validation error.", "",
+             "| Setting | Seeds | Validation | Test | Test, sampled avg | Test, last epoch | "
+             "Selected |", "|---|---:|---:|---:|---:|---:|:---:|"]
+    for r in settings:
+        sampled = ("-" if math.isnan(r["test_error_sampled_mean"]) else
+                   f"{r['test_error_sampled_mean']:.2f} +- {r['test_error_sampled_std']:.2f}")
+        lines.append(f"| {r['setting']} | {r['seeds']} | {r['val_error_mean']:.2f} +- "
+                     f"{r['val_error_std']:.2f} | **{r['test_error_mean']:.2f} +- "
+                     f"{r['test_error_std']:.2f}** | {sampled} | {r['final_test_error_mean']:.2f} "
+                     f"+- {r['final_test_error_std']:.2f} | {'yes' if r['selected'] else ''} |")
+    s0 = summaries[0]
+    lines += ["", f"Command: `{s0['command']}`; {s0['machine']}; {len(models)} models trained "
+              f"as one batched model, {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
+              "(training and evaluation).", ""]
+    (out / "table.md").write_text("\n".join(lines))
+    return settings
 
 
 def pruning_markdown(rows: list[dict[str, float]]) -> str:
@@ -936,7 +1150,11 @@ def _main(argv: list[str]) -> int:
         bench(cfg, argv)
         return 0
     summary = run(cfg, argv, resume)
-    print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")}, indent=2))
+    if summary["models"] > 1:
+        print((Path(summary["out"]) / "table.md").read_text())
+    else:
+        print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")},
+                         indent=2))
     return 0
 
 
