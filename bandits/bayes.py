@@ -217,6 +217,8 @@ def mc_cost_grads(w: Tensor, sigma: Tensor, eps: Tensor, consts: tuple, scale: T
     the cost itself is not needed: a training step that only wants gradients skips it.
     """
     inv_sw2, _, mix = consts
+    if not isinstance(scale, Tensor):
+        scale = torch.tensor(scale, dtype=w.dtype, device=w.device)
     if mix is None:
         g = w.mul(inv_sw2)  # d/dw [-log p(w)]
     else:  # a sum of positive terms: no cancellation

@@ -21,6 +21,7 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
+from bandits.classifier import Classifiers
 from bandits.mnist import Config, Split, build_model, parse_config, predict, train_epoch
 
 
@@ -265,9 +266,17 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
                        "--out", str(tmp_path / "sgd")]) == 0
     s = json.loads((tmp_path / "sgd" / "summary.json").read_text())
     assert "pruning" not in s and "test_error_sampled" not in s["final"]
-    assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--out", str(tmp_path)]) == 0
+    assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--bench-hidden", "16,24",
+                       "--bench-runs", "3", "--bench-batches", "2", "--out", str(tmp_path)]) == 0
     sp = json.loads((tmp_path / "speed.json").read_text())
-    assert sp["ratio_bbb_over_mlp"] > 0 and sp["train_images"] == 300
+    assert sp["train_images"] == 300 and sp["batches_timed"] == 2
+    assert set(sp["sizes"]) == {"16", "24"}
+    for v in sp["sizes"].values():
+        assert v["ratio_bbb_over_mlp"] > 0 and v["batched_speedup"] > 0
+        assert set(v["seconds_per_epoch"]) == {"mlp", "bbb", "autograd-mlp", "autograd-bbb",
+                                               "bbb-batched"}
+    rows = mnist.read_csv_rows(tmp_path / "speed.csv")
+    assert len(rows) == 2 * 5 and {r["models"] for r in rows} == {"1", "3"}
 
 
 def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
@@ -329,7 +338,7 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
     assert mnist.main([*base, "--epochs", "3", "--out", str(ref)]) == 0
     # Ctrl-C in the second epoch: the checkpoint of epoch 1 is kept
     out = tmp_path / "run"
-    original, calls = mnist.train_epoch, {"n": 0}
+    original, calls = Classifiers.train_epoch, {"n": 0}
 
     def train_epoch(*args, **kwargs):
         calls["n"] += 1
@@ -337,9 +346,10 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(mnist, "train_epoch", train_epoch)
-    assert mnist.main([*base, "--epochs", "3", "--out", str(out)]) == 130
-    monkeypatch.setattr(mnist, "train_epoch", original)
+    monkeypatch.setattr(Classifiers, "train_epoch", train_epoch)
+    assert mnist.main([*base, "--epochs", "3", "--checkpoint-every", "0",
+                       "--out", str(out)]) == 130
+    monkeypatch.setattr(Classifiers, "train_epoch", original)
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     assert _results(out) == _results(ref)
     # and a finished run extended by --epochs equals the longer run
@@ -358,3 +368,100 @@ def test_resume_bad_input(tmp_path, capsys):
     assert mnist.main(["--resume", str(tmp_path), "--lr", "0.1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--lr cannot be given with --resume" in err and len(err.splitlines()) == 1
+
+
+# ------------------------------------------------------------------ seeds and grids
+
+
+def test_grid_flags_expand_to_every_setting_and_seed():
+    cfg = parse_config(["--pi", "0.25", "0.5", "0.75", "--neg-log-sigma1", "0", "1", "2",
+                        "--neg-log-sigma2", "6", "7", "8", "--seeds", "2", "--seed", "10"])
+    models = mnist.expand(cfg)
+    assert len(models) == 27 * 2
+    assert {(m.pi, m.neg_log_sigma1, m.neg_log_sigma2) for m in models} == {
+        (p, a, b) for p in (0.25, 0.5, 0.75) for a in (0.0, 1.0, 2.0) for b in (6.0, 7.0, 8.0)}
+    assert sorted({m.seed for m in models}) == [10, 11] and all(m.seeds == 1 for m in models)
+    assert mnist.varying(models) == ["pi", "neg_log_sigma1", "neg_log_sigma2"]
+    # a Gaussian prior does not multiply over the mixture's settings
+    cfg = parse_config(["--prior", "mixture", "gaussian", "--neg-log-sigma2", "6", "7",
+                        "--kl-weighting", "uniform", "blundell"])
+    names = [mnist.setting_name(m, mnist.varying(mnist.expand(cfg))) for m in mnist.expand(cfg)]
+    assert len(names) == (2 + 1) * 2 == len(set(names))
+    assert "prior=gaussian__kl_weighting=blundell" in names
+    assert "prior=mixture__neg_log_sigma2=7__kl_weighting=uniform" in names
+    # one value is a plain setting, as before
+    assert parse_config(["--pi", "0.25"]).pi == 0.25 and len(mnist.expand(Config())) == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pi", "0.25", "1.5"], "--pi must be strictly between 0 and 1"),
+    (["--pi", "0"], "--pi must be strictly between 0 and 1"),
+    (["--neg-log-sigma2", "6", "6"], "--neg-log-sigma2 lists a value twice"),
+    (["--neg-log-sigma1", "nan"], "--neg-log-sigma1 must be a finite number"),
+    (["--model", "sgd", "--pi", "0.25", "0.5"], "--pi takes several values only with --model bbb"),
+    (["--seeds", "0"], "--seeds must be >= 1"),
+    (["--prior", "mixture", "cauchy"], "--prior must be one of"),
+    (["--kl-weighting", "uniform", "later"], "--kl-weighting must be"),
+    (["--prior", "gaussian", "mixture", "--complexity", "kl"], "--complexity kl needs"),
+])
+def test_bad_grid_values_are_one_line_with_status_2(argv, message, capsys):
+    assert mnist.main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_path, monkeypatch):
+    _no_network(monkeypatch)
+    out = tmp_path / "grid"
+    argv = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2", "--seeds", "2",
+            "--prior", "mixture", "gaussian", "--neg-log-sigma2", "6", "7", "--out", str(out)]
+    assert mnist.main(argv) == 0
+    models = mnist.read_csv_rows(out / "models.csv")
+    assert len(models) == (2 + 1) * 2
+    dirs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert dirs == sorted(r["model"] for r in models)
+    assert "prior=mixture__neg_log_sigma2=7__seed=1" in dirs
+    for d in dirs:  # every model has the outputs of a single run
+        s = json.loads((out / d / "summary.json").read_text())
+        assert s["batched_models"] == 6 and len(s["pruning"]) == 2
+        cfg = json.loads((out / d / "config.json").read_text())
+        assert cfg["seeds"] == 1 and not isinstance(cfg["prior"], list)
+    settings = mnist.read_csv_rows(out / "settings.csv")
+    assert [r["setting"] for r in settings] == [
+        "prior=mixture__neg_log_sigma2=6", "prior=mixture__neg_log_sigma2=7", "prior=gaussian"]
+    for r in settings:
+        group = [float(m["test_error"]) for m in models if m["setting"] == r["setting"]]
+        assert int(r["seeds"]) == 2
+        assert float(r["test_error_mean"]) == pytest.approx(sum(group) / 2)
+        assert float(r["test_error_std"]) == pytest.approx(abs(group[0] - group[1]) / 2 ** 0.5)
+    chosen = [r for r in settings if r["selected"] == "True"]
+    assert len(chosen) == 1
+    assert float(chosen[0]["val_error_mean"]) == min(float(r["val_error_mean"]) for r in settings)
+    table = (out / "table.md").read_text()
+    assert "| prior=gaussian | 2 |" in table and "yes" in table
+    # the report builds Table 1 with mean +- std over the seeds
+    text = mnist.report(tmp_path)
+    assert "bbb-gaussian" in text and "+-" in text
+
+
+def test_multi_model_run_resumes_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch):
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "3", "--seeds", "2",
+            "--prior", "mixture", "gaussian", "--checkpoint-every", "0"]
+    ref, out = tmp_path / "ref", tmp_path / "run"
+    assert mnist.main([*base, "--out", str(ref)]) == 0
+    original, calls = Classifiers.train_epoch, {"n": 0}
+
+    def train_epoch(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(Classifiers, "train_epoch", train_epoch)
+    assert mnist.main([*base, "--out", str(out)]) == 130
+    monkeypatch.setattr(Classifiers, "train_epoch", original)
+    assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
+    assert (out / "models.csv").read_text() == (ref / "models.csv").read_text()
+    for d in (p for p in ref.iterdir() if p.is_dir()):
+        assert _results(out / d.name) == _results(d)
