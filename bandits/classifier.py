@@ -73,6 +73,8 @@ class Classifiers:
             Gaussian priors only).
         lr: Adam's learning rate (shared by the runs).
         device: Where the parameters and the data live.
+        compile: Fuse the per-weight work of BBB (sampling, softplus, the complexity cost's
+            gradient) with ``torch.compile`` into a few kernels (compiled on first use).
 
     Run ``r``'s randomness comes from its seed ``s`` alone: the initial weights are
     those of ``torch.manual_seed(s)`` then :func:`bandits.bayes.make_mlp`, the weight
@@ -83,7 +85,7 @@ class Classifiers:
     def __init__(self, kind: str, hidden: Sequence[int], specs: Sequence[RunSpec], *,
                  init_sigma: float = 0.0067, dropout: float = 0.5, samples: int = 1,
                  complexity: str = "mc", lr: float = 1e-3,
-                 device: torch.device | str = "cpu") -> None:
+                 device: torch.device | str = "cpu", compile: bool = False) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         if not specs:
@@ -110,6 +112,10 @@ class Classifiers:
         self.dropout_gens = [seeded_generator(s.seed + 3, self.device) for s in self.specs]
         self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr, fused=True)
         self._eps = torch.empty_like(self.net.mu) if self.bayesian else None
+        self._sample, self._grads = sample_weights, posterior_grads
+        if compile:
+            self._sample = torch.compile(sample_weights, dynamic=False, fullgraph=True)
+            self._grads = torch.compile(posterior_grads, dynamic=False, fullgraph=True)
 
     def _make_mlp(self, spec: RunSpec, runs: int | None, dropout: float | None = None) -> MLP:
         if self.bayesian:
@@ -197,7 +203,7 @@ class Classifiers:
         for _ in range(self.samples):
             if self.bayesian:
                 eps = self._fill_normal()
-                sigma, w = sample_weights(net.mu, net.rho, eps)
+                sigma, w = self._sample(net.mu, net.rho, eps)
             else:
                 w = net.mu
             inputs: list[Tensor] = []
@@ -225,7 +231,7 @@ class Classifiers:
                          scale: Tensor) -> list[Tensor]:
         net = self.net
         if self.complexity == "mc":
-            return list(posterior_grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
+            return list(self._grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
         # closed-form KL to N(0, s^2): d/dmu = mu / s^2, d/dsigma = sigma / s^2 - 1 / sigma
         inv_s2 = net.prior_consts[0]
         g_mu = torch.mul(net.mu, inv_s2).mul_(scale).add_(g_w)

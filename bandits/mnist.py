@@ -143,6 +143,8 @@ class Config:
                 "model; results per model and mean +- std per setting"})
     device: str = field(default="cpu", metadata={"help": "cpu or cuda"})
     threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    compile: bool = field(default=False, metadata={
+        "help": "fuse BBB's per-weight work with torch.compile (worth it on a GPU)"})
     out: str | None = field(default=None, metadata={
         "help": "output directory (training: a new directory under results/runs/ when unset; "
                 "--bench: results/mnist)"})
@@ -729,7 +731,7 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> Classifiers:
     return Classifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
                        init_sigma=F.softplus(torch.tensor(cfg.init_rho)).item(),
                        dropout=cfg.dropout, samples=cfg.samples, complexity=cfg.complexity,
-                       lr=cfg.lr, device=cfg.device)
+                       lr=cfg.lr, device=cfg.device, compile=cfg.compile)
 
 
 def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
@@ -1010,7 +1012,7 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     res: dict[str, Any] = {"sizes": {}}
     for hidden in sizes:
-        c = dataclasses.replace(cfg, hidden=hidden, seeds=1)
+        c = dataclasses.replace(cfg, hidden=hidden, seeds=1, compile=False)
         single = {kind: build_classifiers(dataclasses.replace(c, model=kind), [c])
                   for kind in ("sgd", "bbb")}
         many = [dataclasses.replace(c, seed=c.seed + k) for k in range(cfg.bench_runs)]
@@ -1035,6 +1037,10 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
             "bbb-batched": partial(batched.train_epoch, train.x, train.y, c.batch_size,
                                    [c.kl_weighting] * len(many), max_batches=stop),
         }
+        if cfg.compile:  # --compile: the single BBB model with its per-weight work fused
+            fused = build_classifiers(dataclasses.replace(c, compile=True), [c])
+            jobs["bbb-compiled"] = partial(fused.train_epoch, train.x, train.y, c.batch_size,
+                                           [c.kl_weighting], max_batches=stop)
         for r in range(cfg.bench_rounds + 1):  # round 0 warms up and is not recorded
             for name, job in jobs.items():
                 _sync(c.device)
@@ -1060,6 +1066,9 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
             "bbb_speedup_over_autograd": med["autograd-bbb"] / med["bbb"],
             "batched_models": len(many),
             "batched_speedup": len(many) * med["bbb"] / med["bbb-batched"]}
+        if "bbb-compiled" in med:
+            res["sizes"][str(hidden)]["ratio_bbb_compiled_over_mlp"] = (med["bbb-compiled"]
+                                                                        / med["mlp"])
     write_csv(out / "speed.csv", rows)
     res.update({"rounds": cfg.bench_rounds, "batches_timed": stop, "batches_per_epoch": n_batches,
                 "prior": str(make_prior(cfg)), "samples": cfg.samples,
@@ -1088,6 +1097,13 @@ def speed_markdown(sp: dict[str, Any]) -> str:
                      f"{v['ratio_bbb_over_mlp_autograd']:.2f} | "
                      f"{v['bbb_speedup_over_autograd']:.2f}x | {v['batched_models']} | "
                      f"**{v['batched_speedup']:.2f}x** |")
+    compiled = [v for v in sp["sizes"].values() if "ratio_bbb_compiled_over_mlp" in v]
+    if compiled:
+        parts = [f"{v['architecture']}: BBB {v['seconds_per_epoch']['bbb-compiled']:.2f} "
+                 f"s/epoch, **{v['ratio_bbb_compiled_over_mlp']:.2f}** x the MLP"
+                 for v in compiled]
+        lines += ["", "With `--compile` (BBB's per-weight work fused by torch.compile): "
+                  + "; ".join(parts) + "."]
     timed = ("whole epochs" if sp["batches_timed"] == sp["batches_per_epoch"] else
              f"{sp['batches_timed']} of the {sp['batches_per_epoch']} minibatches of an epoch, "
              "scaled to the epoch")

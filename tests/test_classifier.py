@@ -136,3 +136,15 @@ def test_same_seed_same_result_and_bad_input():
         Classifiers("mlp", [8], [RunSpec(0)])
     with pytest.raises(ValueError, match="Gaussian"):
         Classifiers("bbb", [8], [RunSpec(0, MIXTURE)], complexity="kl")
+
+
+@pytest.mark.slow
+def test_compiled_step_equals_the_eager_step():
+    # torch.compile fuses BBB's per-weight work; it must give the eager numbers up to rounding
+    x, y = _data(100)
+    runs = [Classifiers("bbb", [16], SPECS, compile=c) for c in (False, True)]
+    stats = [c.train_epoch(x, y, 25, [s.kl_weighting for s in SPECS]) for c in runs]
+    torch.testing.assert_close(stats[0]["nll"], stats[1]["nll"], rtol=1e-5, atol=1e-5)
+    for key in ("mu", "rho"):
+        torch.testing.assert_close(runs[0].params()[key], runs[1].params()[key],
+                                   rtol=1e-4, atol=1e-5)
