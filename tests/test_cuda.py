@@ -90,13 +90,14 @@ def test_batched_classifiers_on_cuda_equal_separate_runs(kind):
                                    rtol=1e-4, atol=1e-5)
 
 
-def test_mnist_cli_on_cuda(tmp_path):
+def test_mnist_cli_on_cuda(tmp_path, mnist_data_dir):
     import json
 
     from bandits import mnist
 
     out = tmp_path / "m"
-    argv = ["--device", "cuda", "--train-size", "500", "--test-size", "200", "--hidden", "32",
+    argv = ["--device", "cuda", "--data-dir", str(mnist_data_dir), "--train-size", "500",
+            "--test-size", "200", "--hidden", "32",
             "--epochs", "2", "--seeds", "2", "--eval-samples", "2", "--ood-images", "50",
             "--no-progress", "--no-plots", "--out", str(out)]
     assert mnist.main(argv) == 0
