@@ -5,7 +5,9 @@ Trains a two-hidden-layer ReLU classifier on MNIST, either Bayes by Backprop
 plain MLP; ``dropout``: the MLP with dropout), and writes into ``--out``:
 
 * ``config.json``: the settings; ``epochs.csv``: per epoch the training loss,
-  the NLL and KL terms, validation and test error, seconds;
+  the NLL (mean per image) and KL terms (the complexity cost, estimated at every
+  tenth minibatch), validation and test error of the posterior-mean network, and
+  the seconds of the epoch (of all the models trained together);
 * ``summary.json``: final and best-validation test error (BBB: posterior mean
   and the average of ``--eval-samples`` sampled networks), the out-of-distribution
   entropy check, the pruning table, wall time, device, command and machine;
@@ -29,15 +31,27 @@ an epoch, ``sum_i F_i`` is the negative ELBO of the whole training set.
 
 **Optimiser.** Adam, learning rate ``--lr`` (1e-3) for every model, constant or
 cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``); plain SGD diverges
-for many settings of the paper's grid.
+for many settings of the paper's grid. The learning rate and its schedule are shared
+by the models of one run (run several commands for several learning rates).
 
 **Baselines.** ``sgd``: the same MLP with point weights and the cross-entropy
 only; ``dropout``: the same with dropout ``--dropout`` (0.5) after each hidden
 layer, switched off at test time. Both are trained with Adam as well.
 
+**Many models at once.** ``--seeds N`` and several values of the grid settings
+(``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
+``--neg-log-prior-sigma``, ``--kl-weighting``) train every (setting, seed) as one
+batched model (:mod:`bandits.classifier`): one pass over the data feeds all of them,
+each with its own seed, prior and KL weighting, and each trains as it would alone.
+Each model then writes the files above into ``--out/<setting>__seed=<seed>/``, and
+``--out`` gets ``models.csv`` (one row per model), ``settings.csv`` and ``table.md``
+(mean and standard deviation over the seeds per setting; the setting with the lowest
+mean validation error is marked selected, as the paper chose its settings).
+
 Run ``python -m bandits.mnist --help`` for the flags, ``--quick`` for a few-minute
-check, ``--bench`` to time BBB against the plain MLP, and ``--report DIR`` to
-build the tables and figures from the runs under ``DIR``.
+check, ``--bench`` to time BBB against the plain MLP (and R batched models against R
+single ones), and ``--report DIR`` to build the tables and figures from every model
+under ``DIR``.
 """
 
 from __future__ import annotations
