@@ -961,8 +961,9 @@ def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[P
         for col in ("val_error", "test_error", "test_error_sampled", "final_test_error"):
             row[f"{col}_mean"], row[f"{col}_std"] = mean_std([g[col] for g in group])
         settings.append(row)
-    chosen = min(settings, key=lambda r: r["val_error_mean"])
-    for row in settings:
+    with_val = [r for r in settings if not math.isnan(r["val_error_mean"])]
+    chosen = min(with_val, key=lambda r: r["val_error_mean"]) if with_val else None
+    for row in settings:  # none is selected without a validation set (--full-train)
         row["selected"] = row is chosen
     write_csv(out / "settings.csv", settings)
     lines = [f"# {run_label(cfg)}: {len(models)} models, {cfg.seeds} seed(s) per setting", "",
@@ -974,8 +975,9 @@ def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[P
     for r in settings:
         sampled = ("-" if math.isnan(r["test_error_sampled_mean"]) else
                    f"{r['test_error_sampled_mean']:.2f} +- {r['test_error_sampled_std']:.2f}")
-        lines.append(f"| {r['setting']} | {r['seeds']} | {r['val_error_mean']:.2f} +- "
-                     f"{r['val_error_std']:.2f} | **{r['test_error_mean']:.2f} +- "
+        val = ("-" if math.isnan(r["val_error_mean"]) else
+               f"{r['val_error_mean']:.2f} +- {r['val_error_std']:.2f}")
+        lines.append(f"| {r['setting']} | {r['seeds']} | {val} | **{r['test_error_mean']:.2f} +- "
                      f"{r['test_error_std']:.2f}** | {sampled} | {r['final_test_error_mean']:.2f} "
                      f"+- {r['final_test_error_std']:.2f} | {'yes' if r['selected'] else ''} |")
     s0 = summaries[0]
