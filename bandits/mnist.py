@@ -172,7 +172,7 @@ class Config:
     progress: bool = field(default=True, metadata={"help": "show a progress bar per epoch"})
     plots: bool = field(default=True, metadata={"help": "draw the PNG plots"})
     quick: bool = field(default=False, metadata={
-        "help": "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 2 min on one CPU core)"})
+        "help": "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)"})
     bench: bool = field(default=False, metadata={
         "help": "time epochs of BBB and the plain MLP, interleaved; writes speed.csv/json"})
     bench_rounds: int = field(default=3, metadata={
