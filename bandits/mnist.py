@@ -928,6 +928,15 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
 
 
+def _cell(row: dict[str, Any], col: str) -> str:
+    """``mean +- std`` of a column of a settings row (the mean alone for one seed)."""
+    if math.isnan(row[f"{col}_mean"]):
+        return "-"
+    if row["seeds"] == 1:
+        return f"{row[f'{col}_mean']:.2f}"
+    return f"{row[f'{col}_mean']:.2f} +- {row[f'{col}_std']:.2f}"
+
+
 def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[Path],
               summaries: Sequence[dict[str, Any]], wall: float) -> list[dict[str, Any]]:
     """The tables of a run of several models, in ``out``.
@@ -975,13 +984,9 @@ def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[P
              "| Setting | Seeds | Validation | Test | Test, sampled avg | Test, last epoch | "
              "Selected |", "|---|---:|---:|---:|---:|---:|:---:|"]
     for r in settings:
-        sampled = ("-" if math.isnan(r["test_error_sampled_mean"]) else
-                   f"{r['test_error_sampled_mean']:.2f} +- {r['test_error_sampled_std']:.2f}")
-        val = ("-" if math.isnan(r["val_error_mean"]) else
-               f"{r['val_error_mean']:.2f} +- {r['val_error_std']:.2f}")
-        lines.append(f"| {r['setting']} | {r['seeds']} | {val} | **{r['test_error_mean']:.2f} +- "
-                     f"{r['test_error_std']:.2f}** | {sampled} | {r['final_test_error_mean']:.2f} "
-                     f"+- {r['final_test_error_std']:.2f} | {'yes' if r['selected'] else ''} |")
+        lines.append(f"| {r['setting']} | {r['seeds']} | {_cell(r, 'val_error')} | "
+                     f"**{_cell(r, 'test_error')}** | {_cell(r, 'test_error_sampled')} | "
+                     f"{_cell(r, 'final_test_error')} | {'yes' if r['selected'] else ''} |")
     s0 = summaries[0]
     lines += ["", f"Command: `{s0['command']}`; {s0['machine']}; {len(models)} models trained "
               f"as one batched model, {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
