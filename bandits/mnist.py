@@ -1255,6 +1255,19 @@ def report(root: Path) -> str:
                              f"{_fmt([e['test_error_mean'] for e in errs])} | "
                              f"{_fmt([e['test_error_sampled'] for e in errs])} | "
                              f"{pw} | {pe}% |")
+        fracs = [r["removed_pct"] for r in bbb[0][1][0][1]["pruning"]]
+        if all([r["removed_pct"] for r in m[0][1]["pruning"]] == fracs for _, m in bbb):
+            lines += ["", "## Pruning, every BBB row (test error of the posterior-mean "
+                      "network, last epoch, mean +- std over seeds)", "",
+                      "| Method | Run | Units/layer | "
+                      + " | ".join(f"{f:g}% removed" for f in fracs) + " |",
+                      "|---|---|---:|" + "---:|" * len(fracs)]
+            for k, members in bbb:
+                cells = [_fmt([s["pruning"][i]["test_error_mean"] for _, s in members])
+                         for i in range(len(fracs))]
+                lines.append(f"| {_kind(members[0][1])} | {name(k, members)} | "
+                             f"{members[0][1]['settings']['hidden']} | " + " | ".join(cells)
+                             + " |")
         k, members = min(best.values(), key=lambda t: np.mean(
             [s["final"]["test_error_mean"] for _, s in t[1]]))
         _plot_snr(members[0][0] / "snr_hist.csv", root / "fig4_snr.png", name(k, members))
