@@ -121,11 +121,11 @@ class ScaleMixturePrior:
 Prior = GaussianPrior | ScaleMixturePrior
 
 
-def gaussian_kl(mu: Tensor, sigma: Tensor, prior_sigma: float) -> Tensor:
-    """Elementwise ``KL(N(mu, sigma^2) || N(0, prior_sigma^2))``."""
-    return (
-        math.log(prior_sigma) - torch.log(sigma) + (sigma**2 + mu**2) / (2 * prior_sigma**2) - 0.5
-    )
+def gaussian_kl(mu: Tensor, sigma: Tensor, prior_sigma: float | Tensor) -> Tensor:
+    """Elementwise ``KL(N(mu, sigma^2) || N(0, prior_sigma^2))``; ``prior_sigma`` may be a
+    tensor that broadcasts against ``mu`` (e.g. one prior per run, ``(R, 1)``)."""
+    log_ps = torch.log(prior_sigma) if isinstance(prior_sigma, Tensor) else math.log(prior_sigma)
+    return log_ps - torch.log(sigma) + (sigma**2 + mu**2) / (2 * prior_sigma**2) - 0.5
 
 
 def sigma_to_rho(sigma: float) -> float:

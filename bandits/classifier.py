@@ -35,6 +35,7 @@ from bandits.bayes import (
     MLP,
     GaussianPrior,
     Prior,
+    gaussian_kl,
     kl_weights,
     log_p_minus_log_q,
     make_mlp,
@@ -121,10 +122,10 @@ class Classifiers:
         if self.bayesian:
             return make_mlp(IN_FEATURES, self.hidden, CLASSES, runs=runs, prior=spec.prior,
                             init_sigma=self.init_sigma)
-        drop = self.dropout if self.kind == "dropout" else 0.0
-        drop = drop if dropout is None else dropout
+        if dropout is None:
+            dropout = self.dropout if self.kind == "dropout" else 0.0
         return make_mlp(IN_FEATURES, self.hidden, CLASSES, runs=runs, bayesian=False,
-                        dropout=drop)
+                        dropout=dropout)
 
     # -- state ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -242,10 +243,8 @@ class Classifiers:
     def complexity_cost(self, w: Tensor, sigma: Tensor, eps: Tensor) -> Tensor:
         """The complexity cost per run ``(R,)``: MC ``log q(w) - log p(w)`` at ``w``, or the KL."""
         consts = self.net.prior_consts
-        if self.complexity == "kl":  # KL(N(mu, sigma^2) || N(0, s^2)), log s = consts[1]
-            kl = (torch.mul(self.net.mu.square().add_(sigma.square()), consts[0]).mul_(0.5)
-                  .sub_(sigma.log()).add_(consts[1]).sub_(0.5))
-            return kl.sum(dim=1)
+        if self.complexity == "kl":  # Gaussian priors: consts[0] = 1 / s^2
+            return gaussian_kl(self.net.mu, sigma, consts[0] ** -0.5).sum(dim=1)
         log_ratio, _ = log_p_minus_log_q(w, sigma, eps, consts)
         return log_ratio.sum(dim=1).neg_()
 

@@ -766,7 +766,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
 
     One model (no grid, one seed) writes its files into ``--out`` as before; several write
     one directory per model and the tables of :func:`aggregate`. A checkpoint is written
-    after every epoch; ``resume`` (a checkpoint's state, see :func:`resume_config`)
+    after an epoch once ``--checkpoint-every`` seconds have passed, and after the last
+    one; ``resume`` (a checkpoint's state, see :func:`resume_config`)
     continues from it to the same result as an uninterrupted run. Returns the summary of
     the first model (with ``"models"``: how many were trained).
     """
@@ -856,7 +857,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     for r, (m, d) in enumerate(zip(models, dirs, strict=True)):
         t_r = time.perf_counter()
         best_r = {"epoch": int(best_epoch[r]), "val_error": float(best_val[r])}
-        summary = finish_model(clf, r, m, d, splits, rows[r], best_r, best)
+        summary = finish_model(clf, r, m, d, splits, best_r, best)
         summary.update({
             "epochs": cfg.epochs,
             "seconds_per_epoch": (float(np.median([x["seconds"] for x in rows[r]])) / runs
@@ -889,8 +890,7 @@ def epoch_line(label: str, epoch: int, stats: dict[str, Tensor], val: Tensor, te
 
 
 def finish_model(clf: Classifiers, r: int, cfg: Config, out: Path, splits: dict[str, Split],
-                 rows: list[dict[str, float]], best: dict[str, Any],
-                 best_params: dict[str, Tensor]) -> dict[str, Any]:
+                 best: dict[str, Any], best_params: dict[str, Tensor]) -> dict[str, Any]:
     """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its
     model, pruning table and histograms into ``out``; return its summary (without timing)."""
     gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 4)  # evaluation noise

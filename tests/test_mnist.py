@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import urllib.request
@@ -323,6 +324,24 @@ TINY_MNIST = ["--train-size", "400", "--test-size", "200", "--hidden", "32", "--
               "--prune", "0,50"]
 
 
+@contextlib.contextmanager
+def _ctrl_c_in_epoch(monkeypatch, epoch: int):
+    """Within the block, training raises KeyboardInterrupt at the start of ``epoch``."""
+    original, calls = Classifiers.train_epoch, {"n": 0}
+
+    def train_epoch(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == epoch:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(Classifiers, "train_epoch", train_epoch)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(Classifiers, "train_epoch", original)
+
+
 def _results(out: Path) -> tuple[list, dict]:
     rows = [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")}
             for r in mnist.read_csv(out / "epochs.csv")]
@@ -338,18 +357,9 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
     assert mnist.main([*base, "--epochs", "3", "--out", str(ref)]) == 0
     # Ctrl-C in the second epoch: the checkpoint of epoch 1 is kept
     out = tmp_path / "run"
-    original, calls = Classifiers.train_epoch, {"n": 0}
-
-    def train_epoch(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(Classifiers, "train_epoch", train_epoch)
-    assert mnist.main([*base, "--epochs", "3", "--checkpoint-every", "0",
-                       "--out", str(out)]) == 130
-    monkeypatch.setattr(Classifiers, "train_epoch", original)
+    with _ctrl_c_in_epoch(monkeypatch, 2):
+        assert mnist.main([*base, "--epochs", "3", "--checkpoint-every", "0",
+                           "--out", str(out)]) == 130
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     assert _results(out) == _results(ref)
     # and a finished run extended by --epochs equals the longer run
@@ -450,17 +460,8 @@ def test_multi_model_run_resumes_to_the_same_result(mnist_data_dir, tmp_path, mo
             "--prior", "mixture", "gaussian", "--checkpoint-every", "0"]
     ref, out = tmp_path / "ref", tmp_path / "run"
     assert mnist.main([*base, "--out", str(ref)]) == 0
-    original, calls = Classifiers.train_epoch, {"n": 0}
-
-    def train_epoch(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(Classifiers, "train_epoch", train_epoch)
-    assert mnist.main([*base, "--out", str(out)]) == 130
-    monkeypatch.setattr(Classifiers, "train_epoch", original)
+    with _ctrl_c_in_epoch(monkeypatch, 3):
+        assert mnist.main([*base, "--out", str(out)]) == 130
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     assert (out / "models.csv").read_text() == (ref / "models.csv").read_text()
     for d in (p for p in ref.iterdir() if p.is_dir()):
