@@ -1,94 +1,142 @@
-"""Checkpoints that survive being killed: atomic writes, safe loading, one-line errors.
+"""Checkpoints that survive being killed and cannot be mixed up: atomic writes, a
+checksum, the identity of the run, safe loading, one-line errors.
 
-A checkpoint is one file, ``checkpoint.pt`` in a run's output directory, holding a
-dict of tensors, numbers, strings, lists and dicts (no arbitrary objects): it is
-read with ``torch.load(weights_only=True)``, which cannot execute code. It is written
-to a temporary file in the same directory, flushed and fsynced, then renamed over
-the previous one (an atomic replace on POSIX file systems), and the directory is
-fsynced: a kill at any instant leaves either the previous checkpoint or the new
-one, never a partial file under the checkpoint's name.
+A checkpoint is one file, ``checkpoint.pt`` in a run's output directory: a one-line
+JSON header (format, version, kind, the run's identity, the payload's length and
+sha256) followed by the payload, a dict of tensors, numbers, strings, lists and dicts
+written by ``torch.save`` and read back with ``torch.load(weights_only=True)``, which
+cannot execute code. Loading checks the header, the length and the checksum, so a
+truncated file or one flipped byte is refused, and (when the caller gives one) the
+identity, so a checkpoint copied in from another run is refused too.
+
+The file is written to a temporary file in the same directory (named for the writing
+process), flushed and fsynced, then renamed over the previous one (an atomic replace
+on POSIX file systems), and the directory is fsynced: a kill at any instant leaves
+either the previous checkpoint or the new one, never a partial file under its name.
 """
 
 from __future__ import annotations
 
-import os
+import hashlib
+import io
+import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
+from bandits.results import write_atomic
+
 FORMAT = "bbb-bandits checkpoint"
-VERSION = 1
+VERSION = 2
 NAME = "checkpoint.pt"
+_MAX_HEADER = 4096  # bytes: a header is far shorter
 
 
 class CheckpointError(Exception):
     """A checkpoint cannot be written or read; the message is one line naming the file."""
 
 
-def save(path: Path, kind: str, state: dict[str, Any]) -> None:
+def save(path: Path, kind: str, state: dict[str, Any], identity: str | None = None) -> None:
     """Write ``state`` atomically to ``path`` (see the module docstring).
 
+    Args:
+        path: The checkpoint file.
+        kind: Which entry point wrote it (``"bandits.run"``, ...).
+        state: What to store.
+        identity: The run's identity (a fingerprint of its settings), checked on load.
+
     Raises:
-        CheckpointError: The directory cannot be written (full disk, permissions); the
-            previous checkpoint, if any, is left as it was.
+        CheckpointError: The checkpoint cannot be serialised or the directory cannot be
+            written (full disk, permissions); the previous checkpoint, if any, is left as
+            it was and no temporary file stays behind.
     """
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
-            torch.save({"format": FORMAT, "version": VERSION, "kind": kind, **state}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        payload = buf.getvalue()
+        header = {"format": FORMAT, "version": VERSION, "kind": kind, "identity": identity,
+                  "bytes": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}
+        write_atomic(path, json.dumps(header).encode() + b"\n" + payload)
+    except (OSError, RuntimeError) as e:  # torch's writer raises RuntimeError on a full disk
         kept = "the previous checkpoint is kept" if path.exists() else "no checkpoint was kept"
-        raise CheckpointError(f"cannot write checkpoint {path}: "
-                              f"{e.strerror or e}; {kept}") from None
+        reason = getattr(e, "strerror", None) or _first_line(e)
+        raise CheckpointError(f"cannot write checkpoint {path}: {reason}; {kept}") from None
 
 
-def load(path: Path, kind: str) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save` for ``kind`` (``"bandits.run"``, ...).
+def load(path: Path, kind: str, identity: str | None = None) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save` for ``kind``.
+
+    Args:
+        identity: When given, the checkpoint must have been written by a run with this
+            identity (see :func:`save`).
 
     Raises:
         CheckpointError: The file is missing, damaged, truncated, not a checkpoint of this
-            project, of another kind, or of another format version.
+            project, of another kind, of another format version, or of another run.
     """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"no checkpoint {path}: nothing to resume (was the run started "
                               "with checkpoints, and is this its output directory?)")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many types for damaged files
-        first = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
-        raise CheckpointError(f"checkpoint {path} is damaged or truncated and cannot be read "
-                              f"({first})") from None
-    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not a checkpoint of this project")
-    if obj.get("version") != VERSION:
-        raise CheckpointError(f"checkpoint {path} has format version {obj.get('version')!r}; "
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
+    damaged = f"checkpoint {path} is damaged or truncated and cannot be read"
+    newline = data.find(b"\n", 0, _MAX_HEADER)
+    header = None
+    if newline > 0:
+        try:
+            header = json.loads(data[:newline])
+        except (ValueError, UnicodeDecodeError):
+            header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        _refuse_other_file(path, data, damaged)
+    if header.get("version") != VERSION:
+        raise CheckpointError(f"checkpoint {path} has format version {header.get('version')!r}; "
                               f"this version of the project reads version {VERSION}")
-    if obj.get("kind") != kind:
-        raise CheckpointError(f"checkpoint {path} was written by {obj.get('kind')!r}, "
+    payload = data[newline + 1:]
+    if len(payload) != header.get("bytes"):
+        raise CheckpointError(f"{damaged} (it holds {len(payload)} of "
+                              f"{header.get('bytes')} bytes)")
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise CheckpointError(f"{damaged} (its content does not match its checksum)")
+    if header.get("kind") != kind:
+        raise CheckpointError(f"checkpoint {path} was written by {header.get('kind')!r}, "
                               f"not by {kind!r}")
-    return obj
+    if identity is not None and header.get("identity") != identity:
+        raise CheckpointError(f"checkpoint {path} belongs to another run (its settings differ "
+                              f"from those in {path.parent / 'config.json'}); copy a run's "
+                              "whole directory, not its checkpoint alone")
+    try:
+        state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises many types for damaged data
+        raise CheckpointError(f"{damaged} ({_first_line(e)})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{damaged} (no state in it)")
+    return state
 
 
-def rng_state(rng: np.random.Generator) -> dict[str, Any]:
-    """A numpy generator's state as plain Python values (safe to load)."""
-    return rng.bit_generator.state
+def _refuse_other_file(path: Path, data: bytes, damaged: str) -> None:
+    """Raise the right error for a file that is not a checkpoint of this format: one of
+    an older format version, a foreign torch file, or garbage."""
+    if data[:2] == b"PK":  # a torch zip file: an old checkpoint or someone else's
+        try:
+            obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        except (Exception, zipfile.BadZipFile) as e:  # noqa: BLE001
+            raise CheckpointError(f"{damaged} ({_first_line(e)})") from None
+        if isinstance(obj, dict) and obj.get("format") == FORMAT:
+            raise CheckpointError(f"checkpoint {path} has format version "
+                                  f"{obj.get('version')!r}; this version of the project "
+                                  f"reads version {VERSION}")
+        raise CheckpointError(f"{path} is not a checkpoint of this project")
+    raise CheckpointError(damaged)
 
 
-def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
-    rng.bit_generator.state = state
+def _first_line(e: BaseException) -> str:
+    """An exception's first line, whole (never cut mid-word), or its type's name."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

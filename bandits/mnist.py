@@ -168,9 +168,15 @@ class Config:
         "help": "allow training into an existing non-empty output directory"})
     data_dir: str | None = field(default=None, metadata={
         "help": "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)"})
-    download: bool = field(default=True, metadata={"help": "download missing data files"})
-    progress: bool = field(default=True, metadata={"help": "show a progress bar per epoch"})
-    plots: bool = field(default=True, metadata={"help": "draw the PNG plots"})
+    # a setting that is on by default is switched off by its --no-... flag; "help" says
+    # what giving that flag does
+    download: bool = field(default=True, metadata={
+        "help": "never download: fail with an error if a data file is missing (default: "
+                "missing files are downloaded)"})
+    progress: bool = field(default=True, metadata={
+        "help": "hide the progress bar of each epoch (default: shown)"})
+    plots: bool = field(default=True, metadata={
+        "help": "do not draw the PNG plots (the CSV files are still written; default: drawn)"})
     quick: bool = field(default=False, metadata={
         "help": "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)"})
     bench: bool = field(default=False, metadata={
@@ -192,7 +198,8 @@ class Config:
                 "the last one (0: after every epoch); always after the last epoch"})
     resume: str | None = field(default=None, metadata={
         "help": "continue the training in this output directory from its checkpoint (written "
-                "after every epoch) with its settings; --epochs may extend a constant-lr run"})
+                "after an epoch once --checkpoint-every seconds have passed, and after the last "
+                "epoch) with its settings; --epochs may extend a constant-lr run"})
 
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run (naming the flag and a fix)."""
@@ -210,30 +217,139 @@ class Config:
                 "mixture" in grid_values(self, "prior")):
             raise ValueError(f"--pi must be strictly between 0 and 1, got "
                              f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
+        for name in ("neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma"):
+            lo, hi = NEG_LOG_SIGMA_RANGE
+            values = grid_values(self, name)
+            if any(not lo <= v <= hi for v in values):
+                raise ValueError(f"--{name.replace('_', '-')} must be >= {lo:g} and <= {hi:g} "
+                                 f"(sigma = exp(-value)), got {values}")
+        priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
         checks = [
-            (self.seeds >= 1, "--seeds must be >= 1"),
-            (self.model in MODELS, f"--model must be one of {MODELS}"),
-            (set(grid_values(self, "prior")) <= set(PRIORS), f"--prior must be one of {PRIORS}"),
-            (self.complexity in ("mc", "kl"), "--complexity must be 'mc' or 'kl'"),
-            (self.complexity == "mc" or grid_values(self, "prior") == ["gaussian"],
-             "--complexity kl needs --prior gaussian"),
-            (set(grid_values(self, "kl_weighting")) <= {"uniform", "blundell"},
-             "--kl-weighting must be 'uniform' or 'blundell'"),
-            (self.hidden > 0 and self.layers > 0, "--hidden and --layers must be positive"),
-            (self.epochs >= 0, "--epochs must be >= 0"),
-            (self.samples >= 1 and self.eval_samples >= 1, "--samples, --eval-samples >= 1"),
-            (self.lr > 0 and self.batch_size > 0, "--lr and --batch-size must be positive"),
-            (self.lr_schedule in ("constant", "cosine"), "--lr-schedule: 'constant' or 'cosine'"),
-            (0.0 <= self.dropout < 1.0, "--dropout must be in [0, 1)"),
-            (self.device in ("cpu", "cuda"), "--device must be cpu or cuda"),
+            (self.model in MODELS, f"--model must be one of {MODELS}, got {self.model!r}"),
+            (set(priors) <= set(PRIORS), f"--prior must be one of {PRIORS}, got {priors}"),
+            (self.complexity in ("mc", "kl"),
+             f"--complexity must be 'mc' or 'kl', got {self.complexity!r}"),
+            (self.complexity == "mc" or priors == ["gaussian"],
+             f"--complexity kl needs --prior gaussian, got --prior {' '.join(priors)}"),
+            (set(weightings) <= {"uniform", "blundell"},
+             f"--kl-weighting must be 'uniform' or 'blundell', got {weightings}"),
+            (self.lr_schedule in ("constant", "cosine"),
+             f"--lr-schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}"),
+            (self.device in ("cpu", "cuda"), f"--device must be cpu or cuda, got {self.device!r}"),
         ]
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
+        for name, (lo, hi, lo_open, hi_open) in NUMERIC_RANGES.items():
+            v = getattr(self, name)
+            if math.isnan(v) or (v <= lo if lo_open else v < lo) or (
+                    v >= hi if hi_open else v > hi):
+                raise ValueError(f"--{name.replace('_', '-')} must be "
+                                 f"{_range_text(lo, hi, lo_open, hi_open)}, got {v}")
+        if self.seed + self.seeds - 1 > MAX_SEED:
+            raise ValueError(f"--seed + --seeds - 1 must be at most {MAX_SEED}, got "
+                             f"{self.seed + self.seeds - 1}")
+        for flag, text, lo, hi in (("--prune", self.prune, 0.0, 100.0),
+                                   ("--bench-hidden", self.bench_hidden, 1, MAX_INT)):
+            try:
+                values = [float(v) if flag == "--prune" else int(v)
+                          for v in text.split(",") if v.strip()]
+            except ValueError:
+                values = None
+            if not values or any(not lo <= v <= hi for v in values):
+                kind = "percentages from 0 to 100" if flag == "--prune" else "positive integers"
+                raise ValueError(f"{flag} must be a comma-separated list of {kind}, got {text!r}")
+        check_memory(self)
 
     def prune_fractions(self) -> list[float]:
         """``--prune`` as fractions in [0, 1]."""
         return [float(p) / 100.0 for p in self.prune.split(",") if p.strip()]
+
+
+# The numeric settings' allowed ranges: (low, high, low excluded, high excluded). The caps
+# keep the values a machine can run (a seed numpy accepts, finite learning rates, ...);
+# sizes that would not fit in memory are refused by check_memory.
+MAX_INT = 2**31 - 1
+MAX_SEED = 2**31 - 1
+NEG_LOG_SIGMA_RANGE = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
+NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "hidden": (1, MAX_INT, False, False),
+    "layers": (1, 1000, False, False),
+    "epochs": (1, 1_000_000, False, False),
+    "samples": (1, 100_000, False, False),
+    "eval_samples": (1, 100_000, False, False),
+    "lr": (0.0, 10.0, True, False),
+    "lr_min": (0.0, 10.0, False, False),
+    "batch_size": (1, MAX_INT, False, False),
+    "dropout": (0.0, 1.0, False, True),
+    "init_rho": (-30.0, 10.0, False, False),
+    "train_size": (0, MAX_INT, False, False),
+    "test_size": (0, MAX_INT, False, False),
+    "ood_images": (1, 10_000_000, False, False),
+    "seed": (0, MAX_SEED, False, False),
+    "seeds": (1, 100_000, False, False),
+    "threads": (0, 1024, False, False),
+    "checkpoint_every": (0.0, math.inf, False, False),
+    "bench_rounds": (1, 100_000, False, False),
+    "bench_runs": (1, 100_000, False, False),
+    "bench_batches": (0, MAX_INT, False, False),
+}
+
+
+def _range_text(lo: float, hi: float, lo_open: bool, hi_open: bool) -> str:
+    """The allowed range for an error message: ``>= 1 and <= 1000``, ``> 0 and <= 10``."""
+    def num(x: float) -> str:
+        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+    low = f"{'>' if lo_open else '>='} {num(lo)}"
+    return low if hi == math.inf else f"{low} and {'<' if hi_open else '<='} {num(hi)}"
+
+
+def _bytes_text(n: float) -> str:
+    """``12.3 GiB`` and the like."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n:.0f} B"
+        n /= 1024
+    raise AssertionError
+
+
+def machine_memory(device: str) -> int:
+    """Bytes of memory of the machine (``cuda``: of the GPU), or 0 when unknown."""
+    if device == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(0).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not on this platform
+        return 0
+
+
+def memory_estimate(cfg: Config) -> tuple[int, int, int]:
+    """Rough bytes the settings need, before anything is allocated: float32 parameters of
+    one model x the models trained together x 4 (mu and rho, or weights and gradients, and
+    Adam's two moments), plus the out-of-distribution noise images. Returns
+    ``(bytes, models, largest hidden size)``."""
+    if cfg.bench:
+        hidden = max(int(h) for h in cfg.bench_hidden.split(",") if h.strip())
+        models = cfg.bench_runs + 5
+    else:
+        hidden = cfg.hidden
+        models = len(expand(dataclasses.replace(cfg, seeds=1))) * cfg.seeds
+    sizes = [784] + [hidden] * cfg.layers + [10]
+    n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    return n_params * 4 * models * 4 + cfg.ood_images * 784 * 12, models, hidden
+
+
+def check_memory(cfg: Config) -> None:
+    """Raise ValueError when the settings would need more memory than the machine has."""
+    need, models, hidden = memory_estimate(cfg)
+    have = machine_memory(cfg.device)
+    if have and need > have:
+        what = "GPU" if cfg.device == "cuda" else "machine"
+        raise ValueError(
+            f"--{'bench-hidden' if cfg.bench else 'hidden'} {hidden} with --layers {cfg.layers} "
+            f"and {models} model(s) needs about {_bytes_text(need)} (parameters x models x 4 "
+            f"for mu, rho and Adam's moments), more than this {what}'s "
+            f"{_bytes_text(have)} of memory; use a smaller --hidden, --layers, --seeds or grid")
 
 
 # Settings that may take several values in one run (BBB): every combination is trained,
@@ -295,9 +411,26 @@ QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs
 # --------------------------------------------------------------------------- CLI
 
 
+PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
+
+
+class UsageError(ValueError):
+    """A command line argparse cannot parse: reported as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line (no usage dump), printed by main()
+        raise UsageError(f"{message} (see --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """An argparse parser with one kebab-case flag per :class:`Config` field."""
-    parser = argparse.ArgumentParser(
+    """An argparse parser with one kebab-case flag per :class:`Config` field.
+
+    A setting that is on by default (``download``, ``progress``, ``plots``) becomes a
+    ``--no-...`` flag; its help says what giving that flag does. Parse errors raise
+    :class:`UsageError` (a ``ValueError``) instead of printing the usage and exiting.
+    """
+    parser = _Parser(
         prog="python -m bandits.mnist",
         description="MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",
         argument_default=argparse.SUPPRESS)
@@ -305,9 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + f.name.replace("_", "-")
         help_ = f"{f.metadata['help']} (default: {f.default})"
         if f.type in ("bool", bool):
-            if f.default:
+            if f.default:  # the help describes the --no-... flag and states the default
                 parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name,
-                                    action="store_false", help=help_)
+                                    action="store_false", help=f.metadata["help"])
             else:
                 parser.add_argument(flag, dest=f.name, action="store_true", help=help_)
             continue
@@ -772,6 +905,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     the first model (with ``"models"``: how many were trained).
     """
     t_start = time.perf_counter()
+    # the data first: a run that cannot find its data leaves no empty output directory
+    splits = load_splits(cfg)
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
     else:
@@ -784,7 +919,6 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     if len(models) > 1:
         (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
     torch.manual_seed(cfg.seed)
-    splits = load_splits(cfg)
     clf = build_classifiers(cfg, models)
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
                                                         cfg.lr_min)
@@ -1024,10 +1158,10 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     ``--bench-batches N`` times N minibatches and scales to a whole epoch (0: whole
     epochs). Medians over the rounds. Writes ``speed.csv`` and ``speed.json``.
     """
+    splits = load_splits(cfg)  # before the output directory is made: the data may be missing
     out = Path(cfg.out or "results/mnist")
     out.mkdir(parents=True, exist_ok=True)
     seed_everything(cfg.seed)
-    splits = load_splits(cfg)
     train = splits["train"]
     n_batches = math.ceil(len(train.y) / cfg.batch_size)
     stop = n_batches if cfg.bench_batches <= 0 else min(cfg.bench_batches, n_batches)
@@ -1325,13 +1459,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
-    except (ValueError, FileNotFoundError, checkpoint.CheckpointError) as e:
-        # bad settings, missing or damaged data, a checkpoint that cannot be written
-        print(f"bandits.mnist: error: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError, checkpoint.CheckpointError) as e:
+        # bad flags or settings, missing or damaged data, a file that cannot be written
+        return _error(str(e))
+    except (MemoryError, torch.cuda.OutOfMemoryError):
+        return _error("out of memory; use a smaller --hidden, --layers, --batch-size, "
+                      "--seeds or grid")
     except Interrupted as e:
-        print(f"bandits.mnist: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 130
+
+
+def _error(message: str) -> int:
+    """Print ``bandits.mnist: error: <message>`` as one line on stderr; return status 2."""
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
 
 
 def _main(argv: list[str]) -> int:
@@ -1344,12 +1486,21 @@ def _main(argv: list[str]) -> int:
         torch.set_num_threads(cfg.threads)
     if cfg.redraw is not None:
         redraw(Path(cfg.redraw))
+        print(f"outputs in {cfg.redraw}")
         return 0
     if cfg.report is not None:
+        if not Path(cfg.report).is_dir():
+            raise ValueError(f"--report {cfg.report}: no such directory")
         print(report(Path(cfg.report)))
+        print(f"outputs in {cfg.report}")
         return 0
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available to this torch "
+                         f"{torch.__version__}; use --device cpu")
+    print(f"torch threads: {torch.get_num_threads()} (--threads N changes it)", flush=True)
     if cfg.bench:
         bench(cfg, argv)
+        print(f"outputs in {cfg.out or 'results/mnist'}")
         return 0
     summary = run(cfg, argv, resume)
     if summary["models"] > 1:
@@ -1357,6 +1508,7 @@ def _main(argv: list[str]) -> int:
     else:
         print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")},
                          indent=2))
+    print(f"outputs in {summary['out']}")
     return 0
 
 

@@ -1,14 +1,26 @@
 """Regret plots, drawn from ``metrics.csv`` alone.
 
-    python -m bandits.plot DIR [DIR ...] [--log-y] [--out FILE]
+    python -m bandits.plot DIR [DIR ...] [--log-y] [--expected] [--out FILE]
 
-With one DIR this redraws ``DIR/regret.png`` and ``DIR/regret.pdf``; with
-several, or with ``--out``, all their agents go in one figure written to ``--out``.
+With one DIR and no ``--out`` this redraws ``DIR/regret.png`` and ``DIR/regret.pdf``
+(realised regret), or with ``--expected`` writes ``DIR/expected_regret.png`` and
+``DIR/expected_regret.pdf`` (cumulative expected regret) and leaves ``regret.png`` as it
+is. The title is the run's (``ENV: N seeds, T steps``) when ``DIR/config.json`` is there.
+
+With several DIRs, or with ``--out FILE``, all their agents go in one figure written to
+FILE (and a ``.pdf`` twin beside a ``.png``); FILE's directory must exist. Each agent
+keeps its colour and label, with ``[DIR name]`` appended when there are several DIRs;
+the runs are told apart by line style (solid, dashed, dotted, dash-dot, cycling).
+
+Every figure is written atomically (:func:`bandits.results.save_figure`). Errors (no or
+malformed ``metrics.csv``, an output that cannot be written) are one line on stderr and
+exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +30,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from bandits.results import save_figure  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
@@ -27,6 +43,71 @@ LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1%
           "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
           "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
           "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN"}
+# Line style of the i-th run in a combined figure (the same agent in several runs).
+LINESTYLES = ("-", "--", ":", "-.")
+# The columns plot_regret needs besides the plotted one.
+KEY_COLUMNS = ("agent", "seed", "step")
+DPI = 150
+
+
+def _agent_colors(agents: Sequence[str]) -> dict[str, str]:
+    """A colour per agent: COLORS where it has one; the others get distinct colours of the
+    default cycle, those no agent of this figure already uses first."""
+    colors = {a: COLORS[a] for a in agents if a in COLORS}
+    cycle = [matplotlib.colors.to_hex(c)
+             for c in plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])]
+    used = {matplotlib.colors.to_hex(c) for c in colors.values()}
+    free = [c for c in cycle if c not in used] or cycle
+    i = 0
+    for a in agents:
+        if a not in colors:
+            colors[a] = free[i % len(free)]
+            i += 1
+    return colors
+
+
+def regret_figure(
+    metrics: pd.DataFrame,
+    log_y: bool = False,
+    column: str = "cumulative_regret",
+    title: str | None = None,
+) -> Figure:
+    """The figure of :func:`plot_regret`, not saved (the caller closes it).
+
+    ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
+    figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
+    agent's colour and the run's line style.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    has_run = "run" in metrics.columns
+    agents = list(dict.fromkeys(metrics["agent"].astype(str)))
+    colors = _agent_colors(agents)
+    runs = list(dict.fromkeys(metrics["run"].astype(str))) if has_run else [None]
+    keys = ["run", "agent"] if has_run else ["agent"]
+    for key, df in metrics.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        run, agent = (str(key[0]), str(key[1])) if has_run else (None, str(key[0]))
+        wide = df.pivot(index="step", columns="seed", values=column).sort_index()
+        mean, std = wide.mean(axis=1), wide.std(axis=1, ddof=1).fillna(0.0)
+        n = wide.shape[1]
+        label = LABELS.get(agent, agent) + (f" [{run}]" if run is not None else "")
+        style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
+        (line,) = ax.plot(mean.index, mean, color=colors[agent], ls=style, lw=1.6,
+                          label=f"{label} (n={n})")
+        lo = (mean - std).clip(lower=1e-1) if log_y else mean - std
+        ax.fill_between(mean.index, lo, mean + std, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel("step")
+    ax.set_ylabel("cumulative regret" if column == "cumulative_regret"
+                  else "cumulative expected regret")
+    if log_y:
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend(frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.text(0.99, 0.01, "line: mean over seeds; band: ±1 std", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize=7, color="0.4")
+    return fig
 
 
 def plot_regret(
@@ -39,36 +120,28 @@ def plot_regret(
     """Cumulative regret against step: per agent the mean over seeds, with a +-1 std band.
 
     Args:
-        metrics: Rows of ``metrics.csv`` (columns ``agent, seed, step, <column>``).
-        path: Output image; a ``.pdf`` twin is written beside a ``.png``.
+        metrics: Rows of ``metrics.csv`` (columns ``agent, seed, step, <column>``; an
+            optional ``run`` column for combined figures, see :func:`regret_figure`).
+        path: Output image; a ``.pdf`` twin is written beside a ``.png``. Both are
+            written atomically.
         log_y: Logarithmic y axis (as the paper's Figure 6).
         column: Which cumulative quantity to draw.
         title: Figure title.
+
+    Raises:
+        OSError: A file cannot be written (it is then left as it was).
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-    for agent, df in metrics.groupby("agent", sort=False):
-        wide = df.pivot(index="step", columns="seed", values=column)
-        mean, std = wide.mean(axis=1), wide.std(axis=1, ddof=1).fillna(0.0)
-        color = COLORS.get(str(agent))
-        n = wide.shape[1]
-        ax.plot(mean.index, mean, color=color, lw=1.6, label=f"{LABELS.get(agent, agent)} (n={n})")
-        lo = (mean - std).clip(lower=1e-1) if log_y else mean - std
-        ax.fill_between(mean.index, lo, mean + std, color=color, alpha=0.2, lw=0)
-    ax.set_xlabel("step")
-    ax.set_ylabel("cumulative regret" if column == "cumulative_regret"
-                  else "cumulative expected regret")
-    if log_y:
-        ax.set_yscale("log")
-    ax.grid(True, alpha=0.3)
-    ax.legend(frameon=False)
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.text(0.99, 0.01, "line: mean over seeds; band: ±1 std", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=7, color="0.4")
-    fig.savefig(path, dpi=150)
-    if path.suffix == ".png":
-        fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    path = Path(path)
+    fig = regret_figure(metrics, log_y, column, title)
+    targets = [path] + ([path.with_suffix(".pdf")] if path.suffix == ".png" else [])
+    try:
+        for target in targets:
+            try:
+                save_figure(fig, target, dpi=DPI)
+            except OSError as e:  # name the target, not save_figure's temporary file
+                raise OSError(e.errno, e.strerror or str(e), str(target)) from e
+    finally:
+        plt.close(fig)
 
 
 def read_metrics(run_dir: Path) -> pd.DataFrame:
@@ -79,37 +152,98 @@ def read_metrics(run_dir: Path) -> pd.DataFrame:
     return pd.read_csv(f)
 
 
+def check_metrics(metrics: pd.DataFrame, column: str, source: Path | str) -> None:
+    """Raise ValueError (one line) unless ``metrics`` can be drawn as ``column``."""
+    missing = [c for c in (*KEY_COLUMNS, column) if c not in metrics.columns]
+    if missing:
+        raise ValueError(f"{source} lacks the column{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)} (has: {', '.join(map(str, metrics.columns))})")
+    if metrics.empty:
+        raise ValueError(f"{source} has no rows (the run completed no step)")
+    for c in ("step", column):
+        if not pd.api.types.is_numeric_dtype(metrics[c]):
+            raise ValueError(f"{source}: column {c} is not numeric")
+    if metrics.duplicated(list(KEY_COLUMNS)).any():
+        raise ValueError(f"{source} repeats (agent, seed, step) rows")
+
+
+def run_title(run_dir: Path, metrics: pd.DataFrame) -> str | None:
+    """The title the run drew (``ENV: N seeds, T steps``), or None without a readable
+    ``run_dir/config.json`` naming the env."""
+    try:
+        env = json.loads((Path(run_dir) / "config.json").read_text()).get("env")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not env:
+        return None
+    return f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
+
+
+def _check_out(out: Path) -> str | None:
+    """Why ``out`` cannot be written (checked before drawing), or None."""
+    parent = out.parent
+    if not parent.exists():
+        return f"directory {parent} does not exist (create it first: mkdir -p {parent})"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    fmt = out.suffix.lstrip(".").lower() or "png"
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in supported:
+        return f"unsupported format {fmt!r} (use one of: {', '.join(sorted(supported))})"
+    return None
+
+
+def _error(msg: str) -> int:
+    print(f"bandits.plot: error: {msg}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bandits.plot", description=__doc__.split("\n")[0])
     p.add_argument("dirs", nargs="+", type=Path, help="run output directories (with metrics.csv)")
     p.add_argument("--log-y", action="store_true", help="logarithmic y axis (default: linear)")
     p.add_argument("--expected", action="store_true",
-                   help="plot cumulative expected regret instead of realised regret")
+                   help="plot cumulative expected regret instead of realised regret "
+                        "(default file: DIR/expected_regret.png)")
     p.add_argument("--out", type=Path, default=None,
-                   help="write one combined figure here (default: DIR/regret.png for one DIR)")
+                   help="write one combined figure here; its directory must exist "
+                        "(default for one DIR: DIR/regret.png, or DIR/expected_regret.png "
+                        "with --expected)")
     args = p.parse_args(argv)
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
+    if len(args.dirs) > 1 and args.out is None:
+        return _error("several DIRs need --out FILE for the combined figure")
     try:
         frames = [read_metrics(d) for d in args.dirs]
-    except (FileNotFoundError, pd.errors.ParserError) as e:
-        print(f"bandits.plot: error: {e}", file=sys.stderr)
-        return 2
-    if len(frames) == 1 and args.out is None:
-        out = args.dirs[0] / "regret.png"
-        plot_regret(frames[0], out, args.log_y, column)
+    except (OSError, ValueError) as e:  # ValueError: pandas' parser and decoding errors
+        return _error(" ".join(str(e).split()))
+    try:
+        for d, f in zip(args.dirs, frames):
+            check_metrics(f, column, d / "metrics.csv")
+    except ValueError as e:
+        return _error(str(e))
+    if args.out is None:
+        out = args.dirs[0] / ("expected_regret.png" if args.expected else "regret.png")
+        metrics, title = frames[0], run_title(args.dirs[0], frames[0])
     else:
-        if args.out is None:
-            print("bandits.plot: error: several DIRs need --out FILE for the combined figure",
-                  file=sys.stderr)
-            return 2
-        names = [d.resolve().name for d in args.dirs]
-        for i, (name, f) in enumerate(zip(names, frames)):
-            if len(frames) > 1:  # tell the runs apart; the index where names repeat
-                tag = name if names.count(name) == 1 else f"{i + 1}:{name}"
-                f["agent"] = f["agent"].astype(str) + f" [{tag}]"
         out = args.out
-        plot_regret(pd.concat(frames, ignore_index=True), out, args.log_y, column)
-    print(f"wrote {out}")
+        if len(frames) == 1:
+            metrics, title = frames[0], run_title(args.dirs[0], frames[0])
+        else:
+            names = [d.resolve().name for d in args.dirs]
+            for i, (name, f) in enumerate(zip(names, frames)):
+                # tell the runs apart; the index where names repeat
+                f["run"] = name if names.count(name) == 1 else f"{i + 1}:{name}"
+            metrics, title = pd.concat(frames, ignore_index=True), None
+    why = _check_out(out)
+    if why is not None:
+        return _error(f"cannot write {out}: {why}")
+    try:
+        plot_regret(metrics, out, args.log_y, column, title=title)
+    except OSError as e:
+        target = e.filename or out
+        return _error(f"cannot write {target}: {e.strerror or e}")
+    print(f"wrote {out}" + (f" and {out.with_suffix('.pdf')}" if out.suffix == ".png" else ""))
     return 0
 
 

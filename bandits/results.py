@@ -8,7 +8,9 @@ writes a bounded number of rows; plotting and analysis read only these files
 from __future__ import annotations
 
 import datetime
+import io
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -123,11 +125,56 @@ class RegretLog:
 
 
 class OutputDirError(ValueError):
-    """The output directory cannot be used (exists with data, is a file, is not writable)."""
+    """The output directory cannot be used (exists with data, is a file, is not writable,
+    another run is writing into it)."""
+
+
+LOCK = ".lock"  # the claim file in an output directory (held while a run writes into it)
+_claims: dict[Path, int] = {}  # directory -> open file descriptor holding its lock
+
+
+def claim_dir(path: Path) -> None:
+    """Claim ``path`` for this process: an exclusive lock on ``path/.lock``, held until
+    :func:`release_dir` or the process ends (a killed process releases it at once).
+
+    Raises:
+        OutputDirError: Another process holds the claim, or the lock cannot be taken.
+    """
+    key = Path(path).resolve()
+    if key in _claims:
+        return
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks on this platform: nothing to claim with
+        return
+    try:
+        fd = os.open(key / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as e:
+        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise OutputDirError(f"another run is writing into {path} right now; wait for it to "
+                             "finish or choose another --out") from None
+    _claims[key] = fd
+
+
+def release_dir(path: Path) -> None:
+    """Give up the claim of :func:`claim_dir` and remove its lock file (no-op when not
+    held); a run's directory holds only its outputs afterwards."""
+    key = Path(path).resolve()
+    fd = _claims.pop(key, None)
+    if fd is not None:
+        try:
+            (key / LOCK).unlink(missing_ok=True)
+        except OSError:
+            pass
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Path:
-    """Create or check an entry point's output directory.
+    """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
         out: The directory asked for, or ``None`` for a new one,
@@ -136,9 +183,12 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Pa
         overwrite: Allow an existing non-empty directory (only the entry point's own
             files in it are replaced; nothing else is deleted).
 
+    The claim makes the check atomic: of two runs started at once into the same new
+    directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
+
     Raises:
         OutputDirError: ``out`` is a file, a non-empty directory without
-            ``overwrite``, or cannot be written to.
+            ``overwrite``, cannot be written to, or is claimed by another run.
     """
     if out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -148,25 +198,93 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Pa
             path = Path("results/runs") / f"{stamp}-{name}-{i}"
     else:
         path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise OutputDirError(f"output path {path} exists and is not a directory; "
-                             "choose another --out")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
+    try:
+        if path.exists() and not path.is_dir():
+            raise OutputDirError(f"output path {path} exists and is not a directory; "
+                                 "choose another --out")
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # not a directory on the way, permissions, a name too long
+        raise OutputDirError(f"cannot write to output directory {_short(path)}: "
+                             f"{e.strerror or e}") from None
+    claim_dir(path)
+    if not overwrite and any(p.name != LOCK for p in path.iterdir()):
+        release_dir(path)
         raise OutputDirError(f"output directory {path} exists and is not empty; "
                              "pass --overwrite or choose another --out")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".write-test"
+        probe = path / f".write-test.{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
+        release_dir(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
     return path
 
 
+def _short(path: Path, limit: int = 120) -> str:
+    """A path for a one-line message: cut in the middle when it is very long."""
+    text = str(path)
+    return text if len(text) <= limit else text[:limit // 2] + "..." + text[-limit // 2:]
+
+
+def remove_if_unused(path: Path) -> None:
+    """Release ``path`` and remove it if it holds nothing but its claim (a run that failed
+    before writing anything leaves no empty directory behind)."""
+    release_dir(path)
+    try:
+        path.rmdir()  # only succeeds when empty
+    except OSError:
+        pass
+
+
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` so that a kill at any instant leaves either the old file
+    or the new one, never a partial file: a temporary file in the same directory (named
+    for this process, so two writers never share it), flushed and fsynced, then renamed
+    over ``path``. Every output file of the project is written through here.
+
+    Raises:
+        OSError: The file cannot be written (full disk, permissions); the temporary file
+            is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
-    """Write a tidy CSV with a fixed float format (same data -> same bytes)."""
-    frame.to_csv(path, index=False, float_format="%.6g", lineterminator="\n")
+    """Write a tidy CSV with a fixed float format (same data -> same bytes), atomically."""
+    write_atomic(path, frame.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+
+
+def save_figure(fig, path: Path, **kwargs) -> None:
+    """``fig.savefig(path)``, atomically (the format from the file's suffix)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png", **kwargs)
+    write_atomic(path, buf.getvalue())
 
 
 def package_versions() -> dict[str, str]:
@@ -187,4 +305,5 @@ def package_versions() -> dict[str, str]:
 
 
 def write_json(data: dict, path: Path) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    """Write ``data`` as indented JSON, atomically."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")

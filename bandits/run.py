@@ -14,9 +14,12 @@ numbers). Outputs: ``metrics.csv``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import hashlib
 import json
 import math
+import os
 import shlex
 import signal
 import sys
@@ -40,8 +43,11 @@ from bandits.plot import plot_regret
 from bandits.results import (
     OutputDirError,
     RegretLog,
+    claim_dir,
     output_dir,
     package_versions,
+    release_dir,
+    remove_if_unused,
     write_csv,
     write_json,
 )
@@ -61,8 +67,24 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def _f(default, help: str, **kw):  # noqa: A002 - 'help' is the field's CLI help
-    return field(default=default, metadata={"help": help, **kw})
+def _f(default, help: str, range: tuple | None = None, **kw):  # noqa: A002
+    """A setting: its default, its CLI help and, for numbers, its allowed ``range``
+    ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded."""
+    meta = {"help": help, **kw}
+    if range is not None:
+        meta["range"] = range
+    return field(default=default, metadata=meta)
+
+
+class OPEN(float):
+    """An open end of a setting's range: ``(OPEN(0), 1)`` is ``0 < v <= 1``."""
+
+
+BIG = 10**9  # a count above this is a typo, not a setting
+
+
+SIGMA = (1e-8, 1e4)  # any standard deviation of the model: finite in float32 arithmetic
+POSITIVE = (1e-8, 1e8)
 
 
 @dataclass
@@ -73,11 +95,12 @@ class Config:
                                   type=str)
     env: str = _f("mushroom", "bandit environment", choices=sorted(envs.ENV_IDS))
     wheel_delta: float = _f(0.95, "wheel: radius delta beyond which the high-reward arms pay "
-                                  "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)")
+                                  "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
+                           range=(OPEN(0), OPEN(1)))
     preset: str = _f("quick", "defaults for every unset setting", choices=sorted(PRESETS))
-    seeds: int | None = _f(None, "number of seeds (runs) per agent", type=int)
-    seed: int = _f(0, "first seed; the runs use seed, seed+1, ...")
-    steps: int | None = _f(None, "interactions per run", type=int)
+    seeds: int | None = _f(None, "number of seeds (runs) per agent", range=(1, BIG), type=int)
+    seed: int = _f(0, "first seed; the runs use seed, seed+1, ...", range=(0, 2**63 - 1))
+    steps: int | None = _f(None, "interactions per run", range=(1, BIG), type=int)
     device: str = _f("cpu", "torch device of the models", choices=["cpu", "cuda"])
     no_cuda_graph: bool = _f(False, "with --device cuda, run each training step eagerly instead "
                                     "of replaying it as a captured CUDA graph")
@@ -90,49 +113,64 @@ class Config:
     data_dir: Path | None = _f(None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
                                 type=Path)
     hidden: tuple[int, ...] = _f(AgentConfig.hidden, "hidden layer sizes of the reward network",
-                                 nargs="+")
-    buffer_size: int | None = _f(None, "replay buffer capacity (last N interactions)", type=int)
-    batch_size: int | None = _f(None, "minibatch size of each update", type=int)
-    updates_per_step: int | None = _f(None, "minibatch updates after each interaction", type=int)
-    train_every: int = _f(1, "train after every k-th interaction (k=1: every step)")
-    lr: float = _f(AgentConfig.lr, "Adam learning rate of every neural agent")
+                                 range=(1, 100_000), nargs="+")
+    buffer_size: int | None = _f(None, "replay buffer capacity (last N interactions)",
+                                  range=(1, BIG), type=int)
+    batch_size: int | None = _f(None, "minibatch size of each update", range=(1, BIG), type=int)
+    updates_per_step: int | None = _f(None, "minibatch updates after each interaction",
+                                       range=(1, BIG), type=int)
+    train_every: int = _f(1, "train after every k-th interaction (k=1: every step)",
+                           range=(1, BIG))
+    lr: float = _f(AgentConfig.lr, "Adam learning rate of every neural agent",
+                   range=(OPEN(0), math.inf))
     prior: str = _f(AgentConfig.prior, "BBB prior: scale mixture or Gaussian",
                     choices=["mixture", "gaussian"])
-    prior_pi: float = _f(AgentConfig.prior_pi, "scale-mixture weight pi of the wide component")
-    prior_sigma1: float = _f(AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)")
-    prior_sigma2: float = _f(AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)")
+    prior_pi: float = _f(AgentConfig.prior_pi, "scale-mixture weight pi of the wide component",
+                         range=(OPEN(0), OPEN(1)))
+    prior_sigma1: float = _f(AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)",
+                             range=SIGMA)
+    prior_sigma2: float = _f(AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)",
+                             range=SIGMA)
     prior_sigma: float = _f(AgentConfig.prior_sigma,
-                            "Gaussian prior sigma (with --prior gaussian)")
+                            "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
     noise_sigma: float = _f(AgentConfig.noise_sigma,
-                            "BBB Gaussian likelihood noise sigma of the reward")
-    init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight")
+                            "BBB Gaussian likelihood noise sigma of the reward", range=(1e-3, 1e3))
+    init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
+                           range=SIGMA)
     act_samples: int = _f(AgentConfig.act_samples,
-                          "BBB weight samples averaged per action (1 = Thompson sampling)")
+                          "BBB weight samples averaged per action (1 = Thompson sampling)",
+                          range=(1, 10_000))
     lrt: bool = _f(False, "bbb: train with the local reparameterisation trick (acting keeps "
                           "one weight sample per run)")
     dropout: float = _f(AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
-                                             "(training, and the one mask drawn to act)")
+                                             "(training, and the one mask drawn to act)",
+                     range=(OPEN(0), OPEN(1)))
     heads: int = _f(AgentConfig.heads, "bootstrap: networks per run, each on its own online "
-                                       "bootstrap (Poisson(1) weights) of the buffer")
+                                       "bootstrap (Poisson(1) weights) of the buffer",
+                   range=(1, 10_000))
     refresh_every: int = _f(AgentConfig.refresh_every, "neurallinear: training steps between "
-                                                       "refits of its posterior to new features")
+                                                       "refits of its posterior to new features",
+                       range=(1, BIG))
     lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
-                                           "shape a0 of the noise variance")
+                                           "shape a0 of the noise variance", range=POSITIVE)
     lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost, neurallinear: inverse-gamma prior "
-                                           "scale b0")
+                                           "scale b0", range=POSITIVE)
     lin_lambda: float = _f(AgentConfig.lin_lambda, "linfullpost, neurallinear: prior precision "
-                                                   "lambda (beta ~ N(0, sigma^2/lambda I))")
-    log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)")
+                                                   "lambda (beta ~ N(0, sigma^2/lambda I))",
+                      range=POSITIVE)
+    log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)",
+                        range=(1, BIG))
     log_y: bool = _f(False, "logarithmic y axis in regret.png")
     threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
-                         "(0: torch's default)")
+                         "(0: torch's default)", range=(0, 1024))
     no_progress: bool = _f(False, "hide the progress bar")
     skip_diverged: bool = _f(False, "when a run's training loss becomes NaN or infinite, warn and "
                                     "let the other runs go on instead of stopping (runs are "
                                     "independent; the diverged one keeps acting on its NaN model)")
     checkpoint_every: float = _f(300.0, "seconds of work between checkpoints in the output "
                                         "directory (0: after every step); one is also written "
-                                        "at the end and on Ctrl-C")
+                                        "at the end and on Ctrl-C",
+                              range=(0, math.inf))
     resume: Path | None = _f(None, "continue the run in this output directory from its "
                                    "checkpoint, with its config.json (--steps may extend it)",
                              type=Path)
@@ -144,7 +182,7 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one clear line, no usage dump, exit status 2
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"bandits.run: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(Config):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
+        bounds = meta.pop("range", None)
+        if bounds is not None and bounds != (1, BIG):
+            help_ += f"; in {show_range(bounds)}"
         preset_keys = [n for n in PRESETS if f.name in PRESETS[n]]
         if preset_keys:
             help_ += " [from the preset: " + ", ".join(
@@ -184,36 +225,77 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
 
 
 def _validate(cfg: Config) -> None:
+    """Every setting against its field's ``range``, then the settings that depend on each
+    other, then the memory the run would need (before anything is allocated)."""
     unknown = [a for a in cfg.agent if a not in AGENTS]
     if unknown:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
-    for name in ("seeds", "steps", "buffer_size", "batch_size", "updates_per_step",
-                 "train_every", "act_samples", "log_points", "heads", "refresh_every"):
-        v = getattr(cfg, name)
-        if v <= 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {v}")
-    if any(h <= 0 for h in cfg.hidden):
-        raise UsageError(f"--hidden sizes must be positive integers, got {cfg.hidden}")
-    for name in ("lr", "prior_sigma1", "prior_sigma2", "prior_sigma", "noise_sigma", "init_sigma",
-                 "lin_a0", "lin_b0", "lin_lambda"):
-        v = getattr(cfg, name)
-        if not (math.isfinite(v) and v > 0):
-            raise UsageError(f"--{name.replace('_', '-')} must be a positive number, got {v}")
-    if cfg.threads < 0:
-        raise UsageError(f"--threads must be >= 0, got {cfg.threads}")
-    if not 0.0 < cfg.wheel_delta < 1.0:
-        raise UsageError(f"--wheel-delta must be in (0, 1), got {cfg.wheel_delta}")
-    if not 0.0 < cfg.dropout < 1.0:
-        raise UsageError(f"--dropout must be in (0, 1), got {cfg.dropout}")
-    if not 0.0 <= cfg.prior_pi <= 1.0:
-        raise UsageError(f"--prior-pi must be in [0, 1], got {cfg.prior_pi}")
-    if not (math.isfinite(cfg.checkpoint_every) and cfg.checkpoint_every >= 0):
-        raise UsageError(f"--checkpoint-every must be >= 0 seconds, got {cfg.checkpoint_every}")
+    for f in dataclasses.fields(Config):
+        if "range" in f.metadata:
+            value = getattr(cfg, f.name)
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                check_range("--" + f.name.replace("_", "-"), v, f.metadata["range"])
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
+    need, have = memory_estimate(cfg), _physical_memory()
+    if have and need > 0.8 * have:
+        raise UsageError(f"these settings need about {need / 2**30:.1f} GiB of memory and this "
+                         f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
+                         "--hidden, --heads or --buffer-size, or list fewer agents")
+
+
+def check_range(flag: str, v, bounds: tuple) -> None:
+    """One line naming ``flag`` and its allowed range when ``v`` lies outside ``bounds``."""
+    low, high = bounds
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if ok:
+        ok = (v > low if isinstance(low, OPEN) else v >= low) and (
+            v < high if isinstance(high, OPEN) else v <= high)
+    if ok:
+        return
+    if bounds == (1, BIG):
+        raise UsageError(f"{flag} must be a positive integer (at most {BIG:,}), got {v}")
+    raise UsageError(f"{flag} must be in {show_range(bounds)}, got {v}")
+
+
+def show_range(bounds: tuple) -> str:
+    """``(0, 1)``, ``[1, 1024]``: open ends in round brackets."""
+    def num(x) -> str:
+        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+    low, high = bounds
+    return (("(" if isinstance(low, OPEN) else "[") + num(low) + ", " + num(high)
+            + (")" if isinstance(high, OPEN) else "]"))
+
+
+CONTEXT_DIMS = {"mushroom": 117, "wheel": 2}  # for the memory estimate before loading data
+
+
+def memory_estimate(cfg: Config) -> float:
+    """Bytes a run of ``cfg`` needs, roughly (an upper-side estimate): the per-step
+    records, the models with their optimiser state and workspace, the buffers, the rows
+    of metrics.csv."""
+    runs = cfg.seeds * len(cfg.agent)
+    d_in = CONTEXT_DIMS.get(cfg.env, 128) + 5
+    sizes = [d_in, *cfg.hidden, 1]
+    params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+    copies = cfg.heads if "bootstrap" in cfg.agent else 1
+    models = 4.0 * params * runs * copies * 12  # mu, rho, grads, Adam moments, samples
+    activations = 4.0 * runs * copies * cfg.batch_size * sum(cfg.hidden) * 6
+    records = 8.0 * 4 * runs * cfg.steps
+    buffers = 4.0 * runs * cfg.buffer_size * (d_in + 2)
+    metrics = 8.0 * 12 * runs * min(cfg.steps, 2 * cfg.log_points)
+    return models + activations + records + buffers + metrics
+
+
+def _physical_memory() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
 
 
 KIND = "bandits.run"  # the checkpoint kind
@@ -227,6 +309,16 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
     for action in p._actions:
         action.default = argparse.SUPPRESS
     return set(vars(p.parse_args(argv)))
+
+
+def identity(config: dict[str, Any]) -> str:
+    """A fingerprint of the settings that decide a run's results (all but the output
+    directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
+    Two runs with the same identity and steps produce the same bytes."""
+    names = sorted(f.name for f in dataclasses.fields(Config)
+                   if f.name not in RESUME_FLAGS | {"out", "overwrite"})
+    plain = _plain({k: config.get(k) for k in names})
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
@@ -243,9 +335,17 @@ def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
                          "be added)")
     out = Path(args["resume"])
     try:
-        state = checkpoint.load(out / checkpoint.NAME, KIND)
+        on_disk = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        on_disk = None
+    try:  # the checkpoint must be this directory's own, and intact
+        state = checkpoint.load(out / checkpoint.NAME, KIND,
+                                None if on_disk is None else identity(on_disk))
     except CheckpointError as e:
         raise UsageError(str(e)) from None
+    if on_disk is None:
+        raise UsageError(f"{out / 'config.json'} is missing or unreadable: cannot tell whether "
+                         f"{out / checkpoint.NAME} belongs to this directory's run")
     saved = state["config"]  # config.json as it was when the checkpoint was written
     settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
     for k in given - {"resume"}:
@@ -381,10 +481,12 @@ def _describe(d: dict[str, Any]) -> str:
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
 
-def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
+def run(cfg: Config, out: Path, resume: dict | None = None,
+        argv: Sequence[str] | None = None) -> int:
     """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
 
-    ``resume``: a checkpoint's state to continue from (see :func:`resume_config`).
+    ``resume``: a checkpoint's state to continue from (see :func:`resume_config`);
+    ``argv``: the command line, recorded in ``config.json`` (default ``sys.argv``).
     """
     lanes, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
@@ -392,11 +494,19 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
-              "command": "python -m bandits.run " + shlex.join(sys.argv[1:]),
+              "command": "python -m bandits.run " + shlex.join(
+                  sys.argv[1:] if argv is None else list(argv)),
               "device_name": _device_name(cfg.device), "versions": package_versions()}
     previous_wall = 0.0
     if resume is not None:
-        restore(lanes, log, wall, resume["state"])
+        try:
+            restore(lanes, log, wall, resume["state"])
+        except CheckpointError as e:
+            raise UsageError(f"checkpoint {out / checkpoint.NAME}: {e}") from None
+        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+            raise UsageError(f"checkpoint {out / checkpoint.NAME} does not hold the state this "
+                             f"run needs ({type(e).__name__}: {e}); it cannot be resumed"
+                             ) from None
         config.update(command=resume["config"]["command"],
                       resumed=[*resume["config"].get("resumed", []),
                                {"command": config["command"], "at_step": log.done}])
@@ -408,7 +518,12 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
         return {"steps_completed": log.done,
                 "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
 
-    write_json({**config, "steps_completed": log.done, "running": True}, out / "config.json")
+    config["identity"] = identity(config)
+    try:
+        write_json({**config, "steps_completed": log.done, "running": True},
+                   out / "config.json")
+    except OSError as e:
+        raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
     ckpt_step = log.done if resume is not None else None  # step of the last good checkpoint
     stop = _StopOnSigint()
     status, message = 0, None
@@ -450,7 +565,8 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
                     skipped = found
                 if save:
                     checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall),
-                                                 "config": _plain({**config, **progress_info()})})
+                                                 "config": _plain({**config, **progress_info()})},
+                                    identity=config["identity"])
                     ckpt_step = log.done
                     next_ckpt = time.monotonic() + cfg.checkpoint_every
                 if stop.requested:
@@ -480,7 +596,8 @@ def run(cfg: Config, out: Path, resume: dict | None = None) -> int:
             if lane.loss is not None:
                 losses[name] = float(lane.loss[lane.pop.member_runs(k)].mean())
     try:
-        write_outputs(cfg, out, log, wall, losses, config)
+        with _ignore_sigint():  # a second Ctrl-C must not leave half the outputs
+            write_outputs(cfg, out, log, wall, losses, config)
     except OSError as e:
         kept = f"the checkpoint of step {ckpt_step} is kept" if ckpt_step is not None else ""
         print(f"bandits.run: error: cannot write the results to {out}: {e.strerror or e}"
@@ -514,6 +631,19 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
 def _plain(data: dict) -> dict:
     """``data`` as JSON would give it back (paths as strings): safe to store in a checkpoint."""
     return json.loads(json.dumps(data, default=str))
+
+
+@contextlib.contextmanager
+def _ignore_sigint():
+    """Ctrl-C is ignored inside (in the main thread): for the final writes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 class _StopOnSigint:
@@ -568,15 +698,30 @@ class _progress:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    out = None
     try:
         if "resume" in given_flags(argv):
             cfg, resume = resume_config(argv)
-            return run(cfg, cfg.out, resume)
+            out = cfg.out
+            try:
+                claim_dir(out)
+            except OutputDirError as e:
+                raise UsageError(str(e)) from None
+            return run(cfg, out, resume, argv)
         cfg = parse_config(argv)
-        return run(cfg, prepare_out_dir(cfg))
+        out = prepare_out_dir(cfg)
+        try:
+            return run(cfg, out, argv=argv)
+        except UsageError:
+            remove_if_unused(out)  # failed before writing anything: leave no empty directory
+            raise
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if out is not None:
+            release_dir(out)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ from typing import Any
 import pandas as pd
 
 from bandits import checkpoint
-from bandits.results import write_csv, write_json
+from bandits.results import save_figure, write_csv, write_json
 
 try:
     import tomllib
@@ -185,24 +185,63 @@ def check_point(point: Point) -> str | None:
         with contextlib.redirect_stderr(err):
             parse_config([*point.argv, "--out", point.out])
     except SystemExit:  # argparse: the message went to stderr
-        return err.getvalue().strip().splitlines()[-1].replace("python -m bandits.run: ", "")
+        return err.getvalue().strip().splitlines()[-1].replace("bandits.run: error: ", "")
     except UsageError as e:
         return str(e)
     return None
 
 
+def requested(point: Point) -> dict[str, Any]:
+    """The point's full configuration as ``config.json`` would record it."""
+    from bandits.run import parse_config
+
+    return dataclasses.asdict(parse_config([*point.argv, "--out", point.out]))
+
+
+def stale_reason(point: Point) -> str | None:
+    """Why the run already in the point's directory is not the one asked for (settings
+    or steps differ), or ``None`` when it is (or when there is none yet)."""
+    from bandits.run import RESUME_FLAGS, identity
+
+    saved = _saved_config(point.out)
+    if saved is None:
+        return None
+    want = json.loads(json.dumps(requested(point), default=str))
+    if saved.get("identity") != identity(want):
+        for k in want:
+            if k not in RESUME_FLAGS | {"out", "overwrite"} and saved.get(k) != want[k]:
+                return f"{k} is {saved.get(k)!r} there, {want[k]!r} asked for"
+        return "its settings differ from those asked for"
+    done = saved.get("steps_completed") or 0
+    if done > want["steps"]:
+        return f"it has done {done} steps, {want['steps']} asked for"
+    return None
+
+
+def _saved_config(out: str) -> dict | None:
+    try:
+        cfg = json.loads((Path(out) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
+
+
 # --------------------------------------------------------------------------- one point
 
 
-def point_state(out: str) -> str:
-    """``"done"``, ``"resumable"`` (a checkpoint to continue from) or ``"new"``."""
-    d = Path(out)
-    try:
-        cfg = json.loads((d / "config.json").read_text())
-    except (OSError, ValueError):
-        cfg = {}
-    if ((d / "summary.csv").is_file() and cfg.get("steps_completed") == cfg.get("steps")
-            and not cfg.get("interrupted") and not cfg.get("diverged")):
+def point_state(point: Point) -> str:
+    """``"done"``, ``"resumable"`` (a checkpoint of this very configuration to continue
+    from), ``"stale"`` (a run of other settings is there) or ``"new"``."""
+    d = Path(point.out)
+    cfg = _saved_config(point.out)
+    if cfg is None:
+        return "new"
+    if stale_reason(point) is not None:
+        return "stale"
+    want = requested(point)["steps"]
+    if ((d / "summary.csv").is_file() and cfg.get("steps_completed") == want
+            and not cfg.get("running") and not cfg.get("interrupted")
+            and not cfg.get("diverged")):
         return "done"
     return "resumable" if (d / checkpoint.NAME).is_file() else "new"
 
@@ -211,12 +250,14 @@ def run_point(point: Point) -> dict[str, Any]:
     """Run (or resume) one point in this process; never raises for a failed run."""
     from bandits import run as runner
 
-    state = point_state(point.out)
+    state = point_state(point)
     if state == "done":
         return {"point": point.name, "status": "ok", "message": "finished earlier"}
     if state == "resumable":
-        argv = ["--resume", point.out, "--no-progress"]
-    else:
+        steps = requested(point)["steps"]
+        argv = ["--resume", point.out, "--steps", str(steps), "--no-progress"]
+    else:  # new, or stale under --overwrite (refused earlier otherwise)
+        Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
         argv = [*point.argv, "--out", point.out, "--overwrite", "--no-progress"]
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
@@ -239,25 +280,53 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
         # spawn: a fresh interpreter per worker, as a Ray worker is (no forked torch state)
         import multiprocessing
 
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as ex:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_init, initargs=(os.getpid(),)) as ex:
             futures = {ex.submit(task, p): p for p in todo.values()}
             progress.running(min(workers, len(futures)))
             pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in finished:
-                    p = futures[f]
-                    try:
-                        result = f.result()
-                    except Exception as e:  # its worker died (BrokenProcessPool) or it raised
-                        tries[p.name] += 1
-                        if tries[p.name] > retries:
-                            progress.done(p, {"status": "failed", "message": _one_line(e)})
-                            todo.pop(p.name)
-                        continue
-                    progress.done(p, result)
+            try:
+                _gather(futures, pending, tries, retries, todo, workers, progress)
+            except KeyboardInterrupt:  # the workers got Ctrl-C too: their runs checkpoint
+                ex.shutdown(wait=True, cancel_futures=True)
+                raise
+
+
+def _gather(futures: dict, pending: set, tries: dict, retries: int, todo: dict, workers: int,
+            progress: _Progress) -> None:
+    """Record the pool's results as they come; a failed point stays in ``todo`` to retry."""
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for f in finished:
+            p = futures[f]
+            try:
+                result = f.result()
+            except Exception as e:  # its worker died (BrokenProcessPool) or it raised
+                tries[p.name] += 1
+                if tries[p.name] > retries:
+                    progress.done(p, {"status": "failed", "message": _one_line(e)})
                     todo.pop(p.name)
-                progress.running(min(workers, len(pending)))
+                continue
+            progress.done(p, result)
+            todo.pop(p.name)
+        progress.running(min(workers, len(pending)))
+
+
+def _worker_init(parent: int) -> None:
+    """In each local worker: Ctrl-C reaches the run (which stops at a step boundary and
+    checkpoints) but never an idle worker, and the worker ends when the sweep is killed
+    (no orphan keeps writing into a point a rerun would take up)."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gpus: float,
@@ -324,10 +393,23 @@ class _Progress:
 # --------------------------------------------------------------------------- results
 
 
+RESULT_COLUMNS = {"point", "agent", "seed", "seeds", "steps", "cumulative_regret",
+                  "cumulative_expected_regret", "wall_seconds", "status", "message",
+                  "cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
+                  "cumulative_regret_max", "cumulative_expected_regret_mean"}
+
+
+def column(setting: str) -> str:
+    """The table column of a swept setting: its name, or ``swept_<name>`` where the name is
+    also a result column (sweeping ``seeds`` or ``seed``)."""
+    return f"swept_{setting}" if setting in RESULT_COLUMNS else setting
+
+
 def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
     """One row per point, agent and seed (one row per point without results)."""
     rows = []
     for p in points:
+        swept = {column(k): v for k, v in p.settings.items()}
         r = results.get(p.name, {"status": "not run", "message": ""})
         d = Path(p.out)
         metrics = d / "metrics.csv"
@@ -337,14 +419,14 @@ def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
             m = pd.read_csv(metrics)
             last = m[m["step"] == m["step"].max()]
             for row in last.itertuples():
-                rows.append({**p.settings, "point": p.name, "agent": row.agent,
+                rows.append({**swept, "point": p.name, "agent": row.agent,
                              "seed": row.seed, "steps": row.step,
                              "cumulative_regret": row.cumulative_regret,
                              "cumulative_expected_regret": row.cumulative_expected_regret,
                              "wall_seconds": wall.get(row.agent, math.nan),
                              "status": "ok", "message": ""})
         else:
-            rows.append({**p.settings, "point": p.name, "status": r["status"],
+            rows.append({**swept, "point": p.name, "status": r["status"],
                          "message": r.get("message", "")})
     return pd.DataFrame(rows)
 
@@ -354,7 +436,7 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     ok = df[df["status"] == "ok"]
     if ok.empty:
         return pd.DataFrame()
-    keys = [*settings, "point", "agent"]
+    keys = [*map(column, settings), "point", "agent"]
     g = ok.groupby(keys, sort=False, dropna=False)["cumulative_regret"]
     e = ok.groupby(keys, sort=False, dropna=False)["cumulative_expected_regret"]
     out = pd.DataFrame({"seeds": g.count(), "cumulative_regret_mean": g.mean(),
@@ -371,7 +453,7 @@ def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [", ".join(f"{k} {r[k]}" for k in settings) or r["point"]
+    labels = [", ".join(f"{k} {r[column(k)]}" for k in settings) or r["point"]
               for _, r in summary.iterrows()]
     agents = list(dict.fromkeys(summary["agent"]))
     if len(agents) > 1:
@@ -384,8 +466,8 @@ def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     ax.set_xlabel("final cumulative regret (mean +- 1 std over seeds)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    fig.savefig(path.with_suffix(".pdf"))
+    save_figure(fig, path, dpi=150)
+    save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
 
 
@@ -432,6 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--redraw", type=Path, default=None, metavar="DIR",
                    help="rebuild the summary and plot of DIR from its sweep.csv, then exit")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rerun points whose directory holds a run of other settings, and "
+                        "rewrite the tables of a sweep directory made with another grid "
+                        "(without it such a sweep is refused)")
     return p
 
 
@@ -473,6 +559,36 @@ def _base_from_flags(extra: list[str]) -> dict[str, Any]:
             for k, v in given.items()}
 
 
+def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
+                    problems: dict[str, str | None], overwrite: bool) -> None:
+    """Refuse (one line) to mix this sweep with results of other settings already in
+    ``out``: a point whose directory holds a run of other settings, or a sweep made with a
+    grid that had points this one leaves out (its tables would silently drop them).
+    With ``overwrite`` those points are rerun and the tables rewritten for this grid."""
+    if overwrite:
+        return
+    try:
+        before = json.loads((out / "sweep.json").read_text())
+    except (OSError, ValueError):
+        before = None
+    if isinstance(before, dict) and "base" in before and "grid" in before:
+        old = make_points(before["base"], before["grid"], out)
+        kept = {p.name for p in points}
+        dropped = [p.name for p in old if p.name not in kept]
+        if dropped:
+            raise SweepError(f"{out} holds a sweep with points this grid leaves out "
+                             f"({dropped[0]}{' and more' if len(dropped) > 1 else ''}); give "
+                             "its grid again (or a larger one), choose another --out, or pass "
+                             "--overwrite to rewrite its tables for this grid")
+    for p in points:
+        if problems[p.name] is None:
+            reason = stale_reason(p)
+            if reason is not None:
+                raise SweepError(f"point {p.name} in {out} holds a run of other settings "
+                                 f"({reason}); choose another --out, or pass --overwrite to "
+                                 "run it again")
+
+
 def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
     if args.out is None:
         raise SweepError("--out DIR is required: the sweep's directory")
@@ -491,21 +607,30 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
     except OSError as e:
         raise SweepError(f"cannot create {out}: {e.strerror}") from None
     points = make_points(base, grid, out)
+    problems = {p.name: check_point(p) for p in points}
+    if len(points) > 1 and len(set(problems.values())) == 1 and None not in problems.values():
+        raise SweepError(next(iter(problems.values())))  # a bad shared setting: say it once
+    check_directory(out, base, grid, points, problems, args.overwrite)
     start = time.perf_counter()
     progress = _Progress(len(points), args.no_progress)
     runnable = []
     for p in points:  # a bad setting is reported with its name; the others run
-        problem = check_point(p)
-        if problem is None:
+        if problems[p.name] is None:
             runnable.append(p)
         else:
-            progress.done(p, {"status": "bad setting", "message": problem})
+            progress.done(p, {"status": "bad setting", "message": problems[p.name]})
     try:
         if args.backend == "local":
             _local(runnable, args.workers, args.retries, progress)
         else:
             _ray(runnable, args.address, args.workers, args.cpus_per_point,
                  args.gpus_per_point, args.retries, progress)
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"bandits.sweep: interrupted; {len(progress.results)} of {len(points)} points "
+              "finished. Run the same command again to continue: finished points are kept "
+              "and unfinished ones resume from their checkpoints", file=sys.stderr)
+        return 130
     finally:
         progress.close()
     df = collect(points, progress.results)
@@ -515,7 +640,8 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
                 "failed": sum(r["status"] != "ok" for r in progress.results.values()),
                 "wall_seconds": round(time.perf_counter() - start, 1)}, out / "sweep.json")
     if not summary.empty:
-        cols = [*grid, "agent", "seeds", "cumulative_regret_mean", "cumulative_regret_std"]
+        cols = [*map(column, grid), "agent", "seeds", "cumulative_regret_mean",
+                "cumulative_regret_std"]
         table = summary[cols].copy()
         for c in ("cumulative_regret_mean", "cumulative_regret_std"):
             table[c] = table[c].map(lambda v: f"{v:.1f}")

@@ -97,9 +97,14 @@ def _damage(path: Path, how: str) -> None:
     elif how == "foreign":
         torch.save({"weights": torch.zeros(3)}, path)
     elif how == "wrong version":
-        state = torch.load(path, weights_only=True)
-        state["version"] = 99
-        torch.save(state, path)
+        header, payload = data.split(b"\n", 1)
+        path.write_bytes(header.replace(b'"version": 2', b'"version": 99') + b"\n" + payload)
+    elif how == "old version":  # the first format: a bare torch file with version 1
+        torch.save({"format": checkpoint.FORMAT, "version": 1, "kind": "bandits.run"}, path)
+    elif how == "flipped byte":  # one bit of the tensor data, deep in the payload
+        flipped = bytearray(data)
+        flipped[len(data) * 2 // 3] ^= 0x01
+        path.write_bytes(bytes(flipped))
     elif how == "code":  # a pickle that would run code if loaded unsafely
         import pickle
 
@@ -115,6 +120,7 @@ def _damage(path: Path, how: str) -> None:
 @pytest.mark.parametrize("how, message", [
     ("truncated", "damaged or truncated"), ("garbage", "damaged or truncated"),
     ("foreign", "not a checkpoint of this project"), ("wrong version", "format version 99"),
+    ("old version", "format version 1"), ("flipped byte", "does not match its checksum"),
     ("code", "damaged or truncated"), ("missing", "nothing to resume"),
 ])
 def test_bad_checkpoints_give_one_line_naming_the_file(tmp_path, capsys, how, message):

@@ -1,6 +1,12 @@
 """Sweeps on the local backend (and on a local Ray where ray is installed)."""
 
 import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -9,6 +15,7 @@ import pytest
 from bandits import run as runner
 from bandits.sweep import main, make_points, parse_sets
 
+ROOT = Path(__file__).parents[1]
 BASE = ["--", "--env", "wheel", "--agent", "bbb", "greedy", "--seeds", "2", "--steps", "15",
         "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1"]
 GRID = ["--set", "noise_sigma=0.1,0.5", "--set", "lr=0.001,0.003"]
@@ -65,7 +72,7 @@ def test_a_bad_point_is_reported_and_the_others_run(tmp_path, capsys):
     df = pd.read_csv(out / "sweep.csv")
     bad = df[df["noise_sigma"] == -1]
     assert (bad["status"] == "bad setting").all()
-    assert "--noise-sigma must be a positive number" in bad["message"].iloc[0]
+    assert "--noise-sigma must be in [0.001, 1000], got -1" in bad["message"].iloc[0]
     assert (df[df["noise_sigma"] == 0.1]["status"] == "ok").all()
     assert "noise_sigma=-1" in capsys.readouterr().err
 
@@ -173,3 +180,149 @@ def test_a_dead_worker_is_retried(tmp_path):
     progress = _Progress(len(again), disable=True)
     _local(again, workers=1, retries=0, progress=progress, task=crash_once)
     assert progress.results[again[0].name]["status"] == "failed"
+
+
+# ------------------------------------------------------------------ never reuse stale points
+
+SMALL = ["--", "--env", "wheel", "--agent", "greedy", "--seeds", "2", "--steps", "6",
+         "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1"]
+
+
+@pytest.fixture
+def small_sweep(tmp_path) -> Path:
+    out = tmp_path / "s"
+    assert main(["--set", "lr=0.001,0.003", "--out", str(out), "--workers", "1",
+                 "--no-progress", *SMALL]) == 0
+    return out
+
+
+@pytest.mark.parametrize("change, reason", [
+    (["--steps", "4"], "it has done 6 steps, 4 asked for"),
+    (["--noise-sigma", "0.5"], "noise_sigma is 0.1 there, 0.5 asked for"),
+    (["--seeds", "3"], "seeds is 2 there, 3 asked for"),
+])
+def test_a_rerun_with_other_shared_settings_is_refused(small_sweep, capsys, change, reason):
+    table = (small_sweep / "sweep.csv").read_bytes()
+    capsys.readouterr()
+    code = main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", *SMALL, *change])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert reason in err and "--overwrite" in err and len(err.splitlines()) == 1
+    assert (small_sweep / "sweep.csv").read_bytes() == table
+
+
+def test_overwrite_reruns_the_stale_points(small_sweep):
+    assert main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", "--overwrite", *SMALL, "--noise-sigma", "0.5"]) == 0
+    for p in (small_sweep / "points").iterdir():
+        assert json.loads((p / "config.json").read_text())["noise_sigma"] == 0.5
+
+
+def test_more_steps_extend_the_finished_points(small_sweep, tmp_path):
+    assert main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", *SMALL, "--steps", "9"]) == 0
+    df = pd.read_csv(small_sweep / "sweep.csv")
+    assert (df["steps"] == 9).all()
+    direct = tmp_path / "direct"
+    argv = [*SMALL[1:], "--steps", "9", "--lr", "0.003", "--out", str(direct), "--no-progress"]
+    assert runner.main(argv) == 0
+    point = small_sweep / "points" / "lr=0.003"
+    assert (point / "metrics.csv").read_bytes() == (direct / "metrics.csv").read_bytes()
+
+
+def test_a_rerun_that_drops_points_is_refused(small_sweep, capsys):
+    table = (small_sweep / "sweep.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["--set", "lr=0.001", "--out", str(small_sweep), "--no-progress",
+                 *SMALL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "leaves out (lr=0.003)" in err and len(err.splitlines()) == 1
+    assert (small_sweep / "sweep.csv").read_bytes() == table
+    # a larger grid keeps every old point and adds the new one
+    assert main(["--set", "lr=0.001,0.003,0.01", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", *SMALL]) == 0
+    assert set(pd.read_csv(small_sweep / "sweep.csv")["lr"]) == {0.001, 0.003, 0.01}
+
+
+@pytest.mark.parametrize("values", ["2", "1,2"])
+def test_sweeping_over_seeds(tmp_path, values):
+    out = tmp_path / "s"
+    argv = [a for a in SMALL if a not in ("--seeds",)]
+    argv.remove("2")
+    assert main(["--set", f"seeds={values}", "--out", str(out), "--workers", "1",
+                 "--no-progress", *argv]) == 0
+    s = pd.read_csv(out / "sweep_summary.csv")
+    assert list(s["seeds"]) == list(s["swept_seeds"])
+    assert (out / "sweep.png").is_file() and (out / "sweep.json").is_file()
+
+
+def test_a_bad_shared_setting_is_reported_once(tmp_path, capsys):
+    code = main(["--set", "lr=0.001,0.003", "--out", str(tmp_path / "s"), "--no-progress",
+                 *SMALL, "--noise-sigma", "-1"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "--noise-sigma must be in" in err and len(err.splitlines()) == 1
+
+
+def test_each_point_records_its_own_runnable_command(small_sweep, tmp_path):
+    point = small_sweep / "points" / "lr=0.003"
+    command = json.loads((point / "config.json").read_text())["command"]
+    assert command.startswith("python -m bandits.run ") and "--set" not in command
+    argv = shlex.split(command)[3:]
+    out = argv[argv.index("--out") + 1]
+    argv[argv.index("--out") + 1] = str(tmp_path / "again")
+    assert out == str(point)
+    assert runner.main(argv) == 0
+    assert ((tmp_path / "again" / "metrics.csv").read_bytes()
+            == (point / "metrics.csv").read_bytes())
+
+
+def _sweep_process(out: Path, steps: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "bandits.sweep", "--set", "lr=0.001,0.002,0.003,0.004",
+           "--out", str(out), "--workers", "2", "--no-progress", *SMALL[:-8], "--steps",
+           str(steps), "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1",
+           "--checkpoint-every", "0"]
+    return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _wait_for_checkpoints(out: Path, n: int, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while len(list(out.glob("points/*/checkpoint.pt"))) < n:
+        assert time.monotonic() < end, "the sweep never checkpointed"
+        time.sleep(0.2)
+
+
+def test_ctrl_c_on_a_sweep_is_one_line_and_the_rerun_continues(tmp_path):
+    out = tmp_path / "s"
+    proc = _sweep_process(out, 3000)
+    _wait_for_checkpoints(out, 2)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("bandits.sweep")]
+    assert "Traceback" not in err and len(lines) == 1 and "same command again" in lines[0]
+
+
+def test_workers_die_with_a_killed_sweep(tmp_path):
+    out = tmp_path / "s"
+    proc = _sweep_process(out, 100_000)
+    _wait_for_checkpoints(out, 2)
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+    assert children
+    proc.kill()
+    proc.wait()
+    end = time.monotonic() + 20
+    while any(Path(f"/proc/{c}").exists() and "Z" not in _state(c) for c in children):
+        assert time.monotonic() < end, "a worker outlived its sweep"
+        time.sleep(0.2)
+
+
+def _state(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return "Z"

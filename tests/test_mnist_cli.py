@@ -1,0 +1,245 @@
+"""The command line of ``python -m bandits.mnist``: one-line errors with exit status 2,
+refused settings, help texts, the printed threads and outputs, no empty directory left
+behind by a run that cannot find its data."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+import torch
+
+from bandits import mnist
+
+PREFIX = "bandits.mnist: error: "
+
+
+def _no_network(monkeypatch):
+    def fail(*a, **k):
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fail)
+
+
+def _one_error_line(capsys) -> str:
+    """The run's stderr, which must be exactly one line with the error prefix."""
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(PREFIX), lines[0]
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- 1. settings
+
+
+def test_zero_epochs_refused(capsys):
+    assert mnist.main(["--epochs", "0", "--no-progress"]) == 2
+    line = _one_error_line(capsys)
+    assert "--epochs must be >= 1" in line and "got 0" in line
+    assert "test error" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--seed", "-1"], "--seed"),
+    (["--seed", str(2**40)], "--seed"),
+    (["--hidden", "0"], "--hidden"),
+    (["--hidden", "-5"], "--hidden"),
+    (["--layers", "0"], "--layers"),
+    (["--batch-size", "0"], "--batch-size"),
+    (["--samples", "0"], "--samples"),
+    (["--eval-samples", "-1"], "--eval-samples"),
+    (["--train-size", "-1"], "--train-size"),
+    (["--test-size", "-3"], "--test-size"),
+    (["--ood-images", "0"], "--ood-images"),
+    (["--seeds", "0"], "--seeds"),
+    (["--threads", "-1"], "--threads"),
+    (["--threads", "100000"], "--threads"),
+    (["--lr", "0"], "--lr"),
+    (["--lr", "inf"], "--lr"),
+    (["--lr", "nan"], "--lr"),
+    (["--lr-min", "-1"], "--lr-min"),
+    (["--dropout", "1"], "--dropout"),
+    (["--init-rho", "-1000"], "--init-rho"),
+    (["--checkpoint-every", "-1"], "--checkpoint-every"),
+    (["--checkpoint-every", "nan"], "--checkpoint-every"),
+    (["--bench-rounds", "0"], "--bench-rounds"),
+    (["--bench-runs", "0"], "--bench-runs"),
+    (["--bench-batches", "-1"], "--bench-batches"),
+    (["--neg-log-sigma1", "-800"], "--neg-log-sigma1"),
+    (["--neg-log-sigma2", "1000"], "--neg-log-sigma2"),
+    (["--prune", "0,x"], "--prune"),
+    (["--prune", "150"], "--prune"),
+    (["--bench-hidden", "0,16"], "--bench-hidden"),
+])
+def test_numeric_settings_out_of_range_refused(argv, flag, capsys):
+    assert mnist.main([*argv, "--no-progress"]) == 2
+    line = _one_error_line(capsys)
+    assert f"{flag} must be" in line
+    # the allowed range is named
+    assert re.search(r"must be (>=? -?[\d.,]+|a comma-separated list)", line), line
+
+
+def test_absurd_sizes_refused_before_allocating(capsys, monkeypatch):
+    def no_alloc(*a, **k):
+        raise AssertionError("nothing may be built for refused settings")
+
+    monkeypatch.setattr(mnist, "build_classifiers", no_alloc)
+    monkeypatch.setattr(mnist, "load_splits", no_alloc)
+    assert mnist.main(["--hidden", "100000000", "--no-progress"]) == 2
+    line = _one_error_line(capsys)
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert "--hidden 100000000" in line and "needs about" in line and "PiB" in line
+    assert f"{mnist._bytes_text(have)} of memory" in line
+    assert mnist.main(["--bench", "--bench-hidden", "400,100000000"]) == 2
+    assert "--bench-hidden 100000000" in _one_error_line(capsys)
+
+
+def test_memory_estimate_counts_every_model(capsys, monkeypatch):
+    one = mnist.parse_config(["--hidden", "1000"])
+    many = mnist.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
+    need_one, models_one, _ = mnist.memory_estimate(one)
+    need_many, models_many, _ = mnist.memory_estimate(many)
+    assert (models_one, models_many) == (1, 6)
+    params = 784 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10
+    assert need_one == params * 4 * 4 + one.ood_images * 784 * 12
+    assert need_many - need_one == 5 * params * 4 * 4
+    # a machine with 1 GiB: 6 models of 2 x 1000 fit, 60 seeds of 2 x 5000 do not
+    monkeypatch.setattr(mnist, "machine_memory", lambda device: 2**30)
+    mnist.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
+    assert mnist.main(["--hidden", "5000", "--seeds", "60"]) == 2
+    line = _one_error_line(capsys)
+    assert "60 model(s)" in line and "1.0 GiB of memory" in line
+
+
+# --------------------------------------------------------------------------- 2. parse errors
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epochs", "abc"], "argument --epochs: invalid int value: 'abc'"),
+    (["--lr", "fast"], "argument --lr: invalid float value: 'fast'"),
+    (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["--hidden"], "argument --hidden: expected one argument"),
+])
+def test_parse_errors_are_one_line(argv, message, capsys):
+    assert mnist.main(argv) == 2
+    line = _one_error_line(capsys)
+    assert line == f"{PREFIX}{message} (see --help)"
+    assert capsys.readouterr().out == ""
+
+
+def test_parse_error_from_the_command_line():
+    p = subprocess.run([sys.executable, "-m", "bandits.mnist", "--epochs", "abc"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.splitlines() == [
+        f"{PREFIX}argument --epochs: invalid int value: 'abc' (see --help)"]
+    assert "usage:" not in p.stderr and p.stdout == ""
+
+
+# --------------------------------------------------------------------------- 3. help texts
+
+
+def _help_of(flag: str) -> str:
+    """The help text of one flag in ``--help``, joined into one line."""
+    text = mnist.build_parser().format_help()
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if re.match(rf"  {flag}\b", ln))
+    body = [lines[start][len(f"  {flag}"):]]
+    for ln in lines[start + 1:]:
+        if re.match(r"  -", ln) or not ln.strip():
+            break
+        body.append(ln)
+    return " ".join(" ".join(body).split())
+
+
+def test_help_says_what_the_no_flags_do(capsys):
+    with pytest.raises(SystemExit) as e:
+        mnist.main(["--help"])
+    assert e.value.code == 0
+    assert "--no-download" in capsys.readouterr().out
+    download = _help_of("--no-download")
+    assert download.startswith("never download") and "missing" in download
+    assert "(default: missing files are downloaded)" in download
+    progress = _help_of("--no-progress")
+    assert progress.startswith("hide the progress bar") and "(default: shown)" in progress
+    plots = _help_of("--no-plots")
+    assert plots.startswith("do not draw the PNG plots") and "default: drawn" in plots
+    for flag in ("--no-download", "--no-progress", "--no-plots"):
+        assert "(default: True)" not in _help_of(flag)
+
+
+def test_help_states_when_checkpoints_are_written():
+    every = _help_of("--checkpoint-every")
+    assert "(default: 300.0)" in every and "seconds" in every
+    assert "always after the last epoch" in every
+    resume = _help_of("--resume")
+    assert "--checkpoint-every seconds" in resume
+    assert "written after every epoch" not in resume
+    assert "every epoch" not in mnist.build_parser().format_help().replace(
+        "(0: after every epoch)", "")
+
+
+# --------------------------------------------------------------------------- 4. printed lines
+
+
+def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsys):
+    _no_network(monkeypatch)
+    out = tmp_path / "run"
+    threads = torch.get_num_threads()
+    try:
+        code = mnist.main(["--data-dir", str(mnist_data_dir), "--train-size", "64",
+                           "--test-size", "32", "--hidden", "8", "--epochs", "1",
+                           "--batch-size", "32", "--eval-samples", "1", "--ood-images", "8",
+                           "--prune", "0", "--threads", "1", "--no-progress", "--no-plots",
+                           "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "torch threads: 1 (--threads N changes it)"
+    assert lines[-1] == f"outputs in {out}"
+    assert (out / "summary.json").is_file()
+
+
+# --------------------------------------------------------------------------- 5. missing data
+
+
+@pytest.mark.parametrize("extra", [[], ["--bench"]])
+def test_missing_data_leaves_no_directory(tmp_path, monkeypatch, capsys, extra):
+    _no_network(monkeypatch)
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    base = ["--data-dir", str(empty), "--no-download", "--epochs", "1", "--hidden", "8",
+            "--no-progress", *extra]
+    # an explicit --out
+    out = tmp_path / "out" / "run"
+    assert mnist.main([*base, "--out", str(out)]) == 2
+    assert "not found" in _one_error_line(capsys)
+    assert not out.exists() and not out.parent.exists()
+    # the default directory (results/runs/... or results/mnist) under the working directory
+    assert mnist.main(base) == 2
+    assert "not found" in _one_error_line(capsys)
+    assert list(work.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "work"]
+
+
+def test_other_errors_use_the_same_prefix(tmp_path, capsys):
+    assert mnist.main(["--report", str(tmp_path / "nowhere")]) == 2
+    assert "--report" in _one_error_line(capsys)
+    if not torch.cuda.is_available():
+        assert mnist.main(["--device", "cuda", "--no-progress"]) == 2
+        assert "--device cuda" in _one_error_line(capsys)
+
+
+def test_valid_settings_still_accepted():
+    cfg = mnist.parse_config(["--epochs", "1", "--seed", "0", "--hidden", "8", "--threads", "0",
+                              "--checkpoint-every", "0", "--train-size", "0", "--prune", "0,50"])
+    assert (cfg.epochs, cfg.hidden, cfg.seed) == (1, 8, 0)

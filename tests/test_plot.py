@@ -1,0 +1,196 @@
+"""python -m bandits.plot: output names, colours and styles, titles, write errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import matplotlib.colors as mcolors
+import numpy as np
+import pandas as pd
+import pytest
+
+from bandits import plot
+
+
+def _metrics(agents=("bbb", "greedy"), seeds=(0, 1, 2), steps=(1, 5, 10)) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    rows = []
+    for a in agents:
+        for s in seeds:
+            r = e = 0.0
+            for t in steps:
+                r += rng.uniform(0, 5)
+                e += rng.uniform(0, 3)
+                rows.append({"agent": a, "seed": s, "step": t, "cumulative_regret": r,
+                             "cumulative_expected_regret": e})
+    return pd.DataFrame(rows)
+
+
+def _run_dir(path: Path, env: str | None = "mushroom", **kw) -> Path:
+    path.mkdir(parents=True)
+    _metrics(**kw).to_csv(path / "metrics.csv", index=False)
+    if env is not None:
+        (path / "config.json").write_text(json.dumps({"env": env, "steps": 10}))
+    return path
+
+
+def _same_color(a, b) -> bool:
+    return np.allclose(mcolors.to_rgb(a), mcolors.to_rgb(b))
+
+
+def _error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("bandits.plot: error: ")
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_expected_keeps_regret_png(tmp_path, capsys):
+    d = _run_dir(tmp_path / "run")
+    assert plot.main([str(d)]) == 0
+    before = (d / "regret.png").read_bytes()
+    assert (d / "regret.pdf").is_file()
+    assert plot.main([str(d), "--expected"]) == 0
+    assert (d / "regret.png").read_bytes() == before
+    assert (d / "expected_regret.png").is_file()
+    assert (d / "expected_regret.pdf").is_file()
+    assert (d / "expected_regret.png").read_bytes() != before
+    assert not list(d.glob(".*.tmp"))  # the atomic writes left no temporary file
+
+
+def test_combined_colors_styles_labels(tmp_path):
+    m1 = _metrics(agents=("bbb", "greedy", "mystery", "other"))
+    m2 = _metrics(agents=("bbb", "greedy", "mystery", "other"))
+    metrics = pd.concat([m1.assign(run="a"), m2.assign(run="b")], ignore_index=True)
+    fig = plot.regret_figure(metrics)
+    try:
+        ax = fig.axes[0]
+        lines, bands = ax.lines, ax.collections
+        assert len(lines) == len(bands) == 8
+        for line, band in zip(lines, bands):
+            assert _same_color(band.get_facecolor()[0][:3], line.get_color())
+        by_label = {ln.get_label(): ln for ln in lines}
+        bbb_a = by_label["Bayes by Backprop (Thompson) [a] (n=3)"]
+        bbb_b = by_label["Bayes by Backprop (Thompson) [b] (n=3)"]
+        assert _same_color(bbb_a.get_color(), plot.COLORS["bbb"])
+        assert _same_color(bbb_b.get_color(), plot.COLORS["bbb"])
+        assert bbb_a.get_linestyle() != bbb_b.get_linestyle()
+        assert _same_color(by_label["greedy [b] (n=3)"].get_color(), plot.COLORS["greedy"])
+        # agents without a COLORS entry: distinct colours, shared across runs
+        mys = [by_label[f"mystery [{r}] (n=3)"].get_color() for r in "ab"]
+        oth = [by_label[f"other [{r}] (n=3)"].get_color() for r in "ab"]
+        assert _same_color(*mys) and _same_color(*oth)
+        assert not _same_color(mys[0], oth[0])
+        for c in (mys[0], oth[0]):
+            assert not _same_color(c, plot.COLORS["bbb"])
+            assert not _same_color(c, plot.COLORS["greedy"])
+    finally:
+        plot.plt.close(fig)
+
+
+def test_combined_cli(tmp_path, capsys):
+    d1 = _run_dir(tmp_path / "r1")
+    d2 = _run_dir(tmp_path / "r2", env=None)
+    out = tmp_path / "both.png"
+    assert plot.main([str(d1), str(d2), "--out", str(out)]) == 0
+    assert out.is_file() and out.with_suffix(".pdf").is_file()
+    assert plot.main([str(d1), str(d2)]) == 2  # several DIRs need --out
+    _error_line(capsys)
+
+
+def test_linestyles_cycle():
+    metrics = pd.concat([_metrics(agents=("bbb",)).assign(run=str(i)) for i in range(5)],
+                        ignore_index=True)
+    fig = plot.regret_figure(metrics)
+    try:
+        styles = [ln.get_linestyle() for ln in fig.axes[0].lines]
+    finally:
+        plot.plt.close(fig)
+    assert len(set(styles[:4])) == 4 and styles[4] == styles[0]
+
+
+def test_redraw_title(tmp_path, monkeypatch):
+    d = _run_dir(tmp_path / "run", seeds=(3, 4), steps=(1, 7, 42))
+    titles = []
+    real = plot.regret_figure
+
+    def spy(*args, **kw):
+        fig = real(*args, **kw)
+        titles.append(fig.axes[0].get_title())
+        return fig
+
+    monkeypatch.setattr(plot, "regret_figure", spy)
+    assert plot.main([str(d)]) == 0
+    assert titles[-1] == "mushroom: 2 seeds, 42 steps"  # as bandits.run draws it
+    assert plot.run_title(d, pd.read_csv(d / "metrics.csv")) == "mushroom: 2 seeds, 42 steps"
+    (d / "config.json").unlink()
+    assert plot.main([str(d)]) == 0
+    assert titles[-1] == ""
+
+
+def test_out_missing_dir(tmp_path, capsys):
+    d = _run_dir(tmp_path / "run")
+    out = tmp_path / "nope" / "f.png"
+    assert plot.main([str(d), "--out", str(out)]) == 2
+    line = _error_line(capsys)
+    assert f"cannot write {out}:" in line and "mkdir" in line
+    assert not out.parent.exists()
+
+
+def test_out_read_only_dir(tmp_path, capsys):
+    d = _run_dir(tmp_path / "run")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as root: a 0o500 directory is still writable")
+        out = ro / "f.png"
+        assert plot.main([str(d), "--out", str(out)]) == 2
+        assert f"cannot write {out}:" in _error_line(capsys)
+        assert not list(ro.iterdir())
+    finally:
+        ro.chmod(0o700)
+
+
+def test_write_error_keeps_old_file(tmp_path, capsys, monkeypatch):
+    d = _run_dir(tmp_path / "run")
+    assert plot.main([str(d)]) == 0
+    before = (d / "regret.png").read_bytes()
+    capsys.readouterr()
+
+    def fail(*args, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plot, "save_figure", fail)
+    assert plot.main([str(d)]) == 2
+    line = _error_line(capsys)
+    assert f"cannot write {d / 'regret.png'}: No space left on device" in line
+    assert (d / "regret.png").read_bytes() == before
+
+
+@pytest.mark.parametrize("drop", ["step", "cumulative_regret"])
+def test_missing_columns(tmp_path, capsys, drop):
+    d = tmp_path / "run"
+    d.mkdir()
+    _metrics().drop(columns=[drop]).to_csv(d / "metrics.csv", index=False)
+    assert plot.main([str(d)]) == 2
+    assert drop in _error_line(capsys)
+    assert not (d / "regret.png").exists()
+
+
+def test_no_metrics(tmp_path, capsys):
+    assert plot.main([str(tmp_path)]) == 2
+    _error_line(capsys)
+    (tmp_path / "metrics.csv").write_text("")
+    assert plot.main([str(tmp_path)]) == 2
+    _error_line(capsys)
+
+
+def test_plot_regret_as_run_calls_it(tmp_path):
+    plot.plot_regret(_metrics(), tmp_path / "regret.png", log_y=True, title="t: 3 seeds")
+    assert (tmp_path / "regret.png").is_file() and (tmp_path / "regret.pdf").is_file()

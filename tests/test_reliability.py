@@ -1,0 +1,258 @@
+"""Results that never lie (issue: sweeps, checkpoints and output files): every case
+a careless user ran into gives the right result or one line with exit status 2."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from bandits import checkpoint, results
+from bandits.run import main
+
+TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
+        "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy"]
+ROOT = Path(__file__).parents[1]
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+# ------------------------------------------------------------------ checkpoints
+
+
+def test_a_checkpoint_copied_from_another_run_is_refused(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main([*TINY, "--steps", "5", "--out", str(a)]) == 0
+    assert main([*TINY, "--steps", "5", "--lr", "0.003", "--out", str(b)]) == 0
+    config_b = (b / "config.json").read_bytes()
+    metrics_b = (b / "metrics.csv").read_bytes()
+    shutil.copy(a / "checkpoint.pt", b / "checkpoint.pt")
+    capsys.readouterr()
+    assert main(["--resume", str(b), "--steps", "8"]) == 2
+    assert "belongs to another run" in _one_line(capsys)
+    assert (b / "config.json").read_bytes() == config_b  # nothing of b was touched
+    assert (b / "metrics.csv").read_bytes() == metrics_b
+
+
+def test_a_checkpoint_without_its_config_is_refused(tmp_path, capsys):
+    a = tmp_path / "a"
+    assert main([*TINY, "--steps", "5", "--out", str(a)]) == 0
+    (a / "config.json").unlink()
+    capsys.readouterr()
+    assert main(["--resume", str(a)]) == 2
+    assert "config.json is missing" in _one_line(capsys)
+
+
+def test_a_checkpoint_that_lacks_a_key_is_one_line(tmp_path, capsys):
+    a = tmp_path / "a"
+    assert main([*TINY, "--steps", "5", "--out", str(a)]) == 0
+    cfg = json.loads((a / "config.json").read_text())
+    state = checkpoint.load(a / "checkpoint.pt", "bandits.run")
+    del state["lanes"][0]["buffer"]
+    checkpoint.save(a / "checkpoint.pt", "bandits.run", state, identity=cfg["identity"])
+    capsys.readouterr()
+    assert main(["--resume", str(a), "--steps", "8"]) == 2
+    assert "does not hold the state this run needs" in _one_line(capsys)
+
+
+def test_torch_writer_errors_become_one_line_and_leave_no_temporary_file(tmp_path,
+                                                                         monkeypatch):
+    p = tmp_path / "checkpoint.pt"
+    checkpoint.save(p, "k", {"step": 1})
+
+    def failing_save(obj, f, *a, **k):
+        raise RuntimeError("[enforce fail at inline_container.cc] file write failed")
+
+    monkeypatch.setattr(checkpoint.torch, "save", failing_save)
+    with pytest.raises(checkpoint.CheckpointError, match="file write failed; the previous"):
+        checkpoint.save(p, "k", {"step": 2})
+    monkeypatch.undo()
+    assert checkpoint.load(p, "k")["step"] == 1
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["checkpoint.pt"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB file system of its own (tmpfs), where the test machine allows mounting."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small file system here")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
+    out = small_disk / "run"
+    assert main([*TINY, "--steps", "5", "--out", str(out)]) == 0
+    filler = small_disk / "filler"
+    with open(filler, "wb", buffering=0) as f:  # fill the disk to the last byte
+        for size in (4096, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError:
+                pass
+    capsys.readouterr()
+    code = main(["--resume", str(out), "--steps", "10", "--checkpoint-every", "0"])
+    assert code == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert checkpoint.load(out / "checkpoint.pt", "bandits.run")["steps_done"] == 5
+    assert not [x for x in out.iterdir() if x.name.endswith(".tmp")]  # nothing left behind
+    filler.unlink()
+    assert main(["--resume", str(out), "--steps", "10"]) == 0
+
+
+# ------------------------------------------------------------------ output files
+
+
+def test_csvs_are_written_atomically(tmp_path, monkeypatch):
+    f = tmp_path / "metrics.csv"
+    results.write_csv(pd.DataFrame({"a": [1, 2]}), f)
+    before = f.read_bytes()
+
+    def dying_fsync(fd):
+        raise KeyboardInterrupt  # killed after part of the file went to disk
+
+    monkeypatch.setattr(results.os, "fsync", dying_fsync)
+    with pytest.raises(KeyboardInterrupt):
+        results.write_csv(pd.DataFrame({"a": range(10_000)}), f)
+    monkeypatch.undo()
+    assert f.read_bytes() == before
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["metrics.csv"]
+
+
+def test_a_failed_run_leaves_no_empty_directory(tmp_path, capsys):
+    out = tmp_path / "new"
+    code = main([*TINY, "--env", "mushroom", "--data-dir", str(tmp_path / "nothing"),
+                 "--out", str(out)])
+    assert code == 2 and not out.exists()
+
+
+def test_the_config_records_a_command_that_reruns_it(tmp_path):
+    out = tmp_path / "run"
+    argv = [*TINY, "--steps", "4", "--out", str(out)]
+    assert main(argv) == 0
+    command = json.loads((out / "config.json").read_text())["command"]
+    assert command == "python -m bandits.run " + " ".join(argv)
+
+
+def test_two_runs_started_at_once_into_one_directory(tmp_path):
+    out = tmp_path / "shared"
+    cmd = [sys.executable, "-m", "bandits.run", *TINY, "--steps", "30", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    done = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in done)
+    assert codes == [0, 2], done
+    err = next(e for code, e in done if code == 2).strip()
+    assert ("another run is writing" in err or "not empty" in err) and len(err.splitlines()) == 1
+    assert not (out / ".lock").exists()
+
+
+def test_a_claimed_directory_is_refused_even_with_overwrite(tmp_path, capsys):
+    out = tmp_path / "busy"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from bandits.results import claim_dir; "
+         f"claim_dir({str(out)!r}); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main([*TINY, "--steps", "3", "--overwrite", "--out", str(out)]) == 2
+        assert "another run is writing" in _one_line(capsys)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main([*TINY, "--steps", "3", "--overwrite", "--out", str(out)]) == 0  # freed by death
+
+
+def test_resume_of_a_read_only_directory_is_one_line(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    assert main([*TINY, "--steps", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    real_open = os.open
+
+    def read_only(path, flags, *a, **k):  # as a read-only mount answers (root ignores chmod)
+        if str(path).startswith(str(out)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(13, "Read-only file system")
+        return real_open(path, flags, *a, **k)
+
+    monkeypatch.setattr(results.os, "open", read_only)
+    assert main(["--resume", str(out), "--steps", "6"]) == 2
+    assert "Read-only file system" in _one_line(capsys)
+
+
+# ------------------------------------------------------------------ bad settings
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--prior-pi", "0"], "--prior-pi must be in (0, 1), got 0"),
+    (["--prior-pi", "1"], "--prior-pi must be in (0, 1), got 1"),
+    (["--seed", "-1"], "--seed must be in [0, "),
+    (["--noise-sigma", "1e-200"], "--noise-sigma must be in [0.001, 1000]"),
+    (["--prior-sigma2", "1e-320"], "--prior-sigma2 must be in [1e-08, 10000]"),
+    (["--init-sigma", "1e300"], "--init-sigma must be in [1e-08, 10000]"),
+    (["--steps", "100000000000"], "--steps must be a positive integer (at most"),
+    (["--seeds", "100000000000"], "--seeds must be a positive integer (at most"),
+    (["--steps", "900000000"], "GiB of memory"),
+    (["--seeds", "50000000"], "GiB of memory"),
+    (["--hidden", "90000", "90000"], "GiB of memory"),
+    (["--hidden", "10000000"], "--hidden must be in [1, 100,000]"),
+    (["--threads", "100000"], "--threads must be in [0, 1,024]"),
+    (["--agent", "bootstrap", "--heads", "9000", "--seeds", "1000"], "GiB of memory"),
+    (["--heads", "100000"], "--heads must be in [1, 10,000]"),
+    (["--lr", "nan"], "--lr must be in (0, inf]"),
+])
+def test_out_of_range_settings_are_one_line(tmp_path, capsys, args, message):
+    out = tmp_path / "x"
+    assert main([*TINY, *args, "--out", str(out)]) == 2
+    assert message in _one_line(capsys)
+    assert not out.exists()
+
+
+def test_a_very_long_output_name_is_one_line(tmp_path, capsys):
+    assert main([*TINY, "--out", str(tmp_path / ("x" * 5000))]) == 2
+    assert "cannot write to output directory" in _one_line(capsys)
+
+
+def test_argparse_and_usage_errors_share_one_prefix(capsys):
+    with pytest.raises(SystemExit):
+        main(["--steps", "ten"])
+    a = capsys.readouterr().err
+    assert main(["--steps", "0"]) == 2
+    b = capsys.readouterr().err
+    assert a.startswith("bandits.run: error:") and b.startswith("bandits.run: error:")
+
+
+# ------------------------------------------------------------------ Ctrl-C
+
+
+def test_a_second_ctrl_c_during_the_final_writes_keeps_every_output(tmp_path, monkeypatch):
+    import bandits.run as runner
+
+    out = tmp_path / "run"
+    original = runner.write_outputs
+
+    def interrupted_writes(*a, **k):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the results are written
+        time.sleep(0.05)
+        return original(*a, **k)
+
+    monkeypatch.setattr(runner, "write_outputs", interrupted_writes)
+    assert main([*TINY, "--steps", "4", "--out", str(out)]) == 0
+    for name in ("metrics.csv", "summary.csv", "config.json", "regret.png", "regret.pdf"):
+        assert (out / name).is_file(), name
