@@ -83,6 +83,23 @@ class BBBAgent(NeuralAgent):
         return scores.squeeze(-1).argmax(dim=1)  # (runs,)
 
     @torch.no_grad()
+    def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
+                        ) -> Tensor:
+        """Reward predictions for every action of ``contexts (N, d)`` under ``samples``
+        weight samples per run, drawn from ``generator`` (never from the agent's own, so
+        looking changes nothing): ``(runs, samples, N, n_actions)``."""
+        x = self.all_action_inputs(contexts)  # (N, n_actions, in)
+        n = x.shape[0]
+        x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
+        out = []
+        for _ in range(samples):
+            eps = torch.randn(self.runs, self.model.n_params, device=self.device,
+                              generator=generator)
+            out.append(self.model(x, self.model.sample(eps)).reshape(self.runs, n,
+                                                                     self.n_actions))
+        return torch.stack(out, dim=1)
+
+    @torch.no_grad()
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model

@@ -40,10 +40,18 @@ def logged_steps(steps: int, max_points: int) -> np.ndarray:
     return np.unique(np.concatenate([lin, log, [1, steps]]).round().astype(np.int64))
 
 
+def phase_length(steps: int) -> int:
+    """Steps per phase of ``phases.csv``: a round number (1, 2 or 5 times a power of ten)
+    giving about 20 to 50 phases."""
+    target = max(steps / 25, 1)
+    base = 10 ** int(np.floor(np.log10(target)))
+    return int(min((m * base for m in (1, 2, 5, 10) if m * base >= target), default=base))
+
+
 class RegretLog:
     """Per-step records of every (agent, run), preallocated for the whole horizon."""
 
-    _ARRAYS = ("action", "reward", "regret", "expected_regret")
+    _ARRAYS = ("action", "reward", "regret", "expected_regret", "optimal_action")
 
     def __init__(self, agents: list[str], seeds: list[int], steps: int) -> None:
         self.agents, self.seeds, self.steps = agents, seeds, steps
@@ -52,6 +60,7 @@ class RegretLog:
         self.reward = np.zeros(shape)
         self.regret = np.zeros(shape)
         self.expected_regret = np.zeros(shape)
+        self.optimal_action = np.zeros(shape, dtype=np.int64)
         self.done = 0  # steps completed by every agent
 
     def record(self, k: int, t: int, actions, rewards, info: dict) -> None:
@@ -60,6 +69,8 @@ class RegretLog:
         self.reward[k, :, t] = rewards
         self.regret[k, :, t] = info["regret"]
         self.expected_regret[k, :, t] = info["expected_regret"]
+        if "optimal_action" in info:
+            self.optimal_action[k, :, t] = info["optimal_action"]
 
     def state_dict(self) -> dict:
         """The records of the completed steps (for checkpoints)."""
@@ -102,6 +113,33 @@ class RegretLog:
             "cumulative_regret": cum_r.reshape(-1),
             "cumulative_expected_regret": cum_e.reshape(-1),
         })
+
+    def phases_frame(self, n_actions: int) -> pd.DataFrame:
+        """Per agent, seed and phase (a window of :func:`phase_length` steps): the regret
+        and expected regret paid in it and how often each action was taken when each
+        action was the best (``a{i}_best{j}``: action i taken, action j optimal). Exact
+        counts over every step, whatever ``metrics.csv`` keeps."""
+        n = self.done
+        if n == 0:
+            return pd.DataFrame()
+        w = phase_length(n)
+        starts = np.arange(0, n, w)
+        rows = []
+        for k, agent in enumerate(self.agents):
+            for r, seed in enumerate(self.seeds):
+                for s0 in starts:
+                    s1 = min(s0 + w, n)
+                    a = self.action[k, r, s0:s1]
+                    b = self.optimal_action[k, r, s0:s1]
+                    row = {"agent": agent, "seed": seed, "start": int(s0) + 1, "end": int(s1),
+                           "regret": self.regret[k, r, s0:s1].sum(),
+                           "expected_regret": self.expected_regret[k, r, s0:s1].sum()}
+                    counts = np.bincount(a * n_actions + b, minlength=n_actions**2)
+                    for i in range(n_actions):
+                        for j in range(n_actions):
+                            row[f"a{i}_best{j}"] = int(counts[i * n_actions + j])
+                    rows.append(row)
+        return pd.DataFrame(rows)
 
     def summary_frame(self, losses: dict[str, float] | None = None) -> pd.DataFrame:
         """Per agent: final cumulative regret (mean, std, min, max over seeds) and the

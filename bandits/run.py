@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 import envs
@@ -430,15 +431,18 @@ def build(cfg: Config) -> tuple[list[Lane], list[int]]:
     return lanes, seeds
 
 
-def snapshot(lanes: list[Lane], log: RegretLog, wall: dict[str, float]) -> dict[str, Any]:
+def snapshot(lanes: list[Lane], log: RegretLog, wall: dict[str, float],
+             probe: Probe) -> dict[str, Any]:
     """The state of a run at the end of step ``log.done``, for a checkpoint."""
     return {"steps_done": log.done, "log": log.state_dict(), "wall": dict(wall),
+            "probes": list(probe.rows),
             "lanes": [{"agents": lane.pop.names, "agent": lane.pop.state_dict(),
                        "buffer": lane.buffer.state_dict(), "loss": lane.loss,
                        "context": torch.from_numpy(np.array(lane.context))} for lane in lanes]}
 
 
-def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], state: dict) -> None:
+def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], probe: Probe,
+            state: dict) -> None:
     """Put a freshly built run into the state of :func:`snapshot`.
 
     The environments are replayed to the checkpoint's step (their streams depend on the
@@ -448,6 +452,7 @@ def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], state: di
         raise CheckpointError("the checkpoint's agents do not match config.json")
     log.load_state_dict(state["log"])
     wall.update(state["wall"])
+    probe.rows = list(state["probes"])
     for lane, s in zip(lanes, state["lanes"]):
         lane.pop.load_state_dict(s["agent"])
         lane.buffer.load_state_dict(s["buffer"])
@@ -478,6 +483,69 @@ def _describe(d: dict[str, Any]) -> str:
             "(non-finite training loss)")
 
 
+N_ACTIONS = {"mushroom": 2, "wheel": 5}
+
+
+def probe_steps(steps: int) -> set[int]:
+    """The steps after which the probes look: 1, 2, 3, 5, 7 times each power of ten (the
+    same steps whatever the horizon, so an extended run looks where a longer one would)."""
+    return {m * 10**k for k in range(len(str(steps))) for m in (1, 2, 3, 5, 7)
+            if m * 10**k <= steps}
+
+
+class Probe:
+    """What the reward models believe as training goes on: at :func:`probe_steps`,
+    each population that can (``predict_samples``) scores every action of a fixed set of
+    contexts (drawn once from the environment with a seed of their own) under
+    ``SAMPLES`` weight samples, from a generator of the probe's own (so looking changes
+    nothing in the run). Per agent, seed, step and best action: the mean prediction of
+    each action, the spread (std over samples, averaged over the contexts), the true
+    expected reward, and how often a sample ranks the action first (the probability that
+    Thompson sampling takes it). Written to ``probes.csv``."""
+
+    CONTEXTS, SAMPLES, SEED = 64, 16, 2**31 - 1
+
+    def __init__(self, cfg: Config) -> None:
+        kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
+                  else {"delta": cfg.wheel_delta})
+        env = envs.make_vec(cfg.env, self.CONTEXTS, **kwargs)
+        self.contexts, _ = env.reset(seed=self.SEED)
+        info = env.step(np.zeros(self.CONTEXTS, dtype=np.int64))[4]
+        self.best = np.asarray(info["optimal_action"])
+        self.expected = np.asarray(info["expected_rewards"])
+        self.steps = probe_steps(cfg.steps)
+        self.device = cfg.device
+        self.rows: list[dict[str, Any]] = []
+
+    @torch.no_grad()
+    def look(self, lanes: list[Lane], step: int, seeds: list[int]) -> None:
+        for lane in lanes:
+            pop = lane.pop
+            if not hasattr(pop, "predict_samples"):
+                continue
+            g = torch.Generator(device=self.device)
+            g.manual_seed(zlib.crc32(f"{step}:{','.join(pop.names)}".encode()))
+            pred = pop.predict_samples(torch.as_tensor(self.contexts, device=self.device),
+                                       self.SAMPLES, g).cpu().numpy()  # (runs, S, N, A)
+            first = pred.argmax(-1)  # (runs, S, N)
+            for k, name in enumerate(pop.names):
+                for i, r in enumerate(range(*pop.member_runs(k).indices(pop.runs))):
+                    for b in np.unique(self.best):
+                        sel = self.best == b
+                        for a in range(pred.shape[-1]):
+                            p = pred[r][:, sel, a]  # (S, contexts with best action b)
+                            self.rows.append({
+                                "agent": name, "seed": seeds[i], "step": step,
+                                "best_action": int(b), "action": a,
+                                "expected_reward": float(self.expected[sel, a].mean()),
+                                "predicted_mean": float(p.mean()),
+                                "predicted_std": float(p.std(0).mean()),
+                                "chosen_share": float((first[r][:, sel] == a).mean())})
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
 
@@ -490,6 +558,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
     """
     lanes, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
+    probe = Probe(cfg)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
@@ -500,7 +569,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
     previous_wall = 0.0
     if resume is not None:
         try:
-            restore(lanes, log, wall, resume["state"])
+            restore(lanes, log, wall, probe, resume["state"])
         except CheckpointError as e:
             raise UsageError(f"checkpoint {out / checkpoint.NAME}: {e}") from None
         except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
@@ -549,9 +618,12 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
                         runs = lane.pop.member_runs(k)
                         wall[name] += elapsed / len(lane.pop.members)
                         log.record(index[name], t, actions_np[runs], rewards[runs],
-                                   {key: info[key][runs] for key in ("regret", "expected_regret")})
+                                   {key: info[key][runs] for key in
+                                    ("regret", "expected_regret", "optimal_action")})
                     lane.context = next_context
                 log.done = t + 1
+                if log.done in probe.steps:
+                    probe.look(lanes, log.done, seeds)
                 progress.update(log)
                 save = (log.done == cfg.steps or stop.requested
                         or time.monotonic() >= next_ckpt)
@@ -564,7 +636,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
                               "agents go on (--skip-diverged)", file=sys.stderr)
                     skipped = found
                 if save:
-                    checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall),
+                    checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall, probe),
                                                  "config": _plain({**config, **progress_info()})},
                                     identity=config["identity"])
                     ckpt_step = log.done
@@ -597,7 +669,7 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
                 losses[name] = float(lane.loss[lane.pop.member_runs(k)].mean())
     try:
         with _ignore_sigint():  # a second Ctrl-C must not leave half the outputs
-            write_outputs(cfg, out, log, wall, losses, config)
+            write_outputs(cfg, out, log, wall, losses, config, probe)
     except OSError as e:
         kept = f"the checkpoint of step {ckpt_step} is kept" if ckpt_step is not None else ""
         print(f"bandits.run: error: cannot write the results to {out}: {e.strerror or e}"
@@ -609,12 +681,17 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
 
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
-                  config: dict) -> None:
-    """metrics.csv, summary.csv, config.json and regret.png; prints the summary table."""
+                  config: dict, probe: Probe | None = None) -> None:
+    """metrics.csv, summary.csv, phases.csv, probes.csv, config.json and regret.png;
+    prints the summary table."""
     metrics = log.metrics_frame(cfg.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
+    write_csv(log.phases_frame(N_ACTIONS.get(cfg.env, 0) or int(log.action.max()) + 1),
+              out / "phases.csv")
+    if probe is not None:
+        write_csv(probe.frame(), out / "probes.csv")
     write_json(config, out / "config.json")
     if log.done > 0:
         title = f"{cfg.env}: {len(log.seeds)} seeds, {log.done} steps"

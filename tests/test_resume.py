@@ -22,8 +22,9 @@ TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
 ROOT = Path(__file__).parents[1]
 
 
-def _outputs(d: Path) -> tuple[bytes, bytes]:
-    return (d / "metrics.csv").read_bytes(), (d / "summary.csv").read_bytes()
+def _outputs(d: Path) -> tuple[bytes, ...]:
+    return tuple((d / name).read_bytes()
+                 for name in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"))
 
 
 @pytest.fixture(scope="module")

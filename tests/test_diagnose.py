@@ -1,0 +1,107 @@
+"""The per-phase record, the probes of the reward models, and ``bandits.diagnose``."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bandits import diagnose
+from bandits.results import RegretLog, phase_length
+from bandits.run import Probe, main
+
+TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
+        "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy", "eps5",
+        "uniform", "--steps", "60"]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("diag") / "run"
+    assert main([*TINY, "--out", str(out)]) == 0
+    return out
+
+
+def test_phases_count_every_step_exactly(tiny_run):
+    phases = pd.read_csv(tiny_run / "phases.csv")
+    summary = pd.read_csv(tiny_run / "summary.csv").set_index("agent")
+    cells = [c for c in phases.columns if c.startswith("a") and "_best" in c]
+    assert len(cells) == 25  # the wheel's 5 x 5 (action taken, best action)
+    per_run = phases.groupby(["agent", "seed"])
+    assert (per_run[cells].sum().sum(axis=1) == 60).all()
+    assert (per_run.apply(lambda g: (g["end"] - g["start"] + 1).sum(),
+                          include_groups=False) == 60).all()
+    means = per_run["expected_regret"].sum().groupby("agent").mean()
+    for agent, v in means.items():
+        assert v == pytest.approx(summary.loc[agent, "cumulative_expected_regret_mean"],
+                                  rel=1e-5)
+    # the metrics (every step logged here) agree with the counts
+    m = pd.read_csv(tiny_run / "metrics.csv")
+    bbb0 = m[(m["agent"] == "bbb") & (m["seed"] == 0)]
+    ph = phases[(phases["agent"] == "bbb") & (phases["seed"] == 0)]
+    assert ph[[f"a{a}_best{b}" for a in range(5) for b in range(5) if a == b]].sum().sum() \
+        == (bbb0["expected_regret"] == 0).sum()
+
+
+def test_phase_length_gives_round_windows():
+    assert [phase_length(n) for n in (5, 2000, 10_000, 50_000)] == [1, 100, 500, 2000]
+
+
+def test_a_phase_frame_by_hand():
+    log = RegretLog(["x"], [0], 4)
+    for t, (a, b, e) in enumerate([(1, 1, 0.0), (1, 0, 15.0), (0, 1, 5.0), (0, 0, 0.0)]):
+        log.record(0, t, np.array([a]), np.array([0.0]),
+                   {"regret": np.array([e]), "expected_regret": np.array([e]),
+                    "optimal_action": np.array([b])})
+    log.done = 4
+    f = log.phases_frame(2)
+    assert list(f["end"]) == [1, 2, 3, 4]  # windows of one step
+    assert f[["a0_best0", "a0_best1", "a1_best0", "a1_best1"]].to_numpy().tolist() == [
+        [0, 0, 0, 1], [0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]]
+
+
+def test_probes_describe_the_models(tiny_run):
+    probes = pd.read_csv(tiny_run / "probes.csv")
+    assert set(probes["agent"]) == {"bbb", "greedy", "eps5"}  # uniform has no model
+    assert sorted(probes["step"].unique()) == [1, 2, 3, 5, 7, 10, 20, 30, 50]
+    share = probes.groupby(["agent", "seed", "step", "best_action"])["chosen_share"].sum()
+    assert np.allclose(share, 1.0)  # each sample takes exactly one action
+    greedy = probes[probes["agent"] == "greedy"]
+    bbb = probes[probes["agent"] == "bbb"]
+    assert (greedy["predicted_std"] == 0).all() and (bbb["predicted_std"] > 0).all()
+
+
+def test_looking_changes_nothing(tiny_run, tmp_path, monkeypatch):
+    monkeypatch.setattr(Probe, "look", lambda self, *a: None)
+    out = tmp_path / "blind"
+    assert main([*TINY, "--out", str(out)]) == 0
+    for name in ("metrics.csv", "summary.csv", "phases.csv"):
+        assert (out / name).read_bytes() == (tiny_run / name).read_bytes()
+
+
+def test_diagnose_writes_a_table_and_a_figure(tiny_run, capsys):
+    assert diagnose.main([str(tiny_run), "--last", "20"]) == 0
+    table = pd.read_csv(tiny_run / "diagnosis.csv")
+    assert {"agent", "start", "end", "expected_regret_per_step",
+            "expected_regret_per_step_sem"} <= set(table.columns)
+    assert (tiny_run / "diagnosis.png").stat().st_size > 10_000
+    out = capsys.readouterr().out
+    assert "from_step" in out and "bbb" in out
+
+
+def test_diagnose_names_mushroom_mistakes():
+    phases = pd.DataFrame({"agent": "bbb", "seed": [0, 1], "start": 1, "end": 10,
+                           "regret": 0.0, "expected_regret": [15.0, 5.0],
+                           "a0_best0": [4, 5], "a0_best1": [0, 1], "a1_best0": [1, 0],
+                           "a1_best1": [5, 4]})
+    t = diagnose.phase_table(phases, "mushroom")
+    assert t["ate_poisonous_rate"].iloc[0] == pytest.approx(0.05)
+    assert t["left_edible_rate"].iloc[0] == pytest.approx(0.05)
+    assert t["expected_regret_per_step"].iloc[0] == pytest.approx(1.0)
+
+
+def test_diagnose_of_a_directory_without_phases_is_one_line(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"env": "wheel"}))
+    assert diagnose.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "phases.csv" in err and len(err.splitlines()) == 1
