@@ -100,14 +100,24 @@ def make_agents(
     population (in the order given); ``seed(name)`` is each agent's entropy. Each agent
     acts and learns exactly as :func:`make_agent` alone would make it.
     """
-    groups: dict[tuple, tuple[type[Agent], list[Member]]] = {}
+    members = {name: _member(name, seed(name), config) for name in names}
+    return [_build(members[group[0]][0], [members[n][1] for n in group], context_dim,
+                   n_actions, runs, device, cuda_graph, compile)
+            for group in population_groups(names, config)]
+
+
+def population_groups(names: Sequence[str], config: AgentConfig | None = None
+                      ) -> list[list[str]]:
+    """The agents of each population :func:`make_agents` builds, in its order: agents of
+    one class whose settings differ only in :data:`PER_MEMBER` share one. Populations are
+    independent of each other, so they may run in different processes."""
+    groups: dict[tuple, list[str]] = {}
     for name in names:
-        cls, member = _member(name, seed(name), config)
+        cls, member = _member(name, 0, config)
         shared = dataclasses.replace(member.config, **{k: None for k in PER_MEMBER})
-        key = (cls, repr(shared))
-        groups.setdefault(key, (cls, []))[1].append(member)
-    return [_build(cls, members, context_dim, n_actions, runs, device, cuda_graph, compile)
-            for cls, members in groups.values()]
+        groups.setdefault((cls, repr(shared)), []).append(name)
+    return list(groups.values())
 
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "Member", "make_agent", "make_agents"]
+__all__ = ["AGENTS", "Agent", "AgentConfig", "Member", "make_agent", "make_agents",
+           "population_groups"]

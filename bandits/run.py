@@ -172,6 +172,12 @@ class Config:
                                         "directory (0: after every step); one is also written "
                                         "at the end and on Ctrl-C",
                               range=(0, math.inf))
+    workers: int | None = _f(None, "processes that run the populations side by side, one "
+                                   "torch thread each unless --threads says otherwise; the "
+                                   "results are the same bytes for every value (default: "
+                                   "$BANDITS_WORKERS, else the cores this process may use, at "
+                                   "most one per population)", range=(1, 1024), type=int)
+    progress_file: Path | None = _f(None, argparse.SUPPRESS, type=Path)  # for the workers
     resume: Path | None = _f(None, "continue the run in this output directory from its "
                                    "checkpoint, with its config.json (--steps may extend it)",
                              type=Path)
@@ -191,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     for f in dataclasses.fields(Config):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
+        if help_ is argparse.SUPPRESS:
+            p.add_argument("--" + f.name.replace("_", "-"), default=f.default,
+                           help=argparse.SUPPRESS, **meta)
+            continue
         bounds = meta.pop("range", None)
         if bounds is not None and bounds != (1, BIG):
             help_ += f"; in {show_range(bounds)}"
@@ -236,6 +246,8 @@ def _validate(cfg: Config) -> None:
     for f in dataclasses.fields(Config):
         if "range" in f.metadata:
             value = getattr(cfg, f.name)
+            if value is None:  # a default decided later (--workers)
+                continue
             for v in value if isinstance(value, (list, tuple)) else [value]:
                 check_range("--" + f.name.replace("_", "-"), v, f.metadata["range"])
     if cfg.device == "cuda" and not torch.cuda.is_available():
@@ -301,7 +313,13 @@ def _physical_memory() -> float:
 
 KIND = "bandits.run"  # the checkpoint kind
 # flags that may be given beside --resume: they do not change the results
-RESUME_FLAGS = {"resume", "steps", "no_progress", "checkpoint_every", "data_dir", "log_y"}
+RESUME_FLAGS = {"resume", "steps", "no_progress", "checkpoint_every", "data_dir", "log_y",
+                "workers", "progress_file"}
+
+
+def parse_resume_dir(argv: Sequence[str]) -> str:
+    """The directory given to ``--resume``."""
+    return str(build_parser().parse_args(argv).resume)
 
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:
@@ -515,6 +533,7 @@ class Probe:
         self.expected = np.asarray(info["expected_rewards"])
         self.steps = probe_steps(cfg.steps)
         self.device = cfg.device
+        self.agents = list(cfg.agent)
         self.rows: list[dict[str, Any]] = []
 
     @torch.no_grad()
@@ -543,7 +562,15 @@ class Probe:
                                 "chosen_share": float((first[r][:, sel] == a).mean())})
 
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows)
+        """The rows agent by agent (in the run's order), then seed, step: the same bytes
+        whether the populations ran in one process or in several."""
+        f = pd.DataFrame(self.rows)
+        if f.empty:
+            return f
+        order = {a: i for i, a in enumerate(self.agents)}
+        key = f["agent"].map(order)
+        return f.assign(_k=key).sort_values(["_k", "seed", "step"], kind="stable").drop(
+            columns="_k").reset_index(drop=True)
 
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
@@ -763,9 +790,17 @@ class _progress:
         self.bar = tqdm(total=cfg.steps, initial=done, unit="step", disable=cfg.no_progress,
                         desc=f"{cfg.env} x{cfg.seeds}", dynamic_ncols=True)
         self.every = max(1, cfg.steps // 200)
+        self.file, self.next_write = cfg.progress_file, 0.0  # a worker tells its coordinator
 
     def update(self, log: RegretLog) -> None:
         self.bar.update(1)
+        if self.file is not None and (time.monotonic() >= self.next_write
+                                      or log.done == len(log.action[0, 0])):
+            try:
+                Path(self.file).write_text(str(log.done))
+            except OSError:
+                pass
+            self.next_write = time.monotonic() + 0.5
         if log.done % self.every == 0:
             cum = log.regret[:, :, : log.done].sum(-1).mean(1)
             self.bar.set_postfix({a: f"{c:.0f}" for a, c in zip(log.agents, cum)}, refresh=False)
@@ -779,6 +814,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = None
     try:
         if "resume" in given_flags(argv):
+            from bandits import parallel
+
+            if parallel.is_parallel_run(Path(parse_resume_dir(argv))):
+                return parallel.resume(argv)
             cfg, resume = resume_config(argv)
             out = cfg.out
             try:
@@ -789,6 +828,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = parse_config(argv)
         out = prepare_out_dir(cfg)
         try:
+            from bandits import parallel
+
+            if parallel.worker_count(cfg) > 1:
+                return parallel.run(cfg, out, argv)
             return run(cfg, out, argv=argv)
         except UsageError:
             remove_if_unused(out)  # failed before writing anything: leave no empty directory

@@ -41,3 +41,10 @@ def mnist_data_dir() -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Never touch the user's cache (or the network's results) from a test."""
     monkeypatch.setenv("BANDITS_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(autouse=True)
+def _one_worker_unless_asked(monkeypatch):
+    """Runs stay in the test's process (where monkeypatches reach them) unless a test
+    asks for ``--workers``: the default would use every core."""
+    monkeypatch.setenv("BANDITS_WORKERS", "1")

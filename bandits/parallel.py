@@ -1,0 +1,361 @@
+"""Populations side by side: one ``bandits.run`` in several worker processes.
+
+A run's populations (see :func:`agents.population_groups`) are independent: each has
+its own models, generators, buffer and environment copies, and every agent's numbers
+depend only on its own seeds. So ``--workers N`` splits the populations over N worker
+processes, each an ordinary ``bandits.run`` of some of the agents in
+``DIR/parts/<k>/`` (with its own checkpoints), and gathers their outputs into ``DIR``:
+``metrics.csv``, ``summary.csv``, ``phases.csv`` and ``probes.csv`` are written agent by
+agent, so they are the same bytes for every N (a test checks it).
+
+The coordinator (this module) balances the populations over the workers by their
+cost, shows one progress bar, forwards Ctrl-C once to every worker (each stops at a step
+boundary and checkpoints), and never hangs on a dead worker: when one dies the others
+are stopped at a checkpoint and the run ends with one line saying how to resume.
+``python -m bandits.run --resume DIR`` resumes every worker from its own checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+
+from agents import population_groups
+from bandits.results import package_versions, write_atomic, write_json
+
+PARTS = "parts"
+COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
+NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def worker_count(cfg) -> int:
+    """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
+    process may use; never more than the run's populations."""
+    pieces = len(population_groups(cfg.agent))
+    want = cfg.workers
+    if want is None:
+        env = os.environ.get("BANDITS_WORKERS", "")
+        want = int(env) if env.isdigit() and int(env) > 0 else available_cores()
+    return max(1, min(want, pieces))
+
+
+def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
+    """The agents of each worker: populations placed largest first on the least loaded
+    worker (a population's cost: its agents' runs, a BBB run counting more). Each worker's
+    agents keep the run's order."""
+    order = [a for g in groups for a in g]
+    cost = [sum(COST.get(a, 1.0) for a in g) + (0.5 * (len(g) - 1)) for g in groups]
+    loads = [0.0] * workers
+    bins: list[list[str]] = [[] for _ in range(workers)]
+    for i in sorted(range(len(groups)), key=lambda i: -cost[i]):
+        k = loads.index(min(loads))
+        loads[k] += cost[i]
+        bins[k] += groups[i]
+    return [sorted(b, key=order.index) for b in bins if b]
+
+
+def settings_argv(cfg, skip: set[str]) -> list[str]:
+    """``cfg`` as ``bandits.run`` flags, every setting spelled out (floats as their repr,
+    which reads back exactly)."""
+    argv: list[str] = []
+    for f in dataclasses.fields(cfg):
+        if f.name in skip:
+            continue
+        v = getattr(cfg, f.name)
+        flag = "--" + f.name.replace("_", "-")
+        if isinstance(v, bool):
+            argv += [flag] if v else []
+        elif v is None:
+            continue
+        elif isinstance(v, (list, tuple)):
+            argv += [flag, *map(str, v)]
+        else:
+            argv += [flag, repr(v) if isinstance(v, float) else str(v)]
+    return argv
+
+
+def is_parallel_run(out: Path) -> bool:
+    try:
+        return "parts" in json.loads((out / "config.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+# --------------------------------------------------------------------------- running
+
+
+def run(cfg, out: Path, argv: Sequence[str]) -> int:
+    """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
+    import envs
+    from bandits.run import UsageError, identity
+
+    kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
+              else {"delta": cfg.wheel_delta})
+    try:  # missing or malformed data: one line before any worker starts
+        envs.make_vec(cfg.env, 1, **kwargs)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    groups = population_groups(cfg.agent)
+    bins = assign(groups, worker_count(cfg))
+    base = settings_argv(cfg, NOT_PASSED | {"agent"})
+    parts = [{"agents": agents, "dir": f"{PARTS}/{k}",
+              "argv": [*base, "--agent", *agents, "--workers", "1", "--no-progress",
+                       "--overwrite", "--out", str(out / PARTS / str(k))]}
+             for k, agents in enumerate(bins)]
+    config = {**dataclasses.asdict(cfg), "workers": len(parts), "parts": parts,
+              "command": "python -m bandits.run " + shlex.join(list(argv)),
+              "versions": package_versions()}
+    config["identity"] = identity(config)
+    try:
+        write_json({**config, "running": True}, out / "config.json")
+    except OSError as e:
+        raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
+    commands = [p["argv"] for p in parts]
+    return _coordinate(cfg, out, config, commands, resumed=False)
+
+
+def resume(argv: Sequence[str]) -> int:
+    """``--resume DIR`` of a run made by :func:`run`: every worker from its checkpoint."""
+    from bandits.run import RESUME_FLAGS, UsageError, build_parser, given_flags
+
+    args = vars(build_parser().parse_args(argv))
+    given = given_flags(argv)
+    refused = sorted(given - RESUME_FLAGS)
+    if refused:
+        flag = "--" + refused[0].replace("_", "-")
+        raise UsageError(f"{flag} cannot be given with --resume: it would change the results")
+    out = Path(args["resume"])
+    config = json.loads((out / "config.json").read_text())
+    from bandits.results import OutputDirError, claim_dir
+
+    try:
+        claim_dir(out)
+    except OutputDirError as e:
+        raise UsageError(str(e)) from None
+    extra: list[str] = []
+    for k in sorted(given & {"steps", "checkpoint_every", "data_dir"}):
+        extra += ["--" + k.replace("_", "-"), str(args[k])]
+    if "steps" in given:
+        config["steps"] = args["steps"]
+    config["no_progress"] = args["no_progress"]
+    config["log_y"] = args["log_y"] or config.get("log_y", False)
+    commands = []
+    for p in config["parts"]:
+        d = out / p["dir"]
+        if (d / "checkpoint.pt").is_file():
+            commands.append(["--resume", str(d), "--no-progress", *extra])
+        else:  # killed before its first checkpoint: start it again
+            commands.append([*p["argv"], *[a for a in extra if a != "--checkpoint-every"]])
+    config["resumed"] = [*config.get("resumed", []),
+                         {"command": "python -m bandits.run " + shlex.join(list(argv))}]
+
+    cfg = SimpleNamespace(**{k: config[k] for k in
+                             ("steps", "no_progress", "env", "seeds", "agent", "log_y")})
+    return _coordinate(cfg, out, config, commands, resumed=True)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """The worker is killed when its coordinator dies (Linux), so a killed run leaves no
+    orphan that would race a rerun."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed: bool
+                ) -> int:
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    previous_wall = config.get("wall_seconds", 0.0) if resumed else 0.0
+    procs, logs, progress_files = [], [], []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    for k, argv in enumerate(commands):
+        d = out / PARTS / str(k)
+        d.mkdir(parents=True, exist_ok=True)
+        pf = out / PARTS / f".progress-{k}"
+        progress_files.append(pf)
+        log = open(out / PARTS / f"worker-{k}.log", "wb")  # noqa: SIM115 - closed below
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "bandits.run", *argv, "--progress-file", str(pf)],
+            stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None))
+    bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
+               desc=f"{cfg.env} x{cfg.seeds}, {len(procs)} workers", dynamic_ncols=True)
+    interrupts = 0
+    old = signal.signal(signal.SIGINT, signal.default_int_handler) if _main_thread() else None
+    dead: list[int] = []
+    try:
+        while any(p.poll() is None for p in procs):
+            try:
+                time.sleep(0.2)
+                slowest = min(_read_steps(f) for f in progress_files)  # steps all have done
+                if slowest > bar.n:
+                    bar.update(slowest - bar.n)
+                for k, p in enumerate(procs):
+                    if p.returncode is not None and p.returncode not in (0, 2, 3, 130) \
+                            and k not in dead:
+                        dead.append(k)  # a worker died: stop the others at a checkpoint
+                        _signal_all(procs, signal.SIGINT)
+            except KeyboardInterrupt:
+                interrupts += 1
+                _signal_all(procs, signal.SIGINT)  # each stops at a step boundary
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+        bar.close()
+        for log in logs:
+            log.close()
+    codes = [p.returncode for p in procs]
+    wall = round(previous_wall + time.perf_counter() - start, 2)
+    return _gather(cfg, out, config, codes, wall, interrupts > 0)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _signal_all(procs, sig) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.send_signal(sig)
+            except OSError:
+                pass
+
+
+def _read_steps(path: Path) -> int:
+    try:
+        return int(path.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _last_line(out: Path, k: int) -> str:
+    try:
+        lines = (out / PARTS / f"worker-{k}.log").read_text().strip().splitlines()
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if "error" in ln or "diverged" in ln or "interrupted" in ln]
+    return lines[-1].replace("bandits.run: ", "").replace("error: ", "") if lines else ""
+
+
+def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
+            interrupted: bool) -> int:
+    """Merge the workers' outputs into ``out`` and say how the run ended."""
+    parts = config["parts"]
+    dirs = [out / p["dir"] for p in parts]
+    for name in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"):
+        merge_csv([d / name for d in dirs], [p["agents"] for p in parts], cfg.agent,
+                  out / name)
+    wall_per_agent, done, diverged_runs = {}, [], []
+    for d in dirs:
+        try:
+            c = json.loads((d / "config.json").read_text())
+        except (OSError, ValueError):
+            continue
+        wall_per_agent.update(c.get("wall_seconds_per_agent", {}))
+        done.append(c.get("steps_completed", 0))
+        diverged_runs += c.get("diverged_runs", [])
+    status, message = 0, None
+    resume = f"python -m bandits.run --resume {out}"
+    dead = [k for k, c in enumerate(codes) if c not in (0, 2, 3, 130)]
+    if dead:
+        k = dead[0]
+        how = f"signal {-codes[k]}" if codes[k] < 0 else f"exit status {codes[k]}"
+        status = 1
+        message = (f"error: worker {k} (agents {' '.join(parts[k]['agents'])}) died ({how}); "
+                   f"the others stopped at a checkpoint; resume with: {resume}")
+    elif 3 in codes:
+        status = 3
+        message = "error: " + _last_line(out, codes.index(3))
+    elif 2 in codes:
+        status = 2
+        message = "error: " + _last_line(out, codes.index(2))
+    elif 130 in codes or interrupted:
+        status = 130
+        message = (f"interrupted after {min(done, default=0)} of {cfg.steps} steps; resume "
+                   f"with: {resume}")
+    config.update(steps_completed=min(done, default=0), wall_seconds=wall,
+                  wall_seconds_per_agent=wall_per_agent, interrupted=status == 130,
+                  diverged=message if status == 3 else None, diverged_runs=diverged_runs,
+                  worker_exit_codes=codes)
+    config.pop("running", None)
+    write_json(config, out / "config.json")
+    if (out / "metrics.csv").is_file():
+        _report(cfg, out, wall_per_agent)
+    if message:
+        print(f"bandits.run: {message}", file=sys.stderr)
+    return status
+
+
+def merge_csv(paths: list[Path], agents_of: list[list[str]], order: list[str],
+              out: Path) -> None:
+    """The workers' CSVs as one: the header, then each agent's rows (their first field is
+    the agent) in the run's order. Text is copied, never re-formatted: the bytes are those
+    a single process writes."""
+    header, rows = None, {}
+    for path, agents in zip(paths, agents_of):
+        try:
+            lines = path.read_text().splitlines(keepends=True)
+        except OSError:
+            continue
+        if not lines or lines[0].strip() in ("", '""'):  # an empty table
+            continue
+        header = header or lines[0]
+        for line in lines[1:]:
+            rows.setdefault(line.split(",", 1)[0], []).append(line)
+    if header is None:  # no worker had rows: what a single process writes for an empty table
+        write_atomic(out, "\n")
+        return
+    write_atomic(out, header + "".join(line for a in order for line in rows.get(a, [])))
+
+
+def _report(cfg, out: Path, wall: dict[str, float]) -> None:
+    from bandits.plot import plot_regret
+
+    metrics = pd.read_csv(out / "metrics.csv")
+    summary = pd.read_csv(out / "summary.csv")
+    if metrics.empty:
+        return
+    steps = int(metrics["step"].max())
+    title = f"{cfg.env}: {metrics['seed'].nunique()} seeds, {steps} steps"
+    plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title)
+    cols = ["agent", "cumulative_regret_mean", "cumulative_regret_std",
+            "cumulative_regret_min", "cumulative_regret_max", "wall_seconds"]
+    table = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
+    print(f"\nCumulative regret after {steps} steps ({metrics['seed'].nunique()} seeds, "
+          f"env {cfg.env}):")
+    print(table[cols].sort_values("cumulative_regret_mean").to_string(
+        index=False, float_format=lambda v: f"{v:.1f}"))
+    print(f"outputs in {out}")
+
+
+__all__ = ["assign", "available_cores", "is_parallel_run", "merge_csv", "resume", "run",
+           "worker_count"]
+

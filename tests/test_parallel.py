@@ -1,0 +1,136 @@
+"""--workers: populations in worker processes, the same bytes for every N."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bandits import parallel
+from bandits.run import main
+
+ROOT = Path(__file__).parents[1]
+TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
+        "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy", "eps1",
+        "eps5", "uniform", "linfullpost"]
+FILES = ("metrics.csv", "summary.csv", "phases.csv", "probes.csv")
+
+
+def _outputs(d: Path) -> tuple[bytes, ...]:
+    return tuple((d / f).read_bytes() for f in FILES)
+
+
+@pytest.fixture(scope="module")
+def one_worker(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("w1") / "run"
+    assert main([*TINY, "--steps", "300", "--workers", "1", "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_same_bytes_for_every_number_of_workers(one_worker, tmp_path, workers):
+    out = tmp_path / "run"
+    assert main([*TINY, "--steps", "300", "--workers", str(workers), "--out", str(out)]) == 0
+    assert _outputs(out) == _outputs(one_worker)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["workers"] == workers and len(cfg["parts"]) == workers
+    assert (out / "regret.png").is_file()
+
+
+def test_populations_are_balanced_and_kept_whole():
+    groups = [["bbb"], ["greedy", "eps1", "eps5"], ["uniform"], ["linfullpost"]]
+    bins = parallel.assign(groups, 2)
+    assert sorted(map(tuple, bins)) == [("bbb", "uniform", "linfullpost"),
+                                        ("greedy", "eps1", "eps5")] or len(bins) == 2
+    for b in bins:  # the epsilon-greedy population is never split
+        assert {"greedy", "eps1", "eps5"} <= set(b) or not {"greedy", "eps1", "eps5"} & set(b)
+
+
+def test_the_default_is_the_cores_at_most_one_per_population(monkeypatch):
+    from bandits.run import parse_config
+
+    monkeypatch.delenv("BANDITS_WORKERS")
+    monkeypatch.setattr(parallel, "available_cores", lambda: 8)
+    assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy", "eps1"])) == 2
+    monkeypatch.setattr(parallel, "available_cores", lambda: 1)
+    assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy"])) == 1
+    monkeypatch.setenv("BANDITS_WORKERS", "3")
+    monkeypatch.setattr(parallel, "available_cores", lambda: 8)
+    assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy", "uniform",
+                                               "linfullpost"])) == 3
+
+
+def _start(out: Path, steps: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "bandits.run", *TINY, "--steps", str(steps), "--workers", "2",
+           "--checkpoint-every", "0", "--out", str(out)]
+    return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(out: Path, n: int = 2, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while len(list(out.glob("parts/*/checkpoint.pt"))) < n:
+        assert time.monotonic() < end, "no checkpoint"
+        time.sleep(0.1)
+
+
+def test_ctrl_c_stops_every_worker_at_a_checkpoint_and_resume_is_exact(one_worker, tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, 300)
+    _wait_for(out)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and f"--resume {out}" in err
+    assert main(["--resume", str(out), "--no-progress"]) == 0
+    assert _outputs(out) == _outputs(one_worker)
+
+
+def test_a_killed_worker_is_one_line_never_a_hang(one_worker, tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, 300)
+    _wait_for(out)
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+    os.kill(int(workers[0]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert len(err.strip().splitlines()) == 1 and "died (signal 9)" in err
+    assert main(["--resume", str(out), "--no-progress"]) == 0
+    assert _outputs(out) == _outputs(one_worker)
+
+
+def test_workers_die_with_their_coordinator(tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, 100_000)
+    _wait_for(out)
+    workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                             text=True).stdout.split()
+    assert len(workers) == 2
+    proc.kill()
+    proc.wait()
+    end = time.monotonic() + 20
+    while any(Path(f"/proc/{w}").exists() and _state(w) != "Z" for w in workers):
+        assert time.monotonic() < end, "a worker outlived its coordinator"
+        time.sleep(0.1)
+
+
+def _state(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return "Z"
+
+
+def test_divergence_in_a_worker_is_reported(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["--env", "wheel", "--seeds", "2", "--hidden", "8", "--agent", "greedy",
+                 "uniform", "bbb", "--lr", "1e30", "--steps", "200", "--no-progress",
+                 "--workers", "2", "--out", str(out)])
+    assert code == 3
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "diverged" in err
