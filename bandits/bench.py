@@ -137,6 +137,41 @@ def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     ])
 
 
+def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str,
+            out: Path) -> pd.DataFrame:
+    """End to end: ``bandits.run --preset paper`` (the paper's four agents, 64 updates per
+    step) with each number of ``workers``, at two horizons; the difference between the
+    two wall times is the time of the steps alone (start-up, data loading and output
+    writing cancel). Interleaved over ``rounds``, median taken. Returns one row per
+    number of workers with the seconds per step, the speed-up over one worker and the
+    projection of the paper protocol (50,000 steps)."""
+    import subprocess
+    import tempfile
+
+    times: dict[tuple[int, int], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for w in workers:
+                for n in steps:
+                    d = Path(tmp) / f"w{w}-s{n}-r{r}"
+                    cmd = [sys.executable, "-m", "bandits.run", "--preset", "paper", "--steps",
+                           str(n), "--workers", str(w), "--device", device, "--no-progress",
+                           "--checkpoint-every", "1e9", "--out", str(d)]
+                    tic = time.perf_counter()
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                                   env={**os.environ, "BANDITS_WORKERS": str(w)})
+                    times.setdefault((w, n), []).append(time.perf_counter() - tic)
+    rows = []
+    for w in workers:
+        per_step = (np.median(times[(w, steps[1])]) - np.median(times[(w, steps[0])])) / (
+            steps[1] - steps[0])
+        rows.append({"workers": w, "seconds_per_step": per_step,
+                     "paper_protocol_hours_projected": per_step * PAPER_STEPS / 3600})
+    df = pd.DataFrame(rows)
+    df["speedup_over_1_worker"] = df["seconds_per_step"].iloc[0] / df["seconds_per_step"]
+    return df
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bandits.bench", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -147,7 +182,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="torch device")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="output directory")
+    p.add_argument("--scaling", action="store_true",
+                   help="instead: time `bandits.run --preset paper` end to end with 1, 2, ... "
+                        "workers (up to the cores) and project the paper protocol; writes "
+                        "scaling.csv and scaling.json")
+    p.add_argument("--scaling-steps", type=int, nargs=2, default=[10, 60],
+                   help="the two horizons whose difference is timed (--scaling)")
     args = p.parse_args(argv)
+    if args.scaling:
+        from bandits.parallel import available_cores
+
+        start = time.perf_counter()
+        workers = list(range(1, available_cores() + 1))
+        df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "scaling.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": f"{platform.machine()} CPU ({os.cpu_count()} cores), "
+                               f"{platform.processor() or ''}".strip(", "),
+                    "device": args.device, "preset": "paper (4 agents x 5 seeds, 64 updates)",
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "scaling.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
     for name in ("runs", "updates", "rounds"):
         if getattr(args, name) <= 0:
             p.exit(2, f"bandits.bench: error: --{name} must be a positive integer\n")

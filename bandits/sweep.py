@@ -43,6 +43,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -250,6 +251,9 @@ def run_point(point: Point) -> dict[str, Any]:
     """Run (or resume) one point in this process; never raises for a failed run."""
     from bandits import run as runner
 
+    # the sweep runs its points side by side: a point uses one process unless its own
+    # settings say --workers
+    os.environ["BANDITS_WORKERS"] = "1"
     state = point_state(point)
     if state == "done":
         return {"point": point.name, "status": "ok", "message": "finished earlier"}
@@ -287,7 +291,12 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
             pending = set(futures)
             try:
                 _gather(futures, pending, tries, retries, todo, workers, progress)
-            except KeyboardInterrupt:  # the workers got Ctrl-C too: their runs checkpoint
+            except KeyboardInterrupt:  # pass it on once: each run stops at a checkpoint
+                for proc in list(getattr(ex, "_processes", {}).values()):
+                    try:
+                        os.kill(proc.pid, signal.SIGINT)
+                    except OSError:
+                        pass
                 ex.shutdown(wait=True, cancel_futures=True)
                 raise
 
@@ -313,12 +322,13 @@ def _gather(futures: dict, pending: set, tries: dict, retries: int, todo: dict, 
 
 
 def _worker_init(parent: int) -> None:
-    """In each local worker: Ctrl-C reaches the run (which stops at a step boundary and
-    checkpoints) but never an idle worker, and the worker ends when the sweep is killed
+    """In each local worker: a session of its own, so that a terminal's Ctrl-C reaches
+    only the sweep, which passes it on once (the run stops at a step boundary and
+    checkpoints; an idle worker ignores it), and the worker ends when the sweep is killed
     (no orphan keeps writing into a point a rerun would take up)."""
-    import signal
     import threading
 
+    os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:

@@ -299,7 +299,7 @@ def test_ctrl_c_on_a_sweep_is_one_line_and_the_rerun_continues(tmp_path):
     out = tmp_path / "s"
     proc = _sweep_process(out, 3000)
     _wait_for_checkpoints(out, 2)
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group
+    proc.send_signal(signal.SIGINT)  # as `kill -INT`; a terminal's Ctrl-C reaches the same
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("bandits.sweep")]
