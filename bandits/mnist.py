@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import io
 import itertools
 import json
 import math
@@ -89,7 +90,7 @@ from bandits.bayes import (
 )
 from bandits.classifier import Classifiers, RunSpec
 from bandits.idx import load_mnist, preprocess
-from bandits.results import output_dir
+from bandits.results import output_dir, save_figure, write_atomic
 
 MODELS = ("bbb", "sgd", "dropout")
 PRIORS = ("mixture", "gaussian")
@@ -684,10 +685,11 @@ def prune_table(model: MLP, test: Split, cfg: Config) -> list[dict[str, float]]:
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write dicts with the same keys as a CSV file."""
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+    write_atomic(path, f.getvalue())
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:
@@ -762,7 +764,7 @@ def plot_run(out: Path, label: str) -> None:
     _plain_log_ticks(ax)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "test_error.png", dpi=100)
+    save_figure(fig, out / "test_error.png", dpi=100)
     plt.close(fig)
     _plot_weight_hists({label: out}, out / "weights.png")
     if (out / "snr_hist.csv").exists():
@@ -796,7 +798,7 @@ def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
            title="Trained weights (Figure 3)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -813,7 +815,7 @@ def _plot_snr(csv_path: Path, path: Path, label: str) -> None:
     a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum())
     a2.set(xlabel="signal-to-noise ratio (dB)", ylabel="CDF", title="SNR CDF (Figure 4)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
 
 
@@ -847,6 +849,17 @@ RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
                 "checkpoint_every"}
 
 
+def identity(config: dict[str, Any]) -> str:
+    """A fingerprint of the settings that decide a run's results (all but the output
+    directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
+    import hashlib
+
+    keep = {k: v for k, v in config.items()
+            if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}}
+    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:16]
+
+
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
     given = vars(build_parser().parse_args(argv))
@@ -857,9 +870,17 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
                          "--data-dir, --no-download, --checkpoint-every may be added)")
     out = Path(given["resume"])
     try:
-        state = checkpoint.load(out / checkpoint.NAME, CHECKPOINT_KIND)
+        on_disk = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        on_disk = None
+    try:  # the checkpoint must be this directory's own, and intact
+        state = checkpoint.load(out / checkpoint.NAME, CHECKPOINT_KIND,
+                                None if on_disk is None else identity(on_disk))
     except checkpoint.CheckpointError as e:
         raise ValueError(str(e)) from None
+    if on_disk is None:
+        raise ValueError(f"{out / 'config.json'} is missing or unreadable: cannot tell whether "
+                         f"{out / checkpoint.NAME} belongs to this directory's run")
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
     settings.update({k: v for k, v in given.items() if k != "resume"})
     cfg = Config(**settings)
@@ -915,9 +936,9 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     dirs = model_dirs(out, models)
     for d, m in zip(dirs, models, strict=True):
         d.mkdir(parents=True, exist_ok=True)
-        (d / "config.json").write_text(json.dumps(saved_config(m), indent=2) + "\n")
+        write_atomic(d / "config.json", json.dumps(saved_config(m), indent=2) + "\n")
     if len(models) > 1:
-        (out / "config.json").write_text(json.dumps(saved_config(cfg), indent=2) + "\n")
+        write_atomic(out / "config.json", json.dumps(saved_config(cfg), indent=2) + "\n")
     torch.manual_seed(cfg.seed)
     clf = build_classifiers(cfg, models)
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
@@ -985,7 +1006,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
             "rows": rows, "best_val": best_val, "best_epoch": best_epoch,
             "best": {k: v.cpu() for k, v in best.items()},
             "config": saved_config(cfg), "command": command,
-            "wall_seconds": wall_before + time.perf_counter() - t_start})
+            "wall_seconds": wall_before + time.perf_counter() - t_start},
+            identity=identity(saved_config(cfg)))
     train_wall = wall_before + time.perf_counter() - t_start
     summaries = []
     for r, (m, d) in enumerate(zip(models, dirs, strict=True)):
@@ -1001,7 +1023,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
             "batch_wall_seconds": train_wall,
             "device": cfg.device, "machine": machine(cfg.device), "command": command,
             "settings": saved_config(m)})
-        (d / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_atomic(d / "summary.json", json.dumps(summary, indent=2) + "\n")
         if cfg.plots and rows[r]:
             plot_run(d, run_label(m))
         summaries.append(summary)
@@ -1049,7 +1071,7 @@ def finish_model(clf: Classifiers, r: int, cfg: Config, out: Path, splits: dict[
         prune_rows = prune_table(model, splits["test"], cfg)
         summary["pruning"] = prune_rows
         write_csv(out / "pruning.csv", prune_rows)
-        (out / "pruning.md").write_text(pruning_markdown(prune_rows) + "\n")
+        write_atomic(out / "pruning.md", pruning_markdown(prune_rows) + "\n")
     write_histograms(model, out)
     summary["n_weights"] = sum(p.numel() for n, p in model.named_parameters()
                                if not n.endswith("_rho"))
@@ -1125,7 +1147,7 @@ def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[P
     lines += ["", f"Command: `{s0['command']}`; {s0['machine']}; {len(models)} models trained "
               f"as one batched model, {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
               "(training and evaluation).", ""]
-    (out / "table.md").write_text("\n".join(lines))
+    write_atomic(out / "table.md", "\n".join(lines))
     return settings
 
 
@@ -1232,7 +1254,7 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
                 "batch_size": cfg.batch_size, "train_images": len(train.y),
                 "optimiser": f"Adam lr={cfg.lr}", "device": cfg.device,
                 "machine": machine(cfg.device), "command": command_line(argv)})
-    (out / "speed.json").write_text(json.dumps(res, indent=2) + "\n")
+    write_atomic(out / "speed.json", json.dumps(res, indent=2) + "\n")
     print(speed_markdown(res))
     return res
 
@@ -1416,7 +1438,7 @@ def report(root: Path) -> str:
         _plain_log_ticks(ax)
         ax.legend(fontsize=6)
         fig.tight_layout()
-        fig.savefig(root / "fig2_test_error.png", dpi=100)
+        save_figure(fig, root / "fig2_test_error.png", dpi=100)
         plt.close(fig)
         _plot_weight_hists({name(k, m): m[0][0] for k, m in rows if "quick" not in k[0]},
                            root / "fig3_weights.png")
@@ -1433,7 +1455,7 @@ def report(root: Path) -> str:
               "sample of the weights), fig4_snr.png (Figure 4, the SNR 10 log10(|mu|/sigma) in "
               "dB of the best BBB row's first seed)."]
     text = "\n".join(lines) + "\n"
-    (root / "tables.md").write_text(text)
+    write_atomic(root / "tables.md", text)
     return text
 
 

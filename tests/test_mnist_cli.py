@@ -243,3 +243,22 @@ def test_valid_settings_still_accepted():
     cfg = mnist.parse_config(["--epochs", "1", "--seed", "0", "--hidden", "8", "--threads", "0",
                               "--checkpoint-every", "0", "--train-size", "0", "--prune", "0,50"])
     assert (cfg.epochs, cfg.hidden, cfg.seed) == (1, 8, 0)
+
+
+def test_a_checkpoint_copied_from_another_run_is_refused(mnist_data_dir, tmp_path, capsys):
+    import shutil
+
+    base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress", "--no-plots",
+            "--checkpoint-every", "0"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert mnist.main([*base, "--seed", "1", "--out", str(a)]) == 0
+    assert mnist.main([*base, "--seed", "2", "--out", str(b)]) == 0
+    config_b = (b / "config.json").read_bytes()
+    shutil.copy(a / "checkpoint.pt", b / "checkpoint.pt")
+    capsys.readouterr()
+    assert mnist.main(["--resume", str(b), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "belongs to another run" in err and len(err.splitlines()) == 1
+    assert (b / "config.json").read_bytes() == config_b
+    assert mnist.main(["--resume", str(a), "--epochs", "2"]) == 0  # its own is accepted
