@@ -39,14 +39,14 @@ class AgentConfig:
     hidden: tuple[int, ...] = (100, 100)
     lr: float = 1e-3
     batch_size: int = 64
-    prior: str = "mixture"
+    prior: str = "gaussian"  # see README, "Choices the paper leaves open"
     prior_pi: float = 0.5
     prior_sigma1: float = 1.0
     prior_sigma2: float = math.exp(-6)
     prior_sigma: float = 1.0
     noise_sigma: float = 0.1
     init_sigma: float = 0.02
-    act_samples: int = 1
+    act_samples: int = 2  # the paper's: two weight samples averaged to act
     epsilon: float = 0.0
     lin_a0: float = 6.0
     lin_b0: float = 6.0

@@ -146,7 +146,8 @@ class Config:
     init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
                            range=SIGMA)
     act_samples: int = _f(AgentConfig.act_samples,
-                          "BBB weight samples averaged per action (1 = Thompson sampling)",
+                          "BBB: weight samples drawn and averaged to act (the paper's 2; 1 = plain "
+                          "Thompson sampling)",
                           range=(1, 10_000))
     lrt: bool = _f(False, "bbb: train with the local reparameterisation trick (acting keeps "
                           "one weight sample per run)")
