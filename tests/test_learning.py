@@ -49,3 +49,23 @@ def test_baseline_agent_ends_below_uniform_on_mushroom(tmp_path, mushroom_data_d
     s = pd.read_csv(out / "summary.csv").set_index("agent")
     assert (s.loc[agent].cumulative_expected_regret_mean
             < ratio * s.loc["uniform"].cumulative_expected_regret_mean)
+
+
+@pytest.mark.slow
+def test_no_bbb_seed_stops_eating_after_an_early_poisonous_mushroom(tmp_path,
+                                                                    mushroom_data_dir):
+    # The 10 seeds of the quick preset's protocol: with the scale-mixture prior and one
+    # weight sample (the earlier defaults), seeds 4 and 5 ate a poisonous mushroom in
+    # their first steps and never ate again (results/mushroom/screens).
+    out = tmp_path / "run"
+    code = main(["--agent", "bbb", "--seeds", "10", "--steps", "1500", "--no-progress",
+                 "--data-dir", str(mushroom_data_dir), "--out", str(out)])
+    assert code == 0
+    m = pd.read_csv(out / "metrics.csv")
+    first = m[m["step"] <= 5]
+    poisoned = first[(first["action"] == 1) & (first["expected_regret"] > 0)]["seed"].unique()
+    assert len(poisoned) >= 3  # the case under test happens, on several seeds
+    p = pd.read_csv(out / "phases.csv")
+    late = p[p["start"] > 1000].groupby("seed")[["a1_best1", "a0_best1"]].sum()
+    eats_edible = late["a1_best1"] / (late["a1_best1"] + late["a0_best1"])
+    assert (eats_edible > 0.9).all(), eats_edible.to_dict()
