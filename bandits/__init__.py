@@ -2,8 +2,11 @@
 
 The library core is light to import: :mod:`bandits.bayes` (Bayesian layers),
 :mod:`bandits.data` (finding data files) and :mod:`bandits.buffer` (replay
-buffer). The entry points are ``python -m bandits.run`` (the bandit simulator),
-``python -m bandits.plot`` (regret plots) and ``python -m bandits.mnist`` (the
+buffer). The entry points are ``python -m bandits.run`` (the bandit simulator; its
+populations run side by side in worker processes, :mod:`bandits.parallel`),
+``python -m bandits.sweep`` (many runs over settings), ``python -m bandits.plot``
+(regret plots), ``python -m bandits.diagnose`` (where a run's regret went),
+``python -m bandits.bench`` (training speed) and ``python -m bandits.mnist`` (the
 classification benchmark).
 """
 

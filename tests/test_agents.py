@@ -23,15 +23,30 @@ def test_act_returns_one_valid_action_per_run(name):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_thompson_sampling_untrained_picks_every_action_for_the_same_context(seed):
-    # The default Mushroom-sized network: its untrained posterior samples disagree.
-    agent = make_agent("bbb", 117, 2, 1, seed)
+    # The default Mushroom-sized network: its untrained posterior samples disagree (one
+    # sample per action; the default mean of two samples explores less, by design).
+    agent = make_agent("bbb", 117, 2, 1, seed, AgentConfig(act_samples=1))
     context = np.random.default_rng(seed).integers(0, 2, (1, 117)).astype(np.float32)
     picks = [int(agent.act(context)[0]) for _ in range(300)]
     assert 0.05 < np.mean(picks) < 0.95
 
 
-def test_all_actions_of_one_call_are_scored_by_one_weight_sample():
+def test_the_default_acts_on_the_mean_of_two_weight_samples():
     agent = _agent("bbb")
+    assert agent.config.act_samples == 2
+    x = agent.all_action_inputs(np.ones((R, D), dtype=np.float32))
+    eps = []
+    original = agent.noise
+    agent.noise = lambda: eps.append(original()) or eps[-1]
+    actions = agent.act(np.ones((R, D), dtype=np.float32))
+    assert len(eps) == 2
+    with torch.no_grad():
+        scores = sum(agent.model(x, agent.model.sample(e)).squeeze(-1) for e in eps)
+    assert torch.equal(actions, scores.argmax(1))
+
+
+def test_all_actions_of_one_call_are_scored_by_one_weight_sample():
+    agent = _agent("bbb", act_samples=1)
     x = agent.all_action_inputs(np.ones((R, D), dtype=np.float32))  # (R, A, D + A)
     assert x.shape == (R, A, D + A)
     # act draws one noise sample per run and scores every action with it: replaying

@@ -134,3 +134,18 @@ def test_divergence_in_a_worker_is_reported(tmp_path, capsys):
     assert code == 3
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "diverged" in err
+
+
+@pytest.mark.slow
+def test_bench_scaling_writes_its_table(tmp_path, mushroom_data_dir, monkeypatch):
+    from bandits import bench
+
+    monkeypatch.setenv("BANDITS_DATA_DIR", str(mushroom_data_dir))
+    assert bench.main(["--scaling", "--scaling-steps", "2", "12", "--rounds", "1",
+                       "--out", str(tmp_path)]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(tmp_path / "scaling.csv")
+    assert list(df["workers"]) == list(range(1, parallel.available_cores() + 1))
+    assert (df["paper_protocol_hours_projected"] > 0).all()
+    assert df["speedup_over_1_worker"].iloc[0] == 1
