@@ -271,8 +271,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     parts = config["parts"]
     dirs = [out / p["dir"] for p in parts]
     for name in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"):
-        merge_csv([d / name for d in dirs], [p["agents"] for p in parts], cfg.agent,
-                  out / name)
+        merge_csv([d / name for d in dirs], cfg.agent, out / name)
     wall_per_agent, done, diverged_runs = {}, [], []
     for d in dirs:
         try:
@@ -314,13 +313,12 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     return status
 
 
-def merge_csv(paths: list[Path], agents_of: list[list[str]], order: list[str],
-              out: Path) -> None:
+def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
     """The workers' CSVs as one: the header, then each agent's rows (their first field is
     the agent) in the run's order. Text is copied, never re-formatted: the bytes are those
     a single process writes."""
     header, rows = None, {}
-    for path, agents in zip(paths, agents_of):
+    for path in paths:
         try:
             lines = path.read_text().splitlines(keepends=True)
         except OSError:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
 from bandits import checkpoint, results
 from bandits.run import main
