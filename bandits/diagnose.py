@@ -9,6 +9,8 @@ written by ``bandits.run``, and writes into DIR:
 * ``diagnosis.csv``: per agent and phase, mean over seeds (and the standard error) of
   the expected regret per step and of the rates of each kind of mistake; on Mushroom
   the rates of eating a poisonous mushroom and of leaving an edible one;
+* ``diagnosis_seeds.csv``: per agent and seed, the final cumulative regret and
+  expected regret and the expected regret per step over the last ``--last`` steps;
 * ``diagnosis.png`` / ``.pdf``: (a) expected regret per step against step (log axes,
   as the paper's Figure 6), (b) the mistake rates per phase, (c) from the probes, the
   spread of each model's sampled predictions and (d) the probability that a sample
@@ -86,6 +88,22 @@ def last_steps(phases: pd.DataFrame, last: int) -> pd.DataFrame:
                          for a, g in per_step.groupby("agent", sort=False)])
 
 
+def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
+    """Per agent and seed: the final cumulative regret and expected regret (sums over
+    every phase) and the expected regret per step over the last ``last`` steps."""
+    end = int(phases["end"].max())
+    rows = []
+    for (agent, seed), g in phases.groupby(["agent", "seed"], sort=False):
+        tail = g[g["start"] > end - last]
+        steps = int((tail["end"] - tail["start"] + 1).sum())
+        rows.append({"agent": agent, "seed": seed, "steps": end,
+                     "cumulative_regret": g["regret"].sum(),
+                     "cumulative_expected_regret": g["expected_regret"].sum(),
+                     "last_steps": steps,
+                     "expected_regret_per_step_last": tail["expected_regret"].sum() / steps})
+    return pd.DataFrame(rows)
+
+
 def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path: Path,
          title: str) -> None:
     import matplotlib
@@ -154,12 +172,14 @@ def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
     except (OSError, ValueError):
         env = None
     end = int(phases["end"].max())
+    last = last or max(end // 5, 1)
     table = phase_table(phases, env)
     write_csv(table, run_dir / "diagnosis.csv")
+    write_csv(per_seed(phases, last), run_dir / "diagnosis_seeds.csv")
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
          f"{env or 'bandit'}: {seeds} seeds, {end} steps")
-    return last_steps(phases, last or max(end // 5, 1))
+    return last_steps(phases, last)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -179,7 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bandits.diagnose: error: {e}", file=sys.stderr)
         return 2
     print(tail.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"wrote {args.dir / 'diagnosis.csv'} and {args.dir / 'diagnosis.png'}")
+    print(f"wrote {args.dir / 'diagnosis.csv'}, {args.dir / 'diagnosis_seeds.csv'} and "
+          f"{args.dir / 'diagnosis.png'}")
     return 0
 
 

@@ -85,6 +85,12 @@ def test_diagnose_writes_a_table_and_a_figure(tiny_run, capsys):
     assert {"agent", "start", "end", "expected_regret_per_step",
             "expected_regret_per_step_sem"} <= set(table.columns)
     assert (tiny_run / "diagnosis.png").stat().st_size > 10_000
+    seeds = pd.read_csv(tiny_run / "diagnosis_seeds.csv")
+    summary = pd.read_csv(tiny_run / "summary.csv").set_index("agent")
+    for agent, g in seeds.groupby("agent"):
+        assert g["cumulative_regret"].mean() == pytest.approx(
+            summary.loc[agent, "cumulative_regret_mean"], rel=1e-5)
+    assert (seeds["last_steps"] == 20).all()
     out = capsys.readouterr().out
     assert "from_step" in out and "bbb" in out
 
