@@ -55,6 +55,7 @@ class AgentConfig:
     heads: int = 5
     refresh_every: int = 50
     lrt: bool = False
+    kl_scale: str = "buffer"  # complexity cost per datum: / items in the buffer, or / "seen"
 
 
 @dataclass(frozen=True)

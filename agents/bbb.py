@@ -10,7 +10,9 @@ paper used 2). It learns by minimising the minibatch ELBO:
 per run, where KL is the Monte Carlo complexity cost ``log q(w) - log p(w)``
 (summed over all weights) and ``n`` the number of interactions in the buffer:
 the complexity cost is spread over the data it is fitted to, and the loss is
-per datum so the learning rate does not depend on the buffer size. Runs are
+per datum so the learning rate does not depend on the buffer size (with
+``kl_scale = "seen"``, ``n`` is every interaction seen so far: the buffer stands for
+the whole history, and the posterior keeps narrowing once the buffer is full). Runs are
 independent: their losses are summed, so each run's gradient is its own.
 
 The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and

@@ -106,7 +106,14 @@ class NeuralAgent(Agent):
         """Draw one minibatch per run and return :meth:`gradients` on it (the loss per run)."""
         batch = buffer.gather(buffer.indices(self.fill_(self._u, "uniform")))
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
-        return self.gradients(x, batch.rewards, buffer.size, want_loss)
+        return self.gradients(x, batch.rewards, self.data_count(buffer), want_loss)
+
+    def data_count(self, buffer: ReplayBuffer) -> Tensor:
+        """The number of data the loss stands for (a device scalar): the items in the
+        buffer, or with ``kl_scale = "seen"`` every interaction seen so far (the buffer
+        then stands for the whole history, so a Bayesian model's posterior keeps
+        narrowing as data accumulate; the squared-error agents do not use it)."""
+        return buffer.seen if self.config.kl_scale == "seen" else buffer.size
 
     def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
         grads, loss = self.minibatch_gradients(buffer, want_loss)

@@ -61,6 +61,7 @@ class ReplayBuffer:
         # first row of each run in the flattened storage, (runs, 1)
         self._run_offset = torch.arange(runs, device=self.device).unsqueeze(1) * self.capacity
         self.size = torch.zeros((), dtype=torch.int64, device=self.device)  # len(self)
+        self.seen = torch.zeros((), dtype=torch.int64, device=self.device)  # self.added
 
     def __len__(self) -> int:
         return self.capacity if self.full else self.pos
@@ -87,6 +88,7 @@ class ReplayBuffer:
         if self.pos == self.capacity:
             self.pos, self.full = 0, True
         self.size.fill_(len(self))
+        self.seen.fill_(self.added)
 
     def state_dict(self) -> dict:
         """The stored items and the write position (for checkpoints)."""
@@ -100,6 +102,7 @@ class ReplayBuffer:
         self.pos, self.full = int(state["pos"]), bool(state["full"])
         self.added = int(state["added"])
         self.size.fill_(len(self))
+        self.seen.fill_(self.added)
 
     def positions_since(self, seen: int, who: str = "this agent") -> list[int]:
         """Storage positions of the interactions added after the first ``seen`` (oldest

@@ -143,6 +143,11 @@ class Config:
                             "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
     noise_sigma: float = _f(AgentConfig.noise_sigma,
                             "BBB Gaussian likelihood noise sigma of the reward", range=(1e-3, 1e3))
+    kl_scale: str = _f(AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
+                                             "in the buffer, or by every interaction seen "
+                                             "so far (the buffer standing for the whole "
+                                             "history: the posterior keeps narrowing)",
+                       choices=["buffer", "seen"])
     init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
                            range=SIGMA)
     act_samples: int = _f(AgentConfig.act_samples,

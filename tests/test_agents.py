@@ -126,3 +126,32 @@ def test_unknown_agent():
 def test_update_needs_data():
     with pytest.raises(ValueError, match="empty replay buffer"):
         _agent("greedy").update(ReplayBuffer(8, R, D))
+
+
+def test_kl_scale_seen_divides_by_every_interaction_seen():
+    buf = ReplayBuffer(5, R, D)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        buf.add(rng.random((R, D), dtype=np.float32), np.zeros(R, dtype=np.int64), np.ones(R))
+    assert int(buf.size) == 5 and int(buf.seen) == 12
+    assert int(_agent("bbb").data_count(buf)) == 5
+    assert int(_agent("bbb", kl_scale="seen").data_count(buf)) == 12
+    restored = ReplayBuffer(5, R, D)
+    restored.load_state_dict(buf.state_dict())
+    assert int(restored.seen) == 12
+
+
+def test_kl_scale_seen_changes_nothing_before_the_buffer_is_full(tmp_path):
+    from bandits.run import main
+
+    base = ["--env", "wheel", "--agent", "bbb", "--seeds", "2", "--hidden", "8",
+            "--batch-size", "8", "--updates-per-step", "2", "--no-progress"]
+    runs = {}
+    for scale, size in (("buffer", 50), ("seen", 50), ("seen", 10), ("buffer", 10)):
+        out = tmp_path / f"{scale}-{size}"
+        assert main([*base, "--steps", "30", "--buffer-size", str(size), "--kl-scale", scale,
+                     "--out", str(out)]) == 0
+        runs[scale, size] = ((out / "metrics.csv").read_bytes()
+                             + (out / "summary.csv").read_bytes())
+    assert runs["buffer", 50] == runs["seen", 50]  # 30 items: the buffer holds them all
+    assert runs["seen", 10] != runs["buffer", 10]  # the training loss tells them apart
