@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,31 @@ def load(path: Path, kind: str, identity: str | None = None) -> dict[str, Any]:
         raise CheckpointError(f"{damaged} ({_first_line(e)})") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"{damaged} (no state in it)")
+    return state
+
+
+def fingerprint(settings: dict[str, Any]) -> str:
+    """A short, stable hash of a run's settings (its identity, see :func:`save`)."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()
+                          ).hexdigest()[:16]
+
+
+def load_own(out: Path, kind: str, identity: Callable[[dict], str]) -> dict[str, Any]:
+    """Read ``out``'s checkpoint, which must belong to the run ``out/config.json``
+    describes (``identity(config)`` equals the one stored in it), and be intact.
+
+    Raises:
+        CheckpointError: as :func:`load`, or ``config.json`` is missing or unreadable.
+    """
+    out = Path(out)
+    try:
+        on_disk = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        on_disk = None
+    state = load(out / NAME, kind, None if on_disk is None else identity(on_disk))
+    if on_disk is None:  # an intact checkpoint, but nothing to tell whose it is
+        raise CheckpointError(f"{out / 'config.json'} is missing or unreadable: cannot tell "
+                              f"whether {out / NAME} belongs to this directory's run")
     return state
 
 

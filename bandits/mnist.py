@@ -852,12 +852,8 @@ RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
-    import hashlib
-
-    keep = {k: v for k, v in config.items()
-            if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}}
-    return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()
-                          ).hexdigest()[:16]
+    return checkpoint.fingerprint({k: v for k, v in config.items()
+                                   if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}})
 
 
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
@@ -869,18 +865,10 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
                          "would change the results (only --epochs, --no-progress, --no-plots, "
                          "--data-dir, --no-download, --checkpoint-every may be added)")
     out = Path(given["resume"])
-    try:
-        on_disk = json.loads((out / "config.json").read_text())
-    except (OSError, ValueError):
-        on_disk = None
     try:  # the checkpoint must be this directory's own, and intact
-        state = checkpoint.load(out / checkpoint.NAME, CHECKPOINT_KIND,
-                                None if on_disk is None else identity(on_disk))
+        state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
     except checkpoint.CheckpointError as e:
         raise ValueError(str(e)) from None
-    if on_disk is None:
-        raise ValueError(f"{out / 'config.json'} is missing or unreadable: cannot tell whether "
-                         f"{out / checkpoint.NAME} belongs to this directory's run")
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
     settings.update({k: v for k, v in given.items() if k != "resume"})
     cfg = Config(**settings)

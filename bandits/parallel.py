@@ -134,14 +134,9 @@ def run(cfg, out: Path, argv: Sequence[str]) -> int:
 
 def resume(argv: Sequence[str]) -> int:
     """``--resume DIR`` of a run made by :func:`run`: every worker from its checkpoint."""
-    from bandits.run import RESUME_FLAGS, UsageError, build_parser, given_flags
+    from bandits.run import UsageError, resume_flags
 
-    args = vars(build_parser().parse_args(argv))
-    given = given_flags(argv)
-    refused = sorted(given - RESUME_FLAGS)
-    if refused:
-        flag = "--" + refused[0].replace("_", "-")
-        raise UsageError(f"{flag} cannot be given with --resume: it would change the results")
+    args, given = resume_flags(argv)
     out = Path(args["resume"])
     config = json.loads((out / "config.json").read_text())
     from bandits.results import OutputDirError, claim_dir

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -349,13 +348,12 @@ def identity(config: dict[str, Any]) -> str:
     Two runs with the same identity and steps produce the same bytes."""
     names = sorted(f.name for f in dataclasses.fields(Config)
                    if f.name not in RESUME_FLAGS | {"out", "overwrite"})
-    plain = _plain({k: config.get(k) for k in names})
-    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()[:16]
+    return checkpoint.fingerprint(_plain({k: config.get(k) for k in names}))
 
 
-def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
-    """The config of the run to resume (its config.json, with --steps and the other
-    harmless flags applied) and what :func:`run` needs to continue it."""
+def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
+    """The parsed command line of a ``--resume`` and the flags given on it; one line
+    naming the first flag that would change the results."""
     args = vars(build_parser().parse_args(argv))
     given = given_flags(argv)
     refused = sorted(given - RESUME_FLAGS)
@@ -363,21 +361,20 @@ def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
         flag = "--" + refused[0].replace("_", "-")
         raise UsageError(f"{flag} cannot be given with --resume: it would change the results "
                          "(--resume takes every setting from the run's config.json; only "
-                         "--steps, --checkpoint-every, --data-dir, --no-progress, --log-y may "
-                         "be added)")
+                         "--steps, --checkpoint-every, --data-dir, --workers, --no-progress, "
+                         "--log-y may be added)")
+    return args, given
+
+
+def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
+    """The config of the run to resume (its config.json, with --steps and the other
+    harmless flags applied) and what :func:`run` needs to continue it."""
+    args, given = resume_flags(argv)
     out = Path(args["resume"])
-    try:
-        on_disk = json.loads((out / "config.json").read_text())
-    except (OSError, ValueError):
-        on_disk = None
     try:  # the checkpoint must be this directory's own, and intact
-        state = checkpoint.load(out / checkpoint.NAME, KIND,
-                                None if on_disk is None else identity(on_disk))
+        state = checkpoint.load_own(out, KIND, identity)
     except CheckpointError as e:
         raise UsageError(str(e)) from None
-    if on_disk is None:
-        raise UsageError(f"{out / 'config.json'} is missing or unreadable: cannot tell whether "
-                         f"{out / checkpoint.NAME} belongs to this directory's run")
     saved = state["config"]  # config.json as it was when the checkpoint was written
     settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
     for k in given - {"resume"}:
