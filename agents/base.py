@@ -116,14 +116,13 @@ class Agent(abc.ABC):
         """The runs of member ``k``."""
         return slice(k * self.runs_per_member, (k + 1) * self.runs_per_member)
 
-    def fill_(self, out: Tensor, draw: str) -> Tensor:
-        """Fill ``out (runs, ...)`` in place from each member's generator, member by member.
-
-        ``draw`` is ``"normal"`` (N(0, 1)) or ``"uniform"`` (U[0, 1)).
-        """
+    def fill_random_(self, out: Tensor, distribution: str) -> Tensor:
+        """Fill ``out (runs, ...)`` in place with random numbers from each member's
+        generator, member by member: ``distribution`` is ``"normal"`` (N(0, 1)) or
+        ``"uniform"`` (U[0, 1))."""
         for k, g in enumerate(self.generators):
             part = out[self.member_runs(k)]
-            if draw == "normal":
+            if distribution == "normal":
                 part.normal_(generator=g)
             else:
                 part.uniform_(generator=g)

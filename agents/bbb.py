@@ -17,10 +17,11 @@ independent: their losses are summed, so each run's gradient is its own.
 
 The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and
 its complexity cost (a test checks it), computed on the flat parameters: the network's
-backward pass by hand (:meth:`bandits.flat.FlatMLP.backward`), then, in a few
-whole-tensor operations,
-``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)`` with the
-complexity cost's gradients from :func:`bandits.bayes.mc_cost_grads`.
+backward pass by hand (:meth:`bandits.bayes.FlatMLP.backward`), then, in a few
+whole-tensor operations, the complexity cost's gradients
+(:func:`bandits.bayes.mc_cost_grads`) and the chain rule
+``d/dmu = g_w + dC/dmu``, ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)``
+(:func:`bandits.bayes.mu_rho_grads`).
 
 With ``lrt`` the data term is trained with the local reparameterisation trick (Kingma,
 Salimans and Welling 2015): pre-activations are sampled per example from their Gaussian
@@ -43,11 +44,14 @@ from bandits.bayes import (
     MLP,
     GaussianPrior,
     ScaleMixturePrior,
+    batched_linear,
     log_p_minus_log_q,
     make_mlp,
     mc_cost_grads,
+    mu_rho_grads,
+    posterior_grads,
+    sample_weights,
 )
-from bandits.flat import posterior_grads, sample_weights
 
 
 class BBBAgent(NeuralAgent):
@@ -73,7 +77,7 @@ class BBBAgent(NeuralAgent):
     def noise(self) -> Tensor:
         """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""
         eps = torch.empty(self.runs, self.model.n_params, device=self.device)
-        return self.fill_(eps, "normal")
+        return self.fill_random_(eps, "normal")
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
@@ -106,14 +110,15 @@ class BBBAgent(NeuralAgent):
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model
         eps = self.noise()  # (runs, P)
-        sigma, w = self.fused(sample_weights)(m.mu, m.rho, eps)  # one weight sample per run
+        sigma, w = self.maybe_compiled(sample_weights)(m.mu, m.rho, eps)  # a sample per run
         scale = 0.5 / self.config.noise_sigma**2
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
         if self.config.lrt:
             err, g_mu_data, g_rho_data = self.lrt_data_grads(x, rewards, scale)
-            g_mu, g_sigma = mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n)
-            g_mu.add_(g_mu_data)
-            g_rho = g_sigma.mul_(torch.sigmoid(m.rho)).add_(g_rho_data)
+            g_mu, g_rho = mu_rho_grads(*mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n),
+                                       m.rho)
+            g_mu.add_(g_mu_data)  # the data term's gradients are already for mu and rho
+            g_rho.add_(g_rho_data)
         else:
             inputs: list[Tensor] = []
             pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
@@ -121,7 +126,7 @@ class BBBAgent(NeuralAgent):
             # nll = scale * mean_b err^2 per run, up to a constant; its gradient at the output:
             d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
             g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
-            g_mu, g_rho = self.fused(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
+            g_mu, g_rho = self.maybe_compiled(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
                                                       m.prior_consts)
         loss = None
         if want_loss:
@@ -130,23 +135,22 @@ class BBBAgent(NeuralAgent):
             loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
         return [g_mu, g_rho], loss
 
-
     def lrt_forward(self, x: Tensor, mu: Tensor, rho: Tensor) -> Tensor:
         """The network on ``x (runs, batch, in)`` with the local reparameterisation trick:
         each layer's pre-activations are drawn from their Gaussian given the layer's input,
         ``N(h mu_W^T + mu_b, h^2 (sigma_W^2)^T + sigma_b^2)``, independently per example."""
         m = self.model
+
+        def sampled_preactivations(h: Tensor, layer) -> Tensor:
+            (wm, bm), (wv, bv) = layer  # means and variances of the weights and biases
+            mean = batched_linear(h, wm, bm)  # (runs, batch, out)
+            v = batched_linear(h * h, wv, bv)
+            noise = self.fill_random_(torch.empty_like(mean), "normal")
+            return mean + v.sqrt() * noise
+
         var = F.softplus(rho).square()
-        h = x
-        last = len(m.layout) - 1
-        for k, ((wm, bm), (wv, bv)) in enumerate(zip(m.split(mu), m.split(var))):
-            mean = torch.baddbmm(bm.unsqueeze(1), h, wm.transpose(1, 2))  # (runs, batch, out)
-            v = torch.baddbmm(bv.unsqueeze(1), h * h, wv.transpose(1, 2))
-            noise = self.fill_(torch.empty_like(mean), "normal")
-            h = mean + v.sqrt() * noise
-            if k < last:
-                h = torch.relu(h)
-        return h
+        return m.apply_layers(x, list(zip(m.split(mu), m.split(var))),
+                              linear=sampled_preactivations)
 
     def lrt_data_grads(self, x: Tensor, rewards: Tensor, scale: float
                        ) -> tuple[Tensor, Tensor, Tensor]:

@@ -47,7 +47,7 @@ class BootstrapAgent(NeuralAgent):
         x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
         x = x.repeat_interleave(k, dim=0)  # (runs * heads, n_actions, in)
         scores = self.model(x).squeeze(-1).view(self.runs, k, self.n_actions)
-        u = self.fill_(torch.empty(self.runs, device=self.device), "uniform")
+        u = self.fill_random_(torch.empty(self.runs, device=self.device), "uniform")
         head = (u * k).to(torch.int64).clamp_(max=k - 1)  # one network per run
         return scores[torch.arange(self.runs, device=self.device), head].argmax(dim=1)
 
@@ -69,24 +69,14 @@ class BootstrapAgent(NeuralAgent):
     def minibatch_gradients(self, buffer: ReplayBuffer, want_loss: bool
                             ) -> tuple[list[Tensor], Tensor | None]:
         k, b = self.config.heads, self.config.batch_size
-        idx = buffer.indices(self.fill_(self._u, "uniform"))  # (runs, heads * batch)
+        idx = buffer.indices(self.fill_random_(self._u, "uniform"))  # (runs, heads * batch)
         batch = buffer.gather(idx)
         x = self.inputs(batch.contexts, batch.actions).view(self.runs * k, b, -1)
         # network k of a run trains on the k-th block of b items, weighted by its own weights
         w = self.weights.gather(2, idx.view(self.runs, k, b)).view(self.runs * k, b)
-        grads, loss = self.gradients(x, batch.rewards.view(self.runs * k, b), w, want_loss)
+        grads, loss = self.squared_error_gradients(x, batch.rewards.view(self.runs * k, b),
+                                                   want_loss, weights=w)
         return grads, None if loss is None else loss.view(self.runs, k).mean(dim=1)
-
-    @torch.no_grad()
-    def gradients(self, x: Tensor, rewards: Tensor, weights: Tensor, want_loss: bool
-                  ) -> tuple[list[Tensor], Tensor | None]:
-        """Of ``mean_b w_b (r_b - f(x_b))^2`` per network; ``weights (runs*heads, batch)``."""
-        m = self.model
-        inputs: list[Tensor] = []
-        err = m.apply_layers(x, m.split(m.mu), inputs).squeeze(-1) - rewards  # (R*K, batch)
-        d_out = (err * weights).mul_(2.0 / err.shape[1]).unsqueeze(-1)
-        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu))
-        return [g], ((weights * err.square()).mean(dim=1) if want_loss else None)
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "weights": self.weights, "seen": self._seen}

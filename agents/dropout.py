@@ -33,7 +33,7 @@ class DropoutAgent(NeuralAgent):
         p = self.config.dropout
         out = []
         for h in self.config.hidden:
-            u = self.fill_(torch.empty(self.runs, rows, h, device=self.device), "uniform")
+            u = self.fill_random_(torch.empty(self.runs, rows, h, device=self.device), "uniform")
             out.append((u >= p).to(u.dtype).div_(1.0 - p))
         return out
 
@@ -45,13 +45,7 @@ class DropoutAgent(NeuralAgent):
         scores = m.apply_layers(x, m.split(m.mu), masks=self.masks(1))
         return scores.squeeze(-1).argmax(dim=1)
 
-    @torch.no_grad()
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:
-        m = self.model
-        masks = self.masks(x.shape[1])  # a mask per example, as in ordinary dropout training
-        inputs: list[Tensor] = []
-        err = m.apply_layers(x, m.split(m.mu), inputs, masks).squeeze(-1) - rewards
-        d_out = err.mul(2.0 / err.shape[1]).unsqueeze(-1)  # of mean_b err^2, (runs, batch, 1)
-        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu), masks)
-        return [g], (err.square().mean(dim=1) if want_loss else None)
+        # a mask per example, as in ordinary dropout training
+        return self.squared_error_gradients(x, rewards, want_loss, masks=self.masks(x.shape[1]))

@@ -40,7 +40,7 @@ class EpsilonGreedyAgent(NeuralAgent):
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         scores = self.model(self.all_action_inputs(contexts)).squeeze(-1)  # (runs, n_actions)
-        u = self.fill_(torch.empty(self.runs, 2, device=self.device), "uniform")
+        u = self.fill_random_(torch.empty(self.runs, 2, device=self.device), "uniform")
         explore = u[:, 0] < self._epsilon
         random_actions = (u[:, 1] * self.n_actions).to(torch.int64).clamp_(max=self.n_actions - 1)
         return torch.where(explore, random_actions, scores.argmax(dim=1))
@@ -55,13 +55,3 @@ class EpsilonGreedyAgent(NeuralAgent):
         x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
         pred = self.model(x).reshape(self.runs, 1, n, self.n_actions)
         return pred.expand(-1, samples, -1, -1)
-
-    @torch.no_grad()
-    def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
-                  ) -> tuple[list[Tensor], Tensor | None]:
-        m = self.model
-        inputs: list[Tensor] = []
-        err = m.apply_layers(x, m.split(m.mu), inputs).squeeze(-1) - rewards  # (runs, batch)
-        d_out = err.mul(2.0 / err.shape[1]).unsqueeze(-1)  # of mean_b err^2, (runs, batch, 1)
-        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu))
-        return [g], (err.square().mean(dim=1) if want_loss else None)

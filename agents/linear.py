@@ -130,7 +130,7 @@ def thompson_draw(agent: Agent, post: BayesLinearRegression) -> Tensor:
         for k, rng in enumerate(agent.rngs)]), device=agent.device)
     normal = torch.empty(agent.runs, agent.n_actions, post.dim, dtype=torch.float64,
                          device=agent.device)
-    return post.sample(gamma, agent.fill_(normal, "normal"))
+    return post.sample(gamma, agent.fill_random_(normal, "normal"))
 
 
 class LinFullPostAgent(Agent):

@@ -8,7 +8,7 @@ all actions of a context is one forward call over ``n_actions`` rows.
 of every run of the population without waiting for the device once: minibatch
 indices are drawn on the device from each member's generator and the buffer's
 on-device length, the gradients of the per-weight terms are computed in a few
-whole-tensor operations on the flat parameters (:mod:`bandits.flat`), Adam is
+whole-tensor operations on the flat parameters (:mod:`bandits.bayes.flat`), Adam is
 torch's fused one, and the loss is returned as a device tensor. On CUDA the whole
 sequence of updates is captured once as a CUDA graph and replayed on every later call
 (the first call runs eagerly and warms up), so a step of 64 updates is one launch
@@ -26,9 +26,8 @@ import torch
 from torch import Tensor
 
 from agents.base import Agent
-from bandits.bayes import MLP
+from bandits.bayes import MLP, FlatMLP
 from bandits.buffer import ReplayBuffer
-from bandits.flat import FlatMLP
 
 
 class NeuralAgent(Agent):
@@ -73,16 +72,38 @@ class NeuralAgent(Agent):
     def build_model(self, in_features: int) -> MLP:
         """One member's reward network with ``runs_per_member`` copies (on the CPU)."""
 
-    @abc.abstractmethod
+    @torch.no_grad()
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:
         """Gradients of the loss for every parameter of the model, and the loss per run.
 
-        ``x (runs, batch, in)``, ``rewards (runs, batch)``, ``n_data``: items in the buffer
-        (a device scalar). The loss is computed only if ``want_loss``.
+        ``x (runs, batch, in)``, ``rewards (runs, batch)``, ``n_data``: the number of data
+        the loss stands for (a device scalar, :meth:`data_count`). The loss is computed
+        only if ``want_loss``. Here the squared error of a point-estimate network
+        (:meth:`squared_error_gradients`); a Bayesian model overrides it.
         """
+        return self.squared_error_gradients(x, rewards, want_loss)
 
-    def fused(self, fn):
+    @torch.no_grad()
+    def squared_error_gradients(self, x: Tensor, rewards: Tensor, want_loss: bool,
+                                weights: Tensor | None = None,
+                                masks: list[Tensor] | None = None
+                                ) -> tuple[list[Tensor], Tensor | None]:
+        """The gradient of ``mean_b w_b (f(x_b) - r_b)^2`` with respect to the network's
+        flat weights, and that loss per run: ``weights (runs, batch)`` (default 1, as
+        for ``rewards``), ``masks`` the dropout masks of the hidden layers (default none)."""
+        m = self.model
+        inputs: list[Tensor] = []
+        err = m.apply_layers(x, m.split(m.mu), inputs, masks).squeeze(-1) - rewards
+        d_out = err.mul(2.0 / err.shape[1]) if weights is None else (
+            (err * weights).mul_(2.0 / err.shape[1]))
+        g = m.backward(inputs, m.mu, d_out.unsqueeze(-1), torch.empty_like(m.mu), masks)
+        if not want_loss:
+            return [g], None
+        square = err.square()
+        return [g], (square if weights is None else weights * square).mean(dim=1)
+
+    def maybe_compiled(self, fn):
         """``fn`` itself, or with ``compile`` its ``torch.compile`` (compiled on first use)."""
         if not self._compile:
             return fn
@@ -104,7 +125,7 @@ class NeuralAgent(Agent):
     def minibatch_gradients(self, buffer: ReplayBuffer, want_loss: bool
                             ) -> tuple[list[Tensor], Tensor | None]:
         """Draw one minibatch per run and return :meth:`gradients` on it (the loss per run)."""
-        batch = buffer.gather(buffer.indices(self.fill_(self._u, "uniform")))
+        batch = buffer.gather(buffer.indices(self.fill_random_(self._u, "uniform")))
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
         return self.gradients(x, batch.rewards, self.data_count(buffer), want_loss)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +39,7 @@ import torch
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
-from bandits.results import package_versions, write_csv, write_json
+from bandits.outputs import machine, package_versions, write_csv, write_json
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
@@ -199,8 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_csv(df, args.out / "scaling.csv")
         write_json({"command": "python -m bandits.bench " + " ".join(
                         sys.argv[1:] if argv is None else argv),
-                    "machine": f"{platform.machine()} CPU ({os.cpu_count()} cores), "
-                               f"{platform.processor() or ''}".strip(", "),
+                    "machine": machine(args.device),
                     "device": args.device, "preset": "paper (4 agents x 5 seeds, 64 updates)",
                     "wall_seconds": round(time.perf_counter() - start, 1),
                     "versions": package_versions()}, args.out / "scaling.json")
@@ -232,9 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "paper_protocol_minutes_projected": PAPER_STEPS * PAPER_UPDATES * now / 60,
         "paper_protocol_minutes_projected_before": PAPER_STEPS * PAPER_UPDATES * before / 60,
     }
-    device_name = (torch.cuda.get_device_name() if args.device == "cuda" else
-                   f"{platform.machine()} CPU ({os.cpu_count()} cores), "
-                   f"{torch.get_num_threads()} torch thread(s)")
+    device_name = machine(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / "bench.csv")
     write_json({"command": "python -m bandits.bench " + " ".join(sys.argv[1:] if argv is None

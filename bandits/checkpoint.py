@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from bandits.results import write_atomic
+from bandits.outputs import write_atomic
 
 FORMAT = "bbb-bandits checkpoint"
 VERSION = 2

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bandits.outputs import save_figure, write_csv
 from bandits.plot import COLORS, LABELS
-from bandits.results import save_figure, write_csv
 
 
 def _sem(x: pd.Series) -> float:

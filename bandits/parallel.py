@@ -20,19 +20,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 
 from agents import population_groups
-from bandits.results import package_versions, write_atomic, write_json
+from bandits.outputs import package_versions, write_atomic, write_json
 
 PARTS = "parts"
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
@@ -102,7 +100,7 @@ def is_parallel_run(out: Path) -> bool:
 # --------------------------------------------------------------------------- running
 
 
-def run(cfg, out: Path, argv: Sequence[str]) -> int:
+def run(cfg, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
     import envs
     from bandits.run import UsageError, identity
@@ -121,7 +119,7 @@ def run(cfg, out: Path, argv: Sequence[str]) -> int:
                        "--overwrite", "--out", str(out / PARTS / str(k))]}
              for k, agents in enumerate(bins)]
     config = {**dataclasses.asdict(cfg), "workers": len(parts), "parts": parts,
-              "command": "python -m bandits.run " + shlex.join(list(argv)),
+              "command": command,
               "versions": package_versions()}
     config["identity"] = identity(config)
     try:
@@ -132,26 +130,25 @@ def run(cfg, out: Path, argv: Sequence[str]) -> int:
     return _coordinate(cfg, out, config, commands, resumed=False)
 
 
-def resume(argv: Sequence[str]) -> int:
-    """``--resume DIR`` of a run made by :func:`run`: every worker from its checkpoint."""
-    from bandits.run import UsageError, resume_flags
+def resume(out: Path, changes: dict, command: str):
+    """Continue a run made by :func:`run` in ``out``: every worker from its checkpoint,
+    with ``changes`` (the settings that may be given beside ``--resume``)."""
+    from bandits.outputs import OutputDirError, claim_dir
+    from bandits.run import RESUME_FLAGS, UsageError, refuse_with_resume
 
-    args, given = resume_flags(argv)
-    out = Path(args["resume"])
+    refuse_with_resume(changes, RESUME_FLAGS)
     config = json.loads((out / "config.json").read_text())
-    from bandits.results import OutputDirError, claim_dir
-
     try:
         claim_dir(out)
     except OutputDirError as e:
         raise UsageError(str(e)) from None
     extra: list[str] = []
-    for k in sorted(given & {"steps", "checkpoint_every", "data_dir"}):
-        extra += ["--" + k.replace("_", "-"), str(args[k])]
-    if "steps" in given:
-        config["steps"] = args["steps"]
-    config["no_progress"] = args["no_progress"]
-    config["log_y"] = args["log_y"] or config.get("log_y", False)
+    for k in sorted(set(changes) & {"steps", "checkpoint_every", "data_dir"}):
+        extra += ["--" + k.replace("_", "-"), str(changes[k])]
+    if "steps" in changes:
+        config["steps"] = changes["steps"]
+    config["no_progress"] = changes.get("no_progress", False)
+    config["log_y"] = changes.get("log_y", False) or config.get("log_y", False)
     commands = []
     for p in config["parts"]:
         d = out / p["dir"]
@@ -159,8 +156,7 @@ def resume(argv: Sequence[str]) -> int:
             commands.append(["--resume", str(d), "--no-progress", *extra])
         else:  # killed before its first checkpoint: start it again
             commands.append([*p["argv"], *[a for a in extra if a != "--checkpoint-every"]])
-    config["resumed"] = [*config.get("resumed", []),
-                         {"command": "python -m bandits.run " + shlex.join(list(argv))}]
+    config["resumed"] = [*config.get("resumed", []), {"command": command}]
 
     cfg = SimpleNamespace(**{k: config[k] for k in
                              ("steps", "no_progress", "env", "seeds", "agent", "log_y")})
@@ -178,8 +174,7 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
         pass
 
 
-def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed: bool
-                ) -> int:
+def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed: bool):
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
@@ -261,7 +256,7 @@ def _last_line(out: Path, k: int) -> str:
 
 
 def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
-            interrupted: bool) -> int:
+            interrupted: bool):
     """Merge the workers' outputs into ``out`` and say how the run ended."""
     parts = config["parts"]
     dirs = [out / p["dir"] for p in parts]
@@ -302,10 +297,10 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     config.pop("running", None)
     write_json(config, out / "config.json")
     if (out / "metrics.csv").is_file():
-        _report(cfg, out, wall_per_agent)
-    if message:
-        print(f"bandits.run: {message}", file=sys.stderr)
-    return status
+        _plot(cfg, out)
+    from bandits.run import Outcome
+
+    return Outcome(status, message, out)
 
 
 def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
@@ -329,24 +324,16 @@ def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
     write_atomic(out, header + "".join(line for a in order for line in rows.get(a, [])))
 
 
-def _report(cfg, out: Path, wall: dict[str, float]) -> None:
+def _plot(cfg, out: Path) -> None:
+    """``regret.png`` from the merged ``metrics.csv``, as a single process draws it."""
     from bandits.plot import plot_regret
 
     metrics = pd.read_csv(out / "metrics.csv")
-    summary = pd.read_csv(out / "summary.csv")
     if metrics.empty:
         return
     steps = int(metrics["step"].max())
     title = f"{cfg.env}: {metrics['seed'].nunique()} seeds, {steps} steps"
     plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title)
-    cols = ["agent", "cumulative_regret_mean", "cumulative_regret_std",
-            "cumulative_regret_min", "cumulative_regret_max", "wall_seconds"]
-    table = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
-    print(f"\nCumulative regret after {steps} steps ({metrics['seed'].nunique()} seeds, "
-          f"env {cfg.env}):")
-    print(table[cols].sort_values("cumulative_regret_mean").to_string(
-        index=False, float_format=lambda v: f"{v:.1f}"))
-    print(f"outputs in {out}")
 
 
 __all__ = ["assign", "available_cores", "is_parallel_run", "merge_csv", "resume", "run",

@@ -12,7 +12,7 @@ FILE (and a ``.pdf`` twin beside a ``.png``); FILE's directory must exist. Each 
 keeps its colour and label, with ``[DIR name]`` appended when there are several DIRs;
 the runs are told apart by line style (solid, dashed, dotted, dash-dot, cycling).
 
-Every figure is written atomically (:func:`bandits.results.save_figure`). Errors (no or
+Every figure is written atomically (:func:`bandits.outputs.save_figure`). Errors (no or
 malformed ``metrics.csv``, an output that cannot be written) are one line on stderr and
 exit status 2.
 """
@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bandits.results import save_figure  # noqa: E402
+from bandits.outputs import save_figure  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",

@@ -1,14 +1,19 @@
 """The bandit simulator: agents act, learn from a replay buffer, and are scored by regret.
 
-    python -m bandits.run --agent bbb [greedy eps1 eps5 uniform] --env mushroom|wheel
-        --seeds N --steps T --preset quick|paper --device cpu|cuda --out DIR
+    python -m bandits.run --agent bbb [greedy eps1 ...] --env mushroom|wheel
+        --seeds N --steps T --preset quick|long|paper --device cpu|cuda --out DIR
 
-Every agent's ``--seeds`` runs are one batched model through the runs dimension,
-and agents that differ only in how they act (greedy, eps1, eps5) share one
-population and one training step (see :func:`agents.make_agents`); every run of
-every agent sees the same contexts and reward draws for its seed (common random
-numbers). Outputs: ``metrics.csv``,
-``summary.csv``, ``config.json``, ``regret.png`` (see the README).
+One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`` ->
+``agent.update`` (:func:`interact`); around it, hooks that look at the models
+(:class:`Probe`), show progress, watch for divergence (:class:`DivergenceWatch`),
+write checkpoints (:class:`Checkpoints`) and stop cleanly on Ctrl-C. The agents are
+those of :data:`agents.AGENTS`. Every agent's ``--seeds`` runs are one batched model
+through the runs dimension, and agents that differ only in how they act (greedy,
+eps1, eps5) share one population and one training step (see
+:func:`agents.make_agents`); every run of every agent sees the same contexts and reward
+draws for its seed (common random numbers). Populations may run in worker processes
+(:mod:`bandits.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
+``probes.csv``, ``config.json``, ``regret.png`` (see the README).
 """
 
 from __future__ import annotations
@@ -18,15 +23,14 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import shlex
 import signal
 import sys
 import threading
 import time
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +43,25 @@ from agents import AGENTS, Agent, AgentConfig, make_agents
 from bandits import checkpoint
 from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
-from bandits.plot import plot_regret
-from bandits.results import (
+from bandits.config import (
+    COUNT,
+    OPEN,
+    POSITIVE,
+    SIGMA,
+    UsageError,
+    check_ranges,
+    convert,
+    refuse_with_resume,
+    setting,
+)
+from bandits.config import build_parser as build_settings_parser
+from bandits.config import given_flags as flags_named
+from bandits.outputs import (
     OutputDirError,
-    RegretLog,
     claim_dir,
+    device_name,
+    machine,
+    machine_memory,
     output_dir,
     package_versions,
     release_dir,
@@ -51,6 +69,8 @@ from bandits.results import (
     write_csv,
     write_json,
 )
+from bandits.plot import plot_regret
+from bandits.regret import RegretLog
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
 # Preset values fill every setting the command line leaves unset. The agents' own
@@ -74,175 +94,175 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def _f(default, help: str, range: tuple | None = None, **kw):  # noqa: A002
-    """A setting: its default, its CLI help and, for numbers, its allowed ``range``
-    ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded."""
-    meta = {"help": help, **kw}
-    if range is not None:
-        meta["range"] = range
-    return field(default=default, metadata=meta)
-
-
-class OPEN(float):
-    """An open end of a setting's range: ``(OPEN(0), 1)`` is ``0 < v <= 1``."""
-
-
-BIG = 10**9  # a count above this is a typo, not a setting
-
-
-SIGMA = (1e-8, 1e4)  # any standard deviation of the model: finite in float32 arithmetic
-POSITIVE = (1e-8, 1e8)
-
-
 @dataclass
 class Config:
     """Settings of one invocation; each field is a CLI flag (``--kebab-case``)."""
 
-    agent: list[str] | None = _f(None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
-                                  type=str)
-    env: str = _f("mushroom", "bandit environment", choices=sorted(envs.ENV_IDS))
-    wheel_delta: float = _f(0.95, "wheel: radius delta beyond which the high-reward arms pay "
-                                  "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
-                           range=(OPEN(0), OPEN(1)))
-    preset: str = _f("quick", "defaults for every unset setting", choices=sorted(PRESETS))
-    seeds: int | None = _f(None, "number of seeds (runs) per agent", range=(1, BIG), type=int)
-    seed: int = _f(0, "first seed; the runs use seed, seed+1, ...", range=(0, 2**63 - 1))
-    steps: int | None = _f(None, "interactions per run", range=(1, BIG), type=int)
-    device: str = _f("cpu", "torch device of the models", choices=["cpu", "cuda"])
-    no_cuda_graph: bool = _f(False, "with --device cuda, run each training step eagerly instead "
-                                    "of replaying it as a captured CUDA graph")
-    compile: bool = _f(False, "fuse the BBB training step's per-weight work with torch.compile "
-                              "(fewer kernels on a GPU; on a CPU it gains little and takes "
-                              "about 30 s to compile)")
-    out: Path | None = _f(None, "output directory (default: a new directory under results/runs/)",
-                           type=Path)
-    overwrite: bool = _f(False, "allow writing into an existing non-empty output directory")
-    data_dir: Path | None = _f(None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
-                                type=Path)
-    hidden: tuple[int, ...] = _f(AgentConfig.hidden, "hidden layer sizes of the reward network",
-                                 range=(1, 100_000), nargs="+")
-    buffer_size: int | None = _f(None, "replay buffer capacity (last N interactions)",
-                                  range=(1, BIG), type=int)
-    batch_size: int | None = _f(None, "minibatch size of each update", range=(1, BIG), type=int)
-    updates_per_step: int | None = _f(None, "minibatch updates after each interaction",
-                                       range=(1, BIG), type=int)
-    train_every: int = _f(1, "train after every k-th interaction (k=1: every step)",
-                           range=(1, BIG))
-    lr: float = _f(AgentConfig.lr, "Adam learning rate of every neural agent",
-                   range=(OPEN(0), math.inf))
-    prior: str = _f(AgentConfig.prior, "BBB prior: scale mixture or Gaussian",
-                    choices=["mixture", "gaussian"])
-    prior_pi: float = _f(AgentConfig.prior_pi, "scale-mixture weight pi of the wide component",
-                         range=(OPEN(0), OPEN(1)))
-    prior_sigma1: float = _f(AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)",
-                             range=SIGMA)
-    prior_sigma2: float = _f(AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)",
-                             range=SIGMA)
-    prior_sigma: float = _f(AgentConfig.prior_sigma,
-                            "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
-    noise_sigma: float = _f(AgentConfig.noise_sigma,
-                            "BBB Gaussian likelihood noise sigma of the reward", range=(1e-3, 1e3))
-    kl_scale: str = _f(AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
-                                             "in the buffer, or by every interaction seen "
-                                             "so far (the buffer standing for the whole "
-                                             "history: the posterior keeps narrowing)",
-                       choices=["buffer", "seen"])
-    init_sigma: float = _f(AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
-                           range=SIGMA)
-    act_samples: int = _f(AgentConfig.act_samples,
-                          "BBB: weight samples drawn and averaged to act (the paper's 2; 1 = plain "
-                          "Thompson sampling)",
-                          range=(1, 10_000))
-    lrt: bool = _f(False, "bbb: train with the local reparameterisation trick (acting keeps "
-                          "one weight sample per run)")
-    dropout: float = _f(AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
-                                             "(training, and the one mask drawn to act)",
-                     range=(OPEN(0), OPEN(1)))
-    heads: int = _f(AgentConfig.heads, "bootstrap: networks per run, each on its own online "
-                                       "bootstrap (Poisson(1) weights) of the buffer",
-                   range=(1, 10_000))
-    refresh_every: int = _f(AgentConfig.refresh_every, "neurallinear: training steps between "
-                                                       "refits of its posterior to new features",
-                       range=(1, BIG))
-    lin_a0: float = _f(AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
-                                           "shape a0 of the noise variance", range=POSITIVE)
-    lin_b0: float = _f(AgentConfig.lin_b0, "linfullpost, neurallinear: inverse-gamma prior "
-                                           "scale b0", range=POSITIVE)
-    lin_lambda: float = _f(AgentConfig.lin_lambda, "linfullpost, neurallinear: prior precision "
-                                                   "lambda (beta ~ N(0, sigma^2/lambda I))",
-                      range=POSITIVE)
-    log_points: int = _f(2000, "max metrics.csv rows per run (every step if steps <= this)",
-                        range=(1, BIG))
-    log_y: bool = _f(False, "logarithmic y axis in regret.png")
-    threads: int = _f(1, "torch CPU threads; 1 is fastest for these small networks "
-                         "(0: torch's default)", range=(0, 1024))
-    no_progress: bool = _f(False, "hide the progress bar")
-    skip_diverged: bool = _f(False, "when a run's training loss becomes NaN or infinite, warn and "
-                                    "let the other runs go on instead of stopping (runs are "
-                                    "independent; the diverged one keeps acting on its NaN model)")
-    checkpoint_every: float = _f(300.0, "seconds of work between checkpoints in the output "
-                                        "directory (0: after every step); one is also written "
-                                        "at the end and on Ctrl-C",
-                              range=(0, math.inf))
-    workers: int | None = _f(None, "processes that run the populations side by side, one "
-                                   "torch thread each unless --threads says otherwise; the "
-                                   "results are the same bytes for every value (default: "
-                                   "$BANDITS_WORKERS, else the cores this process may use, at "
-                                   "most one per population)", range=(1, 1024), type=int)
-    progress_file: Path | None = _f(None, argparse.SUPPRESS, type=Path)  # for the workers
-    resume: Path | None = _f(None, "continue the run in this output directory from its "
-                                   "checkpoint, with its config.json (--steps may extend it)",
-                             type=Path)
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one clear line, no usage dump, exit status 2
-        self.exit(2, f"bandits.run: error: {message} (see --help)\n")
+    agent: list[str] | None = setting(
+        None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
+        type=str)
+    env: str = setting(
+        "mushroom", "bandit environment", choices=sorted(envs.ENV_IDS))
+    wheel_delta: float = setting(
+        0.95, "wheel: radius delta beyond which the high-reward arms pay "
+        "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
+        range=(OPEN(0), OPEN(1)))
+    preset: str = setting(
+        "quick", "defaults for every unset setting", choices=sorted(PRESETS))
+    seeds: int | None = setting(
+        None, "number of seeds (runs) per agent", range=COUNT, type=int)
+    seed: int = setting(
+        0, "first seed; the runs use seed, seed+1, ...", range=(0, 2**63 - 1))
+    steps: int | None = setting(
+        None, "interactions per run", range=COUNT, type=int)
+    device: str = setting(
+        "cpu", "torch device of the models", choices=["cpu", "cuda"])
+    no_cuda_graph: bool = setting(
+        False, "with --device cuda, run each training step eagerly instead "
+        "of replaying it as a captured CUDA graph")
+    compile: bool = setting(
+        False, "fuse the BBB training step's per-weight work with torch.compile "
+        "(fewer kernels on a GPU; on a CPU it gains little and takes "
+        "about 30 s to compile)")
+    out: Path | None = setting(
+        None, "output directory (default: a new directory under results/runs/)",
+        type=Path)
+    overwrite: bool = setting(
+        False, "allow writing into an existing non-empty output directory")
+    data_dir: Path | None = setting(
+        None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
+        type=Path)
+    hidden: tuple[int, ...] = setting(
+        AgentConfig.hidden, "hidden layer sizes of the reward network",
+        range=(1, 100_000), nargs="+")
+    buffer_size: int | None = setting(
+        None, "replay buffer capacity (last N interactions)",
+        range=COUNT, type=int)
+    batch_size: int | None = setting(
+        None, "minibatch size of each update", range=COUNT, type=int)
+    updates_per_step: int | None = setting(
+        None, "minibatch updates after each interaction",
+        range=COUNT, type=int)
+    train_every: int = setting(
+        1, "train after every k-th interaction (k=1: every step)",
+        range=COUNT)
+    lr: float = setting(
+        AgentConfig.lr, "Adam learning rate of every neural agent",
+        range=(OPEN(0), math.inf))
+    prior: str = setting(
+        AgentConfig.prior, "BBB prior: scale mixture or Gaussian",
+        choices=["mixture", "gaussian"])
+    prior_pi: float = setting(
+        AgentConfig.prior_pi, "scale-mixture weight pi of the wide component",
+        range=(OPEN(0), OPEN(1)))
+    prior_sigma1: float = setting(
+        AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)",
+        range=SIGMA)
+    prior_sigma2: float = setting(
+        AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)",
+        range=SIGMA)
+    prior_sigma: float = setting(
+        AgentConfig.prior_sigma,
+        "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
+    noise_sigma: float = setting(
+        AgentConfig.noise_sigma,
+        "BBB Gaussian likelihood noise sigma of the reward", range=(1e-3, 1e3))
+    kl_scale: str = setting(
+        AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
+        "in the buffer, or by every interaction seen "
+        "so far (the buffer standing for the whole "
+        "history: the posterior keeps narrowing)",
+        choices=["buffer", "seen"])
+    init_sigma: float = setting(
+        AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
+        range=SIGMA)
+    act_samples: int = setting(
+        AgentConfig.act_samples,
+        "BBB: weight samples drawn and averaged to act (the paper's 2; 1 = plain "
+        "Thompson sampling)",
+        range=(1, 10_000))
+    lrt: bool = setting(
+        False, "bbb: train with the local reparameterisation trick (acting keeps "
+        "one weight sample per run)")
+    dropout: float = setting(
+        AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
+        "(training, and the one mask drawn to act)",
+        range=(OPEN(0), OPEN(1)))
+    heads: int = setting(
+        AgentConfig.heads, "bootstrap: networks per run, each on its own online "
+        "bootstrap (Poisson(1) weights) of the buffer",
+        range=(1, 10_000))
+    refresh_every: int = setting(
+        AgentConfig.refresh_every, "neurallinear: training steps between "
+        "refits of its posterior to new features",
+        range=COUNT)
+    lin_a0: float = setting(
+        AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
+        "shape a0 of the noise variance", range=POSITIVE)
+    lin_b0: float = setting(
+        AgentConfig.lin_b0, "linfullpost, neurallinear: inverse-gamma prior "
+        "scale b0", range=POSITIVE)
+    lin_lambda: float = setting(
+        AgentConfig.lin_lambda, "linfullpost, neurallinear: prior precision "
+        "lambda (beta ~ N(0, sigma^2/lambda I))",
+        range=POSITIVE)
+    log_points: int = setting(
+        2000, "max metrics.csv rows per run (every step if steps <= this)",
+        range=COUNT)
+    log_y: bool = setting(
+        False, "logarithmic y axis in regret.png")
+    threads: int = setting(
+        1, "torch CPU threads; 1 is fastest for these small networks "
+        "(0: torch's default)", range=(0, 1024))
+    no_progress: bool = setting(
+        False, "hide the progress bar")
+    skip_diverged: bool = setting(
+        False, "when a run's training loss becomes NaN or infinite, warn and "
+        "let the other runs go on instead of stopping (runs are "
+        "independent; the diverged one keeps acting on its NaN model)")
+    checkpoint_every: float = setting(
+        300.0, "seconds of work between checkpoints in the output "
+        "directory (0: after every step); one is also written "
+        "at the end and on Ctrl-C",
+        range=(0, math.inf))
+    workers: int | None = setting(
+        None, "processes that run the populations side by side, one "
+        "torch thread each unless --threads says otherwise; the "
+        "results are the same bytes for every value (default: "
+        "$BANDITS_WORKERS, else the cores this process may use, at "
+        "most one per population)", range=(1, 1024), type=int)
+    progress_file: Path | None = setting(
+        None, argparse.SUPPRESS, type=Path)  # for the workers
+    resume: Path | None = setting(
+        None, "continue the run in this output directory from its "
+        "checkpoint, with its config.json (--steps may extend it)",
+        type=Path)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m bandits.run", description=__doc__.split("\n")[0])
-    for f in dataclasses.fields(Config):
-        meta = dict(f.metadata)
-        help_ = meta.pop("help")
-        if help_ is argparse.SUPPRESS:
-            p.add_argument("--" + f.name.replace("_", "-"), default=f.default,
-                           help=argparse.SUPPRESS, **meta)
-            continue
-        bounds = meta.pop("range", None)
-        if bounds is not None and bounds != (1, BIG):
-            help_ += f"; in {show_range(bounds)}"
-        preset_keys = [n for n in PRESETS if f.name in PRESETS[n]]
-        if preset_keys:
-            help_ += " [from the preset: " + ", ".join(
-                f"{n}: {_show(PRESETS[n][f.name])}" for n in preset_keys) + "]"
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(f.default, bool):
-            p.add_argument(flag, action="store_true", help=help_ + " (default: off)")
-            continue
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
-        if default is not None:
-            help_ += f" (default: {_show(default)})"
-        p.add_argument(flag, default=default, help=help_, **meta)
-    return p
-
-
-def _show(v) -> str:
-    return " ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    return build_settings_parser(Config, "python -m bandits.run", __doc__.split("\n")[0],
+                                 PRESETS)
 
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse the command line, fill unset settings from the preset, and validate."""
-    args = vars(build_parser().parse_args(argv))
-    for k, v in PRESETS[args["preset"]].items():  # the preset fills what was not given
-        if args[k] is None:
-            args[k] = v
-    cfg = Config(**args)
+    return _complete(vars(build_parser().parse_args(argv)))
+
+
+def config_from(settings: dict[str, Any]) -> Config:
+    """The configuration of ``settings`` (names of :class:`Config`'s fields, values as
+    a TOML file or code gives them), with the defaults and the preset filling the rest,
+    validated as :func:`parse_config` validates a command line."""
+    values = {f.name: f.default for f in dataclasses.fields(Config)}
+    values.update(convert(Config, settings))
+    return _complete(values)
+
+
+def _complete(values: dict[str, Any]) -> Config:
+    for k, v in PRESETS[values["preset"]].items():  # the preset fills what was not given
+        if values[k] is None:
+            values[k] = v
+    cfg = Config(**values)
     _validate(cfg)
     return cfg
 
@@ -255,45 +275,15 @@ def _validate(cfg: Config) -> None:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
-    for f in dataclasses.fields(Config):
-        if "range" in f.metadata:
-            value = getattr(cfg, f.name)
-            if value is None:  # a default decided later (--workers)
-                continue
-            for v in value if isinstance(value, (list, tuple)) else [value]:
-                check_range("--" + f.name.replace("_", "-"), v, f.metadata["range"])
+    check_ranges(cfg)
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
-    need, have = memory_estimate(cfg), _physical_memory()
+    need, have = memory_estimate(cfg), machine_memory(cfg.device)
     if have and need > 0.8 * have:
         raise UsageError(f"these settings need about {need / 2**30:.1f} GiB of memory and this "
                          f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
                          "--hidden, --heads or --buffer-size, or list fewer agents")
-
-
-def check_range(flag: str, v, bounds: tuple) -> None:
-    """One line naming ``flag`` and its allowed range when ``v`` lies outside ``bounds``."""
-    low, high = bounds
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if ok:
-        ok = (v > low if isinstance(low, OPEN) else v >= low) and (
-            v < high if isinstance(high, OPEN) else v <= high)
-    if ok:
-        return
-    if bounds == (1, BIG):
-        raise UsageError(f"{flag} must be a positive integer (at most {BIG:,}), got {v}")
-    raise UsageError(f"{flag} must be in {show_range(bounds)}, got {v}")
-
-
-def show_range(bounds: tuple) -> str:
-    """``(0, 1)``, ``[1, 1024]``: open ends in round brackets."""
-    def num(x) -> str:
-        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
-
-    low, high = bounds
-    return (("(" if isinstance(low, OPEN) else "[") + num(low) + ", " + num(high)
-            + (")" if isinstance(high, OPEN) else "]"))
 
 
 CONTEXT_DIMS = {"mushroom": 117, "wheel": 2}  # for the memory estimate before loading data
@@ -316,17 +306,10 @@ def memory_estimate(cfg: Config) -> float:
     return models + activations + records + buffers + metrics
 
 
-def _physical_memory() -> float:
-    try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 0.0
-
-
 KIND = "bandits.run"  # the checkpoint kind
 # flags that may be given beside --resume: they do not change the results
-RESUME_FLAGS = {"resume", "steps", "no_progress", "checkpoint_every", "data_dir", "log_y",
-                "workers", "progress_file"}
+RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
+                "log_y", "progress_file")
 
 
 def parse_resume_dir(argv: Sequence[str]) -> str:
@@ -336,10 +319,7 @@ def parse_resume_dir(argv: Sequence[str]) -> str:
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:
     """The settings named on the command line (not filled by a default)."""
-    p = build_parser()
-    for action in p._actions:
-        action.default = argparse.SUPPRESS
-    return set(vars(p.parse_args(argv)))
+    return flags_named(build_parser, argv)
 
 
 def identity(config: dict[str, Any]) -> str:
@@ -347,7 +327,7 @@ def identity(config: dict[str, Any]) -> str:
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
     Two runs with the same identity and steps produce the same bytes."""
     names = sorted(f.name for f in dataclasses.fields(Config)
-                   if f.name not in RESUME_FLAGS | {"out", "overwrite"})
+                   if f.name not in {*RESUME_FLAGS, "out", "overwrite"})
     return checkpoint.fingerprint(_plain({k: config.get(k) for k in names}))
 
 
@@ -356,29 +336,22 @@ def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
     naming the first flag that would change the results."""
     args = vars(build_parser().parse_args(argv))
     given = given_flags(argv)
-    refused = sorted(given - RESUME_FLAGS)
-    if refused:
-        flag = "--" + refused[0].replace("_", "-")
-        raise UsageError(f"{flag} cannot be given with --resume: it would change the results "
-                         "(--resume takes every setting from the run's config.json; only "
-                         "--steps, --checkpoint-every, --data-dir, --workers, --no-progress, "
-                         "--log-y may be added)")
+    refuse_with_resume(given, RESUME_FLAGS)
     return args, given
 
 
-def resume_config(argv: Sequence[str] | None) -> tuple[Config, dict]:
-    """The config of the run to resume (its config.json, with --steps and the other
-    harmless flags applied) and what :func:`run` needs to continue it."""
-    args, given = resume_flags(argv)
-    out = Path(args["resume"])
+def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
+    """The config of the run to resume in ``out`` (its config.json, with ``changes``:
+    --steps and the other flags of :data:`RESUME_FLAGS`) and what :func:`run` needs to
+    continue it."""
+    refuse_with_resume(changes, RESUME_FLAGS)
     try:  # the checkpoint must be this directory's own, and intact
         state = checkpoint.load_own(out, KIND, identity)
     except CheckpointError as e:
         raise UsageError(str(e)) from None
     saved = state["config"]  # config.json as it was when the checkpoint was written
     settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
-    for k in given - {"resume"}:
-        settings[k] = args[k]
+    settings.update(changes)
     settings.update(resume=out, out=out, overwrite=True)
     try:
         cfg = Config(**settings)
@@ -409,11 +382,12 @@ def agent_seed(seed: int, runs: int, name: str) -> list[int]:
 
 
 @dataclass
-class Lane:
-    """One population with its environment copies, its buffer and where it stands."""
+class Population:
+    """One population of agents (their runs batched in one :class:`agents.Agent`) with
+    its environment copies, its replay buffer and where it stands."""
 
-    pop: Agent
-    env: Any  # a vector env of pop.runs copies
+    agent: Agent
+    env: Any  # a vector env of agent.runs copies
     buffer: ReplayBuffer
     context: np.ndarray  # (runs, d): the contexts the population acts on next
     loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
@@ -432,7 +406,7 @@ def agent_config(cfg: Config) -> AgentConfig:
     return agent_cfg
 
 
-def build(cfg: Config) -> tuple[list[Lane], list[int]]:
+def build(cfg: Config) -> tuple[list[Population], list[int]]:
     """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -445,62 +419,64 @@ def build(cfg: Config) -> tuple[list[Lane], list[int]]:
     except (FileNotFoundError, ValueError) as e:  # missing or malformed data
         raise UsageError(str(e)) from None
     d, n_actions = env.single_observation_space.shape[0], int(env.single_action_space.n)
-    populations = make_agents(cfg.agent, d, n_actions, cfg.seeds,
-                              lambda name: agent_seed(cfg.seed, cfg.seeds, name), agent_cfg,
-                              cfg.device, cuda_graph=not cfg.no_cuda_graph, compile=cfg.compile)
-    lanes = []
-    for pop in populations:
-        env = envs.make_vec(cfg.env, pop.runs, **env_kwargs)
+    agents = make_agents(cfg.agent, d, n_actions, cfg.seeds,
+                         lambda name: agent_seed(cfg.seed, cfg.seeds, name), agent_cfg,
+                         cfg.device, cuda_graph=not cfg.no_cuda_graph, compile=cfg.compile)
+    built = []
+    for agent in agents:
+        env = envs.make_vec(cfg.env, agent.runs, **env_kwargs)
         # every member's run r sees seed + r: common random numbers across agents
-        context, _ = env.reset(seed=[s for _ in pop.members for s in seeds])
-        buffer = ReplayBuffer(cfg.buffer_size, pop.runs, d, device=cfg.device)
-        lanes.append(Lane(pop, env, buffer, context,
-                          diverged_at=torch.full((pop.runs,), -1, device=cfg.device)))
-    return lanes, seeds
+        context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
+        buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device)
+        built.append(Population(agent, env, buffer, context,
+                                diverged_at=torch.full((agent.runs,), -1, device=cfg.device)))
+    return built, seeds
 
 
-def snapshot(lanes: list[Lane], log: RegretLog, wall: dict[str, float],
+def snapshot(populations: list[Population], log: RegretLog, wall: dict[str, float],
              probe: Probe) -> dict[str, Any]:
     """The state of a run at the end of step ``log.done``, for a checkpoint."""
     return {"steps_done": log.done, "log": log.state_dict(), "wall": dict(wall),
             "probes": list(probe.rows),
-            "lanes": [{"agents": lane.pop.names, "agent": lane.pop.state_dict(),
-                       "buffer": lane.buffer.state_dict(), "loss": lane.loss,
-                       "context": torch.from_numpy(np.array(lane.context))} for lane in lanes]}
+            "populations": [{"agents": pop.agent.names, "agent": pop.agent.state_dict(),
+                             "buffer": pop.buffer.state_dict(), "loss": pop.loss,
+                             "context": torch.from_numpy(np.array(pop.context))}
+                            for pop in populations]}
 
 
-def restore(lanes: list[Lane], log: RegretLog, wall: dict[str, float], probe: Probe,
-            state: dict) -> None:
+def restore(populations: list[Population], log: RegretLog, wall: dict[str, float],
+            probe: Probe, state: dict) -> None:
     """Put a freshly built run into the state of :func:`snapshot`.
 
     The environments are replayed to the checkpoint's step (their streams depend on the
     seeds and the step only, never on the actions) and checked against the saved contexts.
     """
-    if [lane.pop.names for lane in lanes] != [s["agents"] for s in state["lanes"]]:
+    saved = state["populations"]
+    if [pop.agent.names for pop in populations] != [s["agents"] for s in saved]:
         raise CheckpointError("the checkpoint's agents do not match config.json")
     log.load_state_dict(state["log"])
     wall.update(state["wall"])
     probe.rows = list(state["probes"])
-    for lane, s in zip(lanes, state["lanes"]):
-        lane.pop.load_state_dict(s["agent"])
-        lane.buffer.load_state_dict(s["buffer"])
-        lane.loss = None if s["loss"] is None else s["loss"].to(lane.buffer.device)
-        zeros = np.zeros(lane.pop.runs, dtype=np.int64)
+    for pop, s in zip(populations, saved):
+        pop.agent.load_state_dict(s["agent"])
+        pop.buffer.load_state_dict(s["buffer"])
+        pop.loss = None if s["loss"] is None else s["loss"].to(pop.buffer.device)
+        zeros = np.zeros(pop.agent.runs, dtype=np.int64)
         for _ in range(log.done):
-            lane.context = lane.env.step(zeros)[0]
-        if not np.array_equal(lane.context, s["context"].numpy()):
+            pop.context = pop.env.step(zeros)[0]
+        if not np.array_equal(pop.context, s["context"].numpy()):
             raise CheckpointError("the environment does not reproduce the checkpoint's "
                                   "contexts (was the data set changed?)")
 
 
-def diverged_runs(lanes: list[Lane], seeds: list[int]) -> list[dict[str, Any]]:
+def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[str, Any]]:
     """The runs whose training loss has been NaN or infinite: agent, seed and first step,
     earliest first. Reads one small tensor per population: call it now and then."""
     found = []
-    for lane in lanes:
-        at = lane.diverged_at.cpu()
-        for k, name in enumerate(lane.pop.names):
-            for i, step in enumerate(at[lane.pop.member_runs(k)].tolist()):
+    for pop in populations:
+        at = pop.diverged_at.cpu()
+        for k, name in enumerate(pop.agent.names):
+            for i, step in enumerate(at[pop.agent.member_runs(k)].tolist()):
                 if step >= 0:
                     found.append({"step": step, "agent": name, "seed": seeds[i]})
     return sorted(found, key=lambda d: (d["step"], d["agent"], d["seed"]))
@@ -547,18 +523,18 @@ class Probe:
         self.rows: list[dict[str, Any]] = []
 
     @torch.no_grad()
-    def look(self, lanes: list[Lane], step: int, seeds: list[int]) -> None:
-        for lane in lanes:
-            pop = lane.pop
-            if not hasattr(pop, "predict_samples"):
+    def look(self, populations: list[Population], step: int, seeds: list[int]) -> None:
+        for population in populations:
+            agent = population.agent
+            if not hasattr(agent, "predict_samples"):
                 continue
             g = torch.Generator(device=self.device)
-            g.manual_seed(zlib.crc32(f"{step}:{','.join(pop.names)}".encode()))
-            pred = pop.predict_samples(torch.as_tensor(self.contexts, device=self.device),
-                                       self.SAMPLES, g).cpu().numpy()  # (runs, S, N, A)
+            g.manual_seed(zlib.crc32(f"{step}:{','.join(agent.names)}".encode()))
+            pred = agent.predict_samples(torch.as_tensor(self.contexts, device=self.device),
+                                         self.SAMPLES, g).cpu().numpy()  # (runs, S, N, A)
             first = pred.argmax(-1)  # (runs, S, N)
-            for k, name in enumerate(pop.names):
-                for i, r in enumerate(range(*pop.member_runs(k).indices(pop.runs))):
+            for k, name in enumerate(agent.names):
+                for i, r in enumerate(range(*agent.member_runs(k).indices(agent.runs))):
                     for b in np.unique(self.best):
                         sel = self.best == b
                         for a in range(pred.shape[-1]):
@@ -586,38 +562,105 @@ class Probe:
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
 
-def run(cfg: Config, out: Path, resume: dict | None = None,
-        argv: Sequence[str] | None = None) -> int:
+def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],
+             index: dict[str, int]) -> None:
+    """Step ``t`` of one population: act on its contexts, step its environments, store
+    the interactions, train, and record the regret of every member."""
+    tic = time.perf_counter()
+    actions = pop.agent.act(pop.context)  # on the device
+    actions_np = actions.cpu().numpy()  # the one copy to the host per step
+    next_context, rewards, _, _, info = pop.env.step(actions_np)
+    pop.buffer.add(pop.context, actions, rewards)
+    if pop.agent.learns and (t + 1) % cfg.train_every == 0:
+        pop.loss = pop.agent.update(pop.buffer, cfg.updates_per_step)
+        if pop.loss is not None:  # no wait for the device
+            bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
+            pop.diverged_at.masked_fill_(bad, t + 1)
+    elapsed = time.perf_counter() - tic
+    for k, name in enumerate(pop.agent.names):
+        runs = pop.agent.member_runs(k)
+        wall[name] += elapsed / len(pop.agent.members)
+        log.record(index[name], t, actions_np[runs], rewards[runs],
+                   {key: info[key][runs] for key in
+                    ("regret", "expected_regret", "optimal_action")})
+    pop.context = next_context
+
+
+class Checkpoints:
+    """Writes the run's checkpoint when one is due: every ``cfg.checkpoint_every``
+    seconds of work, at the last step and when the run is asked to stop; remembers the
+    step of the last one written (``None`` before the first)."""
+
+    def __init__(self, cfg: Config, out: Path, record: Callable[[], dict], identity: str,
+                 step: int | None) -> None:
+        self.cfg, self.path = cfg, out / checkpoint.NAME
+        self.record, self.identity = record, identity  # config.json as of now; the run's identity
+        self.step = step
+        self.next = time.monotonic() + cfg.checkpoint_every
+
+    def due(self, done: int, stopping: bool) -> bool:
+        return done == self.cfg.steps or stopping or time.monotonic() >= self.next
+
+    def save(self, state: dict[str, Any], done: int) -> None:
+        checkpoint.save(self.path, KIND, {**state, "config": _plain(self.record())},
+                        identity=self.identity)
+        self.step = done
+        self.next = time.monotonic() + self.cfg.checkpoint_every
+
+
+class DivergenceWatch:
+    """Stops the run (:class:`Diverged`) when a run's training loss has become NaN or
+    infinite; under ``--skip-diverged`` says so once per run and lets the others go on."""
+
+    def __init__(self, skip: bool) -> None:
+        self.skip = skip
+        self.found: list[dict[str, Any]] = []  # the diverged runs let go on
+
+    def check(self, populations: list[Population], seeds: list[int]) -> None:
+        found = diverged_runs(populations, seeds)
+        if found and not self.skip:
+            raise Diverged(_describe(found[0]))
+        for d in found[len(self.found):]:
+            print(f"bandits.run: warning: {_describe(d)}; its other runs and "
+                  "agents go on (--skip-diverged)", file=sys.stderr)
+        self.found = found
+
+
+@dataclass
+class Outcome:
+    """How a run ended: its exit status (0 finished, 1 a worker died, 2 a bad checkpoint
+    or output, 3 diverged, 130 interrupted) and, unless it finished cleanly, one line
+    for the user (starting with ``error:`` for an error)."""
+
+    status: int
+    message: str | None = None
+    out: Path | None = None  # where its outputs are (None if it wrote none)
+
+
+def run(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None
+        ) -> Outcome:
     """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
 
     ``resume``: a checkpoint's state to continue from (see :func:`resume_config`);
-    ``argv``: the command line, recorded in ``config.json`` (default ``sys.argv``).
+    ``command``: the command line recorded in ``config.json`` (default: this process's).
     """
-    lanes, seeds = build(cfg)
+    populations, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
     probe = Probe(cfg)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
     config = {**dataclasses.asdict(cfg), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
-              "command": "python -m bandits.run " + shlex.join(
-                  sys.argv[1:] if argv is None else list(argv)),
-              "device_name": _device_name(cfg.device), "versions": package_versions()}
+              "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
+              "device_name": device_name(cfg.device), "machine": machine(cfg.device),
+              "versions": package_versions()}
     previous_wall = 0.0
     if resume is not None:
-        try:
-            restore(lanes, log, wall, probe, resume["state"])
-        except CheckpointError as e:
-            raise UsageError(f"checkpoint {out / checkpoint.NAME}: {e}") from None
-        except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
-            raise UsageError(f"checkpoint {out / checkpoint.NAME} does not hold the state this "
-                             f"run needs ({type(e).__name__}: {e}); it cannot be resumed"
-                             ) from None
+        _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
         config.update(command=resume["config"]["command"],
                       resumed=[*resume["config"].get("resumed", []),
                                {"command": config["command"], "at_step": log.done}])
         previous_wall = resume["config"].get("wall_seconds", 0.0)
-    ckpt = out / checkpoint.NAME
     start = time.perf_counter()
 
     def progress_info() -> dict:
@@ -630,97 +673,85 @@ def run(cfg: Config, out: Path, resume: dict | None = None,
                    out / "config.json")
     except OSError as e:
         raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
-    ckpt_step = log.done if resume is not None else None  # step of the last good checkpoint
-    stop = _StopOnSigint()
+    checkpoints = Checkpoints(cfg, out, lambda: {**config, **progress_info()},
+                              config["identity"], log.done if resume is not None else None)
+    watch = DivergenceWatch(cfg.skip_diverged)
+    stop, progress = _StopOnSigint(), _progress(cfg, log.done)
     status, message = 0, None
-    skipped: list[dict[str, Any]] = []  # diverged runs let go on by --skip-diverged
-    next_ckpt = time.monotonic() + cfg.checkpoint_every
-    progress = _progress(cfg, log.done)
     try:
         with stop:
             for t in range(log.done, cfg.steps):
-                for lane in lanes:
-                    tic = time.perf_counter()
-                    actions = lane.pop.act(lane.context)  # on the device
-                    actions_np = actions.cpu().numpy()  # the one copy to the host per step
-                    next_context, rewards, _, _, info = lane.env.step(actions_np)
-                    lane.buffer.add(lane.context, actions, rewards)
-                    if lane.pop.learns and (t + 1) % cfg.train_every == 0:
-                        lane.loss = lane.pop.update(lane.buffer, cfg.updates_per_step)
-                        if lane.loss is not None:  # no wait for the device
-                            bad = (lane.diverged_at < 0) & ~torch.isfinite(lane.loss)
-                            lane.diverged_at.masked_fill_(bad, t + 1)
-                    elapsed = time.perf_counter() - tic
-                    for k, name in enumerate(lane.pop.names):
-                        runs = lane.pop.member_runs(k)
-                        wall[name] += elapsed / len(lane.pop.members)
-                        log.record(index[name], t, actions_np[runs], rewards[runs],
-                                   {key: info[key][runs] for key in
-                                    ("regret", "expected_regret", "optimal_action")})
-                    lane.context = next_context
+                for pop in populations:
+                    interact(pop, t, cfg, log, wall, index)
                 log.done = t + 1
                 if log.done in probe.steps:
-                    probe.look(lanes, log.done, seeds)
+                    probe.look(populations, log.done, seeds)
                 progress.update(log)
-                save = (log.done == cfg.steps or stop.requested
-                        or time.monotonic() >= next_ckpt)
+                save = checkpoints.due(log.done, stop.requested)
                 if save or log.done % CHECK_EVERY == 0:
-                    found = diverged_runs(lanes, seeds)  # never checkpoint a diverged state
-                    if found and not cfg.skip_diverged:
-                        raise Diverged(_describe(found[0]))
-                    for d in found[len(skipped):]:  # --skip-diverged: say so once, go on
-                        print(f"bandits.run: warning: {_describe(d)}; its other runs and "
-                              "agents go on (--skip-diverged)", file=sys.stderr)
-                    skipped = found
+                    watch.check(populations, seeds)  # never checkpoint a diverged state
                 if save:
-                    checkpoint.save(ckpt, KIND, {**snapshot(lanes, log, wall, probe),
-                                                 "config": _plain({**config, **progress_info()})},
-                                    identity=config["identity"])
-                    ckpt_step = log.done
-                    next_ckpt = time.monotonic() + cfg.checkpoint_every
+                    checkpoints.save(snapshot(populations, log, wall, probe), log.done)
                 if stop.requested:
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         status = 130
-        kept = (f"resume from step {ckpt_step} with: python -m bandits.run --resume {out}"
-                if ckpt_step is not None else "no checkpoint was written yet")
+        kept = (f"resume from step {checkpoints.step} with: python -m bandits.run --resume "
+                f"{out}" if checkpoints.step is not None else "no checkpoint was written yet")
         message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
     except Diverged as e:
         status = 3
-        kept = (f"the last good checkpoint (step {ckpt_step}) is kept" if ckpt_step is not None
-                else "no checkpoint was written")
+        kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"
+                if checkpoints.step is not None else "no checkpoint was written")
         message = f"{e}; wrote the results up to step {log.done}; {kept}"
     except CheckpointError as e:
         status, message = 2, str(e)
     finally:
         progress.close()
     config.update(steps_completed=log.done, interrupted=status == 130,
-                  diverged=message if status == 3 else None, diverged_runs=skipped,
+                  diverged=message if status == 3 else None, diverged_runs=watch.found,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
-                  checkpoint_step=ckpt_step)
-    losses = {}  # each agent's mean training loss over its runs, at its last update
-    for lane in lanes:
-        for k, name in enumerate(lane.pop.names):
-            if lane.loss is not None:
-                losses[name] = float(lane.loss[lane.pop.member_runs(k)].mean())
+                  checkpoint_step=checkpoints.step)
     try:
         with _ignore_sigint():  # a second Ctrl-C must not leave half the outputs
-            write_outputs(cfg, out, log, wall, losses, config, probe)
+            write_outputs(cfg, out, log, wall, last_losses(populations), config, probe)
     except OSError as e:
-        kept = f"the checkpoint of step {ckpt_step} is kept" if ckpt_step is not None else ""
-        print(f"bandits.run: error: cannot write the results to {out}: {e.strerror or e}"
-              + (f"; {kept}" if kept else ""), file=sys.stderr)
-        return 2
-    if message:
-        print(f"bandits.run: {'error: ' if status in (2, 3) else ''}{message}", file=sys.stderr)
-    return status
+        kept = (f"the checkpoint of step {checkpoints.step} is kept"
+                if checkpoints.step is not None else "")
+        return Outcome(2, f"error: cannot write the results to {out}: {e.strerror or e}"
+                       + (f"; {kept}" if kept else ""))
+    if message and status in (2, 3):
+        message = "error: " + message
+    return Outcome(status, message, out)
+
+
+def _restore_or_refuse(populations: list[Population], log: RegretLog, wall: dict[str, float],
+                       probe: Probe, state: dict, out: Path) -> None:
+    """:func:`restore`, with a checkpoint that cannot be restored as one line."""
+    try:
+        restore(populations, log, wall, probe, state)
+    except CheckpointError as e:
+        raise UsageError(f"checkpoint {out / checkpoint.NAME}: {e}") from None
+    except (KeyError, IndexError, TypeError, ValueError, RuntimeError) as e:
+        raise UsageError(f"checkpoint {out / checkpoint.NAME} does not hold the state this "
+                         f"run needs ({type(e).__name__}: {e}); it cannot be resumed"
+                         ) from None
+
+
+def last_losses(populations: list[Population]) -> dict[str, float]:
+    """Each agent's mean training loss over its runs, at its last update."""
+    losses = {}
+    for pop in populations:
+        for k, name in enumerate(pop.agent.names):
+            if pop.loss is not None:
+                losses[name] = float(pop.loss[pop.agent.member_runs(k)].mean())
+    return losses
 
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   config: dict, probe: Probe | None = None) -> None:
-    """metrics.csv, summary.csv, phases.csv, probes.csv, config.json and regret.png;
-    prints the summary table."""
+    """metrics.csv, summary.csv, phases.csv, probes.csv, config.json and regret.png."""
     metrics = log.metrics_frame(cfg.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
@@ -733,10 +764,24 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     if log.done > 0:
         title = f"{cfg.env}: {len(log.seeds)} seeds, {log.done} steps"
         plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title)
+
+
+def print_summary(out: Path) -> None:
+    """The final cumulative regret of each agent, from the run's ``summary.csv`` and
+    ``config.json``, lowest first."""
+    try:
+        summary = pd.read_csv(out / "summary.csv")
+        record = json.loads((out / "config.json").read_text())
+    except (OSError, ValueError):
+        return
+    if summary.empty:
+        return
+    wall = record.get("wall_seconds_per_agent", {})
     cols = ["agent", "cumulative_regret_mean", "cumulative_regret_std",
             "cumulative_regret_min", "cumulative_regret_max", "wall_seconds"]
-    table = summary.assign(wall_seconds=[wall[a] for a in summary["agent"]])
-    print(f"\nCumulative regret after {log.done} steps ({len(log.seeds)} seeds, env {cfg.env}):")
+    table = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
+    print(f"\nCumulative regret after {summary['steps'].iloc[0]} steps "
+          f"({summary['seeds'].iloc[0]} seeds, env {record['env']}):")
     print(table[cols].sort_values("cumulative_regret_mean").to_string(
         index=False, float_format=lambda v: f"{v:.1f}"))
     print(f"outputs in {out}")
@@ -783,14 +828,6 @@ class _StopOnSigint:
             signal.signal(signal.SIGINT, self._old)
 
 
-def _device_name(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name()
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
 class _progress:
     """A tqdm bar over steps with the running mean cumulative regret of each agent."""
 
@@ -819,39 +856,60 @@ class _progress:
         self.bar.close()
 
 
+def start(cfg: Config, command: str) -> Outcome:
+    """A new run of ``cfg`` into its output directory, in :func:`bandits.parallel.worker_count`
+    processes; ``command`` is recorded in ``config.json``. Bad input raises
+    :class:`UsageError` and leaves no empty directory behind."""
+    from bandits import parallel
+
+    out = prepare_out_dir(cfg)
+    try:
+        if parallel.worker_count(cfg) > 1:
+            return parallel.run(cfg, out, command)
+        return run(cfg, out, command=command)
+    except UsageError:
+        remove_if_unused(out)  # failed before writing anything: leave no empty directory
+        raise
+    finally:
+        release_dir(out)
+
+
+def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
+    """Continue the run in ``out`` from its checkpoint, with ``changes`` (settings of
+    :data:`RESUME_FLAGS` only: ``{"steps": 50000}`` extends it)."""
+    from bandits import parallel
+
+    try:
+        if parallel.is_parallel_run(out):
+            return parallel.resume(out, changes, command)
+        cfg, state = resume_config(out, changes)
+        try:
+            claim_dir(out)
+        except OutputDirError as e:
+            raise UsageError(str(e)) from None
+        return run(cfg, out, state, command)
+    finally:
+        release_dir(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    out = None
+    command = "python -m bandits.run " + shlex.join(argv)
     try:
         if "resume" in given_flags(argv):
-            from bandits import parallel
-
-            if parallel.is_parallel_run(Path(parse_resume_dir(argv))):
-                return parallel.resume(argv)
-            cfg, resume = resume_config(argv)
-            out = cfg.out
-            try:
-                claim_dir(out)
-            except OutputDirError as e:
-                raise UsageError(str(e)) from None
-            return run(cfg, out, resume, argv)
-        cfg = parse_config(argv)
-        out = prepare_out_dir(cfg)
-        try:
-            from bandits import parallel
-
-            if parallel.worker_count(cfg) > 1:
-                return parallel.run(cfg, out, argv)
-            return run(cfg, out, argv=argv)
-        except UsageError:
-            remove_if_unused(out)  # failed before writing anything: leave no empty directory
-            raise
+            args, given = resume_flags(argv)
+            outcome = resume(Path(args["resume"]), {k: args[k] for k in given - {"resume"}},
+                             command)
+        else:
+            outcome = start(parse_config(argv), command)
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2
-    finally:
-        if out is not None:
-            release_dir(out)
+    if outcome.out is not None:
+        print_summary(outcome.out)
+    if outcome.message:
+        print(f"bandits.run: {outcome.message}", file=sys.stderr)
+    return outcome.status
 
 
 if __name__ == "__main__":

@@ -35,9 +35,7 @@ grid, the command, wall time). ``--redraw DIR`` rebuilds the table and plot from
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import io
 import itertools
 import json
 import math
@@ -55,7 +53,8 @@ from typing import Any
 import pandas as pd
 
 from bandits import checkpoint
-from bandits.results import save_figure, write_csv, write_json
+from bandits.config import to_flags
+from bandits.outputs import save_figure, write_csv, write_json
 
 try:
     import tomllib
@@ -75,8 +74,18 @@ class Point:
 
     name: str  # its directory under DIR/points/
     settings: dict[str, Any]  # the swept settings' values
-    argv: list[str]  # the bandits.run command line (without --out)
+    argv: list[str]  # the bandits.run command line that runs it (without --out)
     out: str  # its output directory
+    base: dict[str, Any] = dataclasses.field(default_factory=dict)  # the shared settings
+
+    def config(self, **changes: Any):
+        """Its :class:`bandits.run.Config` (raises ``UsageError`` for a bad setting)."""
+        from bandits.run import config_from
+
+        return config_from({**self.base, **self.settings, "out": self.out, **changes})
+
+    def command(self) -> str:
+        return "python -m bandits.run " + shlex.join([*self.argv, "--out", self.out])
 
 
 # --------------------------------------------------------------------------- the grid
@@ -129,21 +138,6 @@ def load_spec(path: Path | None) -> tuple[dict[str, Any], dict[str, list]]:
     return dict(spec.get("base", {})), dict(grid)
 
 
-def to_flags(settings: dict[str, Any]) -> list[str]:
-    """Settings as ``bandits.run`` flags (``True`` is a bare switch, lists are nargs)."""
-    argv: list[str] = []
-    for name, value in settings.items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            if value:
-                argv.append(flag)
-        elif isinstance(value, list):
-            argv += [flag, *map(str, value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
 def point_name(settings: dict[str, Any]) -> str:
     def show(v: Any) -> str:
         return "-".join(map(str, v)) if isinstance(v, list) else str(v)
@@ -171,7 +165,7 @@ def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[
         settings = dict(zip(grid, values))
         name = point_name(settings)
         argv = to_flags({**base, **settings})
-        points.append(Point(name, settings, argv, str(out / "points" / name)))
+        points.append(Point(name, settings, argv, str(out / "points" / name), dict(base)))
     if len({p.name for p in points}) != len(points):
         raise SweepError("the grid lists a value twice")
     return points
@@ -179,14 +173,10 @@ def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[
 
 def check_point(point: Point) -> str | None:
     """The one-line error of a point's settings, or ``None`` if bandits.run accepts them."""
-    from bandits.run import UsageError, parse_config
+    from bandits.run import UsageError
 
-    err = io.StringIO()
     try:
-        with contextlib.redirect_stderr(err):
-            parse_config([*point.argv, "--out", point.out])
-    except SystemExit:  # argparse: the message went to stderr
-        return err.getvalue().strip().splitlines()[-1].replace("bandits.run: error: ", "")
+        point.config()
     except UsageError as e:
         return str(e)
     return None
@@ -194,9 +184,7 @@ def check_point(point: Point) -> str | None:
 
 def requested(point: Point) -> dict[str, Any]:
     """The point's full configuration as ``config.json`` would record it."""
-    from bandits.run import parse_config
-
-    return dataclasses.asdict(parse_config([*point.argv, "--out", point.out]))
+    return dataclasses.asdict(point.config())
 
 
 def stale_reason(point: Point) -> str | None:
@@ -210,7 +198,7 @@ def stale_reason(point: Point) -> str | None:
     want = json.loads(json.dumps(requested(point), default=str))
     if saved.get("identity") != identity(want):
         for k in want:
-            if k not in RESUME_FLAGS | {"out", "overwrite"} and saved.get(k) != want[k]:
+            if k not in {*RESUME_FLAGS, "out", "overwrite"} and saved.get(k) != want[k]:
                 return f"{k} is {saved.get(k)!r} there, {want[k]!r} asked for"
         return "its settings differ from those asked for"
     done = saved.get("steps_completed") or 0
@@ -257,18 +245,20 @@ def run_point(point: Point) -> dict[str, Any]:
     state = point_state(point)
     if state == "done":
         return {"point": point.name, "status": "ok", "message": "finished earlier"}
-    if state == "resumable":
-        steps = requested(point)["steps"]
-        argv = ["--resume", point.out, "--steps", str(steps), "--no-progress"]
-    else:  # new, or stale under --overwrite (refused earlier otherwise)
-        Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
-        argv = [*point.argv, "--out", point.out, "--overwrite", "--no-progress"]
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = runner.main(argv)
-    lines = err.getvalue().strip().splitlines()
-    return {"point": point.name, "status": STATUS.get(code, f"exit {code}"),
-            "message": lines[-1] if lines and code != 0 else ""}
+    try:
+        if state == "resumable":
+            steps = requested(point)["steps"]
+            outcome = runner.resume(Path(point.out), {"steps": steps, "no_progress": True},
+                                    f"python -m bandits.run --resume {point.out} --steps {steps}")
+        else:  # new, or stale under --overwrite (refused earlier otherwise)
+            Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
+            outcome = runner.start(point.config(overwrite=True, no_progress=True),
+                                   point.command())
+    except runner.UsageError as e:
+        return {"point": point.name, "status": STATUS[2], "message": str(e)}
+    message = (outcome.message or "").removeprefix("error: ")
+    return {"point": point.name, "status": STATUS.get(outcome.status, f"exit {outcome.status}"),
+            "message": message if outcome.status != 0 else ""}
 
 
 # --------------------------------------------------------------------------- backends
@@ -552,21 +542,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _base_from_flags(extra: list[str]) -> dict[str, Any]:
     """Base settings from ``bandits.run`` flags (``-- --agent bbb --seeds 3``)."""
-    from bandits.run import build_parser as run_parser
+    from bandits import run as runner
 
     if not extra:
         return {}
-    p = run_parser()
-    for action in p._actions:
-        action.default = argparse.SUPPRESS
-    err = io.StringIO()
     try:
-        with contextlib.redirect_stderr(err):
-            given = vars(p.parse_args(extra))
-    except SystemExit:
-        raise SweepError(err.getvalue().strip().splitlines()[-1]) from None
+        given = runner.given_flags(extra)
+        args = vars(runner.build_parser().parse_args(extra))
+    except runner.UsageError as e:
+        raise SweepError(str(e)) from None
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-            for k, v in given.items()}
+            for k, v in args.items() if k in given}
 
 
 def check_directory(out: Path, base: dict, grid: dict, points: list[Point],

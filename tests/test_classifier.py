@@ -11,12 +11,13 @@ import torch.nn.functional as F
 from bandits.bayes import (
     GaussianPrior,
     ScaleMixturePrior,
-    _fused_consts,
+    fused_prior_consts,
     log_p_minus_log_q,
     mc_cost_grads,
     runs_prior_consts,
 )
-from bandits.classifier import Classifiers, RunSpec
+from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
+from bandits.mnist.classifiers import RunSpec
 
 MIXTURE = ScaleMixturePrior(0.5, 1.0, math.exp(-6))
 OTHER_MIXTURE = ScaleMixturePrior(0.25, math.exp(-1), math.exp(-7))
@@ -91,7 +92,7 @@ def test_each_run_gets_its_own_prior():
     inv_sw2, const, mix = clf.net.prior_consts
     assert inv_sw2.shape == (3, 1)
     for r, spec in enumerate(SPECS[:2]):  # the mixtures: their own constants
-        own = _fused_consts(spec.prior)
+        own = fused_prior_consts(spec.prior)
         assert inv_sw2[r].item() == pytest.approx(own[0])
         assert const[r].item() == pytest.approx(own[1])
         assert [v[r].item() for v in mix] == pytest.approx(list(own[2]))
@@ -112,7 +113,7 @@ def test_gaussian_written_as_a_mixture_has_the_same_cost_and_gradients():
     sigma = torch.rand(2, 50) * 0.05 + 0.01
     w = mu + sigma * eps
     mixed = runs_prior_consts([GAUSSIAN, MIXTURE])  # run 0 Gaussian, as a mixture
-    alone = _fused_consts(GAUSSIAN)
+    alone = fused_prior_consts(GAUSSIAN)
     v_mixed, _ = log_p_minus_log_q(w, sigma, eps, mixed)
     v_alone, _ = log_p_minus_log_q(w[:1], sigma[:1], eps[:1], alone)
     torch.testing.assert_close(v_mixed[:1], v_alone, rtol=1e-5, atol=1e-5)
@@ -121,7 +122,7 @@ def test_gaussian_written_as_a_mixture_has_the_same_cost_and_gradients():
     for a, b in zip(g_mixed, g_alone, strict=True):
         torch.testing.assert_close(a[:1], b, rtol=1e-5, atol=1e-5)
     # one prior for every run gives plain numbers (the bandit agents' fast path)
-    assert runs_prior_consts([MIXTURE, MIXTURE]) == _fused_consts(MIXTURE)
+    assert runs_prior_consts([MIXTURE, MIXTURE]) == fused_prior_consts(MIXTURE)
     with pytest.raises(ValueError, match="0 < pi < 1"):
         runs_prior_consts([ScaleMixturePrior(1.0, 1.0, 0.1)])
 

@@ -74,17 +74,17 @@ def test_runner_on_cuda(tmp_path):
 @pytest.mark.parametrize("kind", ["bbb", "dropout"])
 def test_batched_classifiers_on_cuda_equal_separate_runs(kind):
     from bandits.bayes import GaussianPrior, ScaleMixturePrior
-    from bandits.classifier import Classifiers, RunSpec
+    from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
 
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(200, 784, generator=g) * 2).cuda()
     y = torch.randint(0, 10, (200,), generator=g).cuda()
     specs = [RunSpec(0, ScaleMixturePrior(0.5, 1.0, 0.0025)), RunSpec(1, GaussianPrior(0.5))]
-    together = Classifiers(kind, [32], specs, device="cuda")
+    together = BatchedClassifiers(kind, [32], specs, device="cuda")
     stats = together.train_epoch(x, y, 50, ["uniform", "blundell"])
     assert stats["nll"].device.type == "cpu" and torch.isfinite(stats["nll"]).all()
     for r, spec in enumerate(specs):
-        alone = Classifiers(kind, [32], [spec], device="cuda")
+        alone = BatchedClassifiers(kind, [32], [spec], device="cuda")
         alone.train_epoch(x, y, 50, [spec.kl_weighting])
         torch.testing.assert_close(together.params()["mu"][r], alone.params()["mu"][0],
                                    rtol=1e-4, atol=1e-5)

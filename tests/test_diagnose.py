@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bandits import diagnose
-from bandits.results import RegretLog, phase_length
+from bandits.regret import RegretLog, phase_length
 from bandits.run import Probe, main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",

@@ -5,9 +5,8 @@ import pytest
 import torch
 
 from agents import AgentConfig, make_agent, make_agents
-from bandits.bayes import GaussianPrior, ScaleMixturePrior, make_mlp
+from bandits.bayes import FlatMLP, GaussianPrior, ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
-from bandits.flat import FlatMLP
 
 D, A, R = 5, 3, 4
 

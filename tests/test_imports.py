@@ -40,7 +40,7 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
         "bandits.run",
         "bandits.mnist",
         "bandits.plot",
-        "bandits.results",
+        "bandits.outputs",
         "agents",
         "envs",
         "matplotlib",

@@ -18,12 +18,18 @@ from bandits.bayes import (
     BayesLinear,
     GaussianPrior,
     ScaleMixturePrior,
-    _mc_cost_reference,
+    mc_cost_terms,
     prune_by_snr,
     snr,
 )
-from bandits.classifier import Classifiers
-from bandits.mnist import Config, Split, build_model, parse_config, predict, train_epoch
+from bandits.mnist import cli, config, evaluate
+from bandits.mnist import report as reporting
+from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
+from bandits.mnist.cli import parse_config
+from bandits.mnist.config import Config
+from bandits.mnist.data import Split
+from bandits.mnist.evaluate import build_model, predict
+from bandits.mnist.speed import train_epoch
 
 
 def _no_network(monkeypatch):
@@ -38,7 +44,7 @@ def _no_network(monkeypatch):
 
 def test_help_states_defaults(capsys):
     with pytest.raises(SystemExit):
-        mnist.build_parser().parse_args(["--help"])
+        cli.build_parser().parse_args(["--help"])
     text = capsys.readouterr().out
     for flag in ("--model", "--prior", "--hidden", "--epochs", "--samples", "--lr",
                  "--batch-size", "--seed", "--device", "--out", "--data-dir", "--quick",
@@ -50,7 +56,7 @@ def test_help_states_defaults(capsys):
 def test_quick_preset_and_overrides():
     cfg = parse_config(["--quick"])
     assert (cfg.model, cfg.prior, cfg.hidden, cfg.epochs) == ("bbb", "mixture", 400,
-                                                              mnist.QUICK["epochs"])
+                                                              config.QUICK["epochs"])
     cfg = parse_config(["--quick", "--epochs", "2", "--hidden", "50"])
     assert (cfg.epochs, cfg.hidden, cfg.model) == (2, 50, "bbb")
     assert parse_config([]).epochs == Config().epochs
@@ -64,7 +70,7 @@ def test_bad_settings_rejected(argv):
 
 
 def test_command_line_hides_data_dir():
-    cmd = mnist.command_line(["--data-dir", "/some/where", "--epochs", "3", "--data-dir=/x"])
+    cmd = reporting.command_line(["--data-dir", "/some/where", "--epochs", "3", "--data-dir=/x"])
     assert "/some/where" not in cmd and "/x" not in cmd
     assert cmd == "python -m bandits.mnist --data-dir DIR --epochs 3 --data-dir=DIR"
 
@@ -93,7 +99,7 @@ def test_tiny_training_lowers_loss(model):
     assert stats[-1]["train_loss"] < stats[0]["train_loss"]
     if model == "bbb":
         assert stats[0]["kl"] > 0 and stats[-1]["train_loss"] > stats[-1]["nll"]
-    err = mnist.error_pct(predict(m, data.x, "mean"), data.y)
+    err = evaluate.error_pct(predict(m, data.x, "mean"), data.y)
     assert err < 20
 
 
@@ -168,7 +174,7 @@ def test_prune_table_restores_model():
     torch.manual_seed(0)
     m = build_model(cfg, torch.Generator().manual_seed(1))
     data = _toy_split(50)
-    rows = mnist.prune_table(m, data, cfg)
+    rows = evaluate.prune_table(m, data, cfg)
     assert [r["removed_pct"] for r in rows] == [0, 50, 75, 95, 98]
     n = sum(ly.weight_mu.numel() for ly in m.bayes_layers())
     assert rows[2]["weights_left"] == n - round(0.75 * n)
@@ -222,7 +228,7 @@ def test_fused_cost_matches_reference(prior, runs):
                                    rtol=0, atol=1e-5)
     # and the plain-autograd reference path of the library agrees too
     eps = layer._last[0]
-    ref32 = _mc_cost_reference(layer.weight_mu, layer.weight_sigma, eps, prior)
+    ref32 = mc_cost_terms(layer.weight_mu, layer.weight_sigma, eps, prior)
     assert torch.isfinite(ref32).all()
 
 
@@ -240,7 +246,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     for name in ("config.json", "epochs.csv", "summary.json", "pruning.csv", "pruning.md",
                  "weights_hist.csv", "snr_hist.csv", "test_error.png", "weights.png", "snr.png"):
         assert (out / name).is_file(), name
-    rows = mnist.read_csv(out / "epochs.csv")
+    rows = reporting.read_csv(out / "epochs.csv")
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert rows[-1]["nll"] < rows[0]["nll"] and rows[-1]["train_loss"] < rows[0]["train_loss"]
     assert rows[-1]["test_error"] < 40
@@ -254,7 +260,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     (out / "snr.png").unlink()
     assert mnist.main(["--redraw", str(out)]) == 0  # from the saved model, no data needed
     assert (out / "snr.png").is_file() and (out / "snr_hist.csv").read_text() == before
-    report = mnist.report(tmp_path)
+    report = reporting.report(tmp_path)
     assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
 
@@ -276,7 +282,7 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
         assert v["ratio_bbb_over_mlp"] > 0 and v["batched_speedup"] > 0
         assert set(v["seconds_per_epoch"]) == {"mlp", "bbb", "autograd-mlp", "autograd-bbb",
                                                "bbb-batched"}
-    rows = mnist.read_csv_rows(tmp_path / "speed.csv")
+    rows = reporting.read_csv_rows(tmp_path / "speed.csv")
     assert len(rows) == 2 * 5 and {r["models"] for r in rows} == {"1", "3"}
 
 
@@ -288,7 +294,7 @@ def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
             "--lr-min", "1e-5", "--ood-images", "20", "--eval-samples", "2", "--prune", "0,50",
             "--no-progress", "--no-plots", "--out", str(out)]
     assert mnist.main(argv) == 0
-    lrs = [r["lr"] for r in mnist.read_csv(out / "epochs.csv")]
+    lrs = [r["lr"] for r in reporting.read_csv(out / "epochs.csv")]
     assert lrs[0] == pytest.approx(1e-3) and lrs[0] > lrs[1] > lrs[2] > 1e-5
 
 
@@ -344,7 +350,7 @@ def _ctrl_c_in_epoch(monkeypatch, epoch: int):
 
 def _results(out: Path) -> tuple[list, dict]:
     rows = [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")}
-            for r in mnist.read_csv(out / "epochs.csv")]
+            for r in reporting.read_csv(out / "epochs.csv")]
     s = json.loads((out / "summary.json").read_text())
     return rows, {k: s.get(k) for k in ("final", "best_validation", "ood", "pruning")}
 
@@ -386,21 +392,21 @@ def test_resume_bad_input(tmp_path, capsys):
 def test_grid_flags_expand_to_every_setting_and_seed():
     cfg = parse_config(["--pi", "0.25", "0.5", "0.75", "--neg-log-sigma1", "0", "1", "2",
                         "--neg-log-sigma2", "6", "7", "8", "--seeds", "2", "--seed", "10"])
-    models = mnist.expand(cfg)
+    models = config.expand(cfg)
     assert len(models) == 27 * 2
     assert {(m.pi, m.neg_log_sigma1, m.neg_log_sigma2) for m in models} == {
         (p, a, b) for p in (0.25, 0.5, 0.75) for a in (0.0, 1.0, 2.0) for b in (6.0, 7.0, 8.0)}
     assert sorted({m.seed for m in models}) == [10, 11] and all(m.seeds == 1 for m in models)
-    assert mnist.varying(models) == ["pi", "neg_log_sigma1", "neg_log_sigma2"]
+    assert config.varying(models) == ["pi", "neg_log_sigma1", "neg_log_sigma2"]
     # a Gaussian prior does not multiply over the mixture's settings
     cfg = parse_config(["--prior", "mixture", "gaussian", "--neg-log-sigma2", "6", "7",
                         "--kl-weighting", "uniform", "blundell"])
-    names = [mnist.setting_name(m, mnist.varying(mnist.expand(cfg))) for m in mnist.expand(cfg)]
+    names = [config.setting_name(m, config.varying(config.expand(cfg))) for m in config.expand(cfg)]
     assert len(names) == (2 + 1) * 2 == len(set(names))
     assert "prior=gaussian__kl_weighting=blundell" in names
     assert "prior=mixture__neg_log_sigma2=7__kl_weighting=uniform" in names
     # one value is a plain setting, as before
-    assert parse_config(["--pi", "0.25"]).pi == 0.25 and len(mnist.expand(Config())) == 1
+    assert parse_config(["--pi", "0.25"]).pi == 0.25 and len(config.expand(Config())) == 1
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -426,7 +432,7 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     argv = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2", "--seeds", "2",
             "--prior", "mixture", "gaussian", "--neg-log-sigma2", "6", "7", "--out", str(out)]
     assert mnist.main(argv) == 0
-    models = mnist.read_csv_rows(out / "models.csv")
+    models = reporting.read_csv_rows(out / "models.csv")
     assert len(models) == (2 + 1) * 2
     dirs = sorted(p.name for p in out.iterdir() if p.is_dir())
     assert dirs == sorted(r["model"] for r in models)
@@ -436,7 +442,7 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
         assert s["batched_models"] == 6 and len(s["pruning"]) == 2
         cfg = json.loads((out / d / "config.json").read_text())
         assert cfg["seeds"] == 1 and not isinstance(cfg["prior"], list)
-    settings = mnist.read_csv_rows(out / "settings.csv")
+    settings = reporting.read_csv_rows(out / "settings.csv")
     assert [r["setting"] for r in settings] == [
         "prior=mixture__neg_log_sigma2=6", "prior=mixture__neg_log_sigma2=7", "prior=gaussian"]
     for r in settings:
@@ -450,7 +456,7 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     table = (out / "table.md").read_text()
     assert "| prior=gaussian | 2 |" in table and "yes" in table
     # the report builds Table 1 with mean +- std over the seeds
-    text = mnist.report(tmp_path)
+    text = reporting.report(tmp_path)
     assert "bbb-gaussian" in text and "+-" in text
 
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from bandits import mnist
+from bandits.mnist import cli, config, train
 
 PREFIX = "bandits.mnist: error: "
 
@@ -87,29 +88,29 @@ def test_absurd_sizes_refused_before_allocating(capsys, monkeypatch):
     def no_alloc(*a, **k):
         raise AssertionError("nothing may be built for refused settings")
 
-    monkeypatch.setattr(mnist, "build_classifiers", no_alloc)
-    monkeypatch.setattr(mnist, "load_splits", no_alloc)
+    monkeypatch.setattr(train, "build_classifiers", no_alloc)
+    monkeypatch.setattr(train, "load_splits", no_alloc)
     assert mnist.main(["--hidden", "100000000", "--no-progress"]) == 2
     line = _one_error_line(capsys)
     have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert "--hidden 100000000" in line and "needs about" in line and "PiB" in line
-    assert f"{mnist._bytes_text(have)} of memory" in line
+    assert f"{config._bytes_text(have)} of memory" in line
     assert mnist.main(["--bench", "--bench-hidden", "400,100000000"]) == 2
     assert "--bench-hidden 100000000" in _one_error_line(capsys)
 
 
 def test_memory_estimate_counts_every_model(capsys, monkeypatch):
-    one = mnist.parse_config(["--hidden", "1000"])
-    many = mnist.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
-    need_one, models_one, _ = mnist.memory_estimate(one)
-    need_many, models_many, _ = mnist.memory_estimate(many)
+    one = cli.parse_config(["--hidden", "1000"])
+    many = cli.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
+    need_one, models_one, _ = config.memory_estimate(one)
+    need_many, models_many, _ = config.memory_estimate(many)
     assert (models_one, models_many) == (1, 6)
     params = 784 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10
     assert need_one == params * 4 * 4 + one.ood_images * 784 * 12
     assert need_many - need_one == 5 * params * 4 * 4
     # a machine with 1 GiB: 6 models of 2 x 1000 fit, 60 seeds of 2 x 5000 do not
-    monkeypatch.setattr(mnist, "machine_memory", lambda device: 2**30)
-    mnist.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
+    monkeypatch.setattr(config, "machine_memory", lambda device: 2**30)
+    cli.parse_config(["--hidden", "1000", "--seeds", "3", "--pi", "0.25", "0.5"])
     assert mnist.main(["--hidden", "5000", "--seeds", "60"]) == 2
     line = _one_error_line(capsys)
     assert "60 model(s)" in line and "1.0 GiB of memory" in line
@@ -145,7 +146,7 @@ def test_parse_error_from_the_command_line():
 
 def _help_of(flag: str) -> str:
     """The help text of one flag in ``--help``, joined into one line."""
-    text = mnist.build_parser().format_help()
+    text = cli.build_parser().format_help()
     lines = text.splitlines()
     start = next(i for i, ln in enumerate(lines) if re.match(rf"  {flag}\b", ln))
     body = [lines[start][len(f"  {flag}"):]]
@@ -179,7 +180,7 @@ def test_help_states_when_checkpoints_are_written():
     resume = _help_of("--resume")
     assert "--checkpoint-every seconds" in resume
     assert "written after every epoch" not in resume
-    assert "every epoch" not in mnist.build_parser().format_help().replace(
+    assert "every epoch" not in cli.build_parser().format_help().replace(
         "(0: after every epoch)", "")
 
 
@@ -240,8 +241,8 @@ def test_other_errors_use_the_same_prefix(tmp_path, capsys):
 
 
 def test_valid_settings_still_accepted():
-    cfg = mnist.parse_config(["--epochs", "1", "--seed", "0", "--hidden", "8", "--threads", "0",
-                              "--checkpoint-every", "0", "--train-size", "0", "--prune", "0,50"])
+    cfg = cli.parse_config(["--epochs", "1", "--seed", "0", "--hidden", "8", "--threads", "0",
+                            "--checkpoint-every", "0", "--train-size", "0", "--prune", "0,50"])
     assert (cfg.epochs, cfg.hidden, cfg.seed) == (1, 8, 0)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import checkpoint, results
+from bandits import checkpoint, outputs
 from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
@@ -58,7 +58,7 @@ def test_a_checkpoint_that_lacks_a_key_is_one_line(tmp_path, capsys):
     assert main([*TINY, "--steps", "5", "--out", str(a)]) == 0
     cfg = json.loads((a / "config.json").read_text())
     state = checkpoint.load(a / "checkpoint.pt", "bandits.run")
-    del state["lanes"][0]["buffer"]
+    del state["populations"][0]["buffer"]
     checkpoint.save(a / "checkpoint.pt", "bandits.run", state, identity=cfg["identity"])
     capsys.readouterr()
     assert main(["--resume", str(a), "--steps", "8"]) == 2
@@ -119,15 +119,15 @@ def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
 
 def test_csvs_are_written_atomically(tmp_path, monkeypatch):
     f = tmp_path / "metrics.csv"
-    results.write_csv(pd.DataFrame({"a": [1, 2]}), f)
+    outputs.write_csv(pd.DataFrame({"a": [1, 2]}), f)
     before = f.read_bytes()
 
     def dying_fsync(fd):
         raise KeyboardInterrupt  # killed after part of the file went to disk
 
-    monkeypatch.setattr(results.os, "fsync", dying_fsync)
+    monkeypatch.setattr(outputs.os, "fsync", dying_fsync)
     with pytest.raises(KeyboardInterrupt):
-        results.write_csv(pd.DataFrame({"a": range(10_000)}), f)
+        outputs.write_csv(pd.DataFrame({"a": range(10_000)}), f)
     monkeypatch.undo()
     assert f.read_bytes() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["metrics.csv"]
@@ -166,7 +166,7 @@ def test_a_claimed_directory_is_refused_even_with_overwrite(tmp_path, capsys):
     out = tmp_path / "busy"
     out.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from bandits.results import claim_dir; "
+        [sys.executable, "-c", "import sys, time; from bandits.outputs import claim_dir; "
          f"claim_dir({str(out)!r}); print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -190,7 +190,7 @@ def test_resume_of_a_read_only_directory_is_one_line(tmp_path, capsys, monkeypat
             raise PermissionError(13, "Read-only file system")
         return real_open(path, flags, *a, **k)
 
-    monkeypatch.setattr(results.os, "open", read_only)
+    monkeypatch.setattr(outputs.os, "open", read_only)
     assert main(["--resume", str(out), "--steps", "6"]) == 2
     assert "Read-only file system" in _one_line(capsys)
 

@@ -172,8 +172,8 @@ def test_divergence_is_caught_with_agent_seed_and_step(tmp_path, capsys, monkeyp
     assert cfg["diverged"] and cfg["steps_completed"] == 30
     state = checkpoint.load(out / "checkpoint.pt", "bandits.run")
     assert state["steps_done"] == 29
-    assert all(torch.isfinite(p).all() for lane in state["lanes"] if "model" in lane["agent"]
-               for p in lane["agent"]["model"].values())
+    assert all(torch.isfinite(p).all() for pop in state["populations"] if "model" in pop["agent"]
+               for p in pop["agent"]["model"].values())
 
 
 def test_skip_diverged_lets_the_other_runs_go_on_unchanged(reference, tmp_path, capsys,

@@ -10,9 +10,9 @@ interact (each run's loss has only its own parameters; Adam is elementwise), so 
 ``r`` of a batch trains exactly as it would alone, up to the rounding of batched kernels.
 
 The training step has no autograd and no host synchronisation: the network's backward
-pass is written by hand (:meth:`bandits.flat.FlatMLP.backward`), the per-weight work of
+pass is written by hand (:meth:`bandits.bayes.flat.FlatMLP.backward`), the per-weight work of
 BBB (sampling, softplus, the complexity cost's gradient) is a few whole-tensor passes
-over the flat ``(R, P)`` parameters (:func:`bandits.flat.posterior_grads`), Adam is
+over the flat ``(R, P)`` parameters (:func:`bandits.bayes.cost.posterior_grads`), Adam is
 torch's fused one, and the epoch's statistics stay on the device until the epoch ends.
 
 The loss of run ``r`` at minibatch ``i`` is the paper's eq. 8 divided by the batch size
@@ -33,17 +33,27 @@ from tqdm import tqdm
 
 from bandits.bayes import (
     MLP,
+    FlatMLP,
     GaussianPrior,
     Prior,
     gaussian_kl,
+    gaussian_kl_grads,
     kl_weights,
     log_p_minus_log_q,
     make_mlp,
+    mu_rho_grads,
+    posterior_grads,
+    sample_weights,
 )
-from bandits.flat import FlatMLP, posterior_grads, sample_weights
 
 KINDS = ("bbb", "sgd", "dropout")
-IN_FEATURES, CLASSES = 784, 10
+IN_FEATURES, CLASSES = 784, 10  # pixels of an MNIST image, digits
+
+
+def n_parameters(hidden: Sequence[int]) -> int:
+    """Weights and biases of one network ``784 -> hidden -> 10``."""
+    sizes = [IN_FEATURES, *hidden, CLASSES]
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gen
     return torch.Generator(device=device).manual_seed(seed)
 
 
-class Classifiers:
+class BatchedClassifiers:
     """``R`` classifiers ``784 -> hidden -> 10`` (ReLU) of one kind, trained together.
 
     Args:
@@ -90,7 +100,7 @@ class Classifiers:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         if not specs:
-            raise ValueError("Classifiers needs at least one run")
+            raise ValueError("BatchedClassifiers needs at least one run")
         if complexity not in ("mc", "kl"):
             raise ValueError(f"complexity must be 'mc' or 'kl', got {complexity!r}")
         if kind == "bbb" and complexity == "kl" and not all(
@@ -233,12 +243,8 @@ class Classifiers:
         net = self.net
         if self.complexity == "mc":
             return list(self._grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
-        # closed-form KL to N(0, s^2): d/dmu = mu / s^2, d/dsigma = sigma / s^2 - 1 / sigma
-        inv_s2 = net.prior_consts[0]
-        g_mu = torch.mul(net.mu, inv_s2).mul_(scale).add_(g_w)
-        g_sigma = torch.mul(sigma, inv_s2).sub_(sigma.reciprocal()).mul_(scale)
-        g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(net.rho))
-        return [g_mu, g_rho]
+        g_mu, g_sigma = gaussian_kl_grads(net.mu, sigma, net.prior_consts.inv_wide_var, scale)
+        return list(mu_rho_grads(g_mu, g_sigma, net.rho, g_w, eps))
 
     def complexity_cost(self, w: Tensor, sigma: Tensor, eps: Tensor) -> Tensor:
         """The complexity cost per run ``(R,)``: MC ``log q(w) - log p(w)`` at ``w``, or the KL."""
@@ -299,4 +305,3 @@ class Classifiers:
             logits = self.net.apply_layers(xc.expand(self.runs, *xc.shape), layers)
             wrong += (logits.argmax(-1) != yc).sum(dim=1)
         return (100.0 * wrong / len(y)).cpu()
-

@@ -2,37 +2,37 @@
 
 A population holds ``R`` independent MLPs (one per run: seeds, settings of a grid, and
 bandit agents that differ only in how they act). Their parameters live in ``(R, P)``
-tensors, one row per run,
-each row the layers' weights and biases one after another: the per-weight work of a
-training step (sampling ``w = mu + sigma * eps``, the softplus, the complexity cost's
-gradient, Adam) is then a handful of whole-tensor operations however many layers the
-network has, and a forward pass is one batched matmul per layer on views of the row.
+tensors, one row per run, each row the layers' weights and biases one after another:
+the per-weight work of a training step (sampling ``w = mu + sigma * eps`` with
+:func:`sample_weights`, the softplus, the complexity cost's gradient with
+:func:`bandits.bayes.cost.posterior_grads`, Adam) is then a handful of whole-tensor
+operations however many layers the network has, and a forward pass is one batched matmul
+per layer on views of the row.
 
-The networks are built by :func:`bandits.bayes.make_mlp` (its initialisation, priors and
-layer shapes) and copied in, so a population of several models starts from exactly the
-weights each model would have alone. Each model may have its own prior: the complexity
-cost's constants are then ``(R, 1)`` columns (:func:`bandits.bayes.runs_prior_consts`).
+The networks are built by :func:`bandits.bayes.layers.make_mlp` (its initialisation,
+priors and layer shapes) and copied in, so a population of several models starts from
+exactly the weights each model would have alone. Each model may have its own prior: the
+complexity cost's constants are then ``(R, 1)`` columns
+(:func:`bandits.bayes.priors.runs_prior_consts`).
 
-Used by the bandit agents (:mod:`agents.neural`) and the MNIST benchmark
-(:mod:`bandits.classifier`).
+Used by the bandit agents (:mod:`agents.neural`) and the MNIST classifiers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bandits.bayes import (
-    MLP,
-    BayesLinear,
-    RunsLinear,
-    map_consts,
-    mc_cost_grads,
-    runs_prior_consts,
-)
+from bandits.bayes.layers import MLP, BayesLinear, RunsLinear, batched_linear
+from bandits.bayes.priors import map_consts, runs_prior_consts
+
+
+def _affine(x: Tensor, layer: tuple[Tensor, Tensor]) -> Tensor:
+    return batched_linear(x, *layer)
 
 
 class FlatMLP(nn.Module):
@@ -42,8 +42,8 @@ class FlatMLP(nn.Module):
     a deterministic one has only ``mu`` (its weights).
 
     Args:
-        models: MLPs with a runs dimension (from :func:`bandits.bayes.make_mlp`), all of the
-            same shape and kind; their runs are stacked in order.
+        models: MLPs with a runs dimension (from :func:`bandits.bayes.layers.make_mlp`),
+            all of the same shape and kind; their runs are stacked in order.
     """
 
     def __init__(self, models: Sequence[MLP]) -> None:
@@ -110,20 +110,25 @@ class FlatMLP(nn.Module):
         r = flat.shape[0]
         return [(flat[:, ow:ob].view(r, o, i), flat[:, ob:ob + o]) for o, i, ow, ob in self.layout]
 
-    def apply_layers(self, x: Tensor, layers: Sequence[tuple[Tensor, Tensor]],
+    def apply_layers(self, x: Tensor, layers: Sequence[Any],
                      keep: list[Tensor] | None = None,
-                     masks: Sequence[Tensor] | None = None) -> Tensor:
-        """``x (R, N, in)`` through the given layer weights -> ``(R, N, out)``.
+                     masks: Sequence[Tensor] | None = None,
+                     linear: Callable[[Tensor, Any], Tensor] = _affine) -> Tensor:
+        """``x (R, N, in)`` through the layers -> ``(R, N, out)``, ReLU between layers.
 
-        ``keep``, if given, receives each layer's input (what :meth:`backward` needs);
-        ``masks``, if given, multiply each hidden layer's activations (dropout: 0 or
-        1 / (1 - p), shaped to broadcast against ``(R, N, hidden)``).
+        ``layers[k]`` is what ``linear(h, layers[k])`` needs to give layer ``k``'s
+        pre-activations ``(R, N, out)`` from its input ``h``; by default it is the layer's
+        ``(weight, bias)`` (as from :meth:`split`) and ``linear`` is
+        :func:`bandits.bayes.layers.batched_linear`. ``keep``, if given, receives each
+        layer's input (what :meth:`backward` needs); ``masks``, if given, multiply each
+        hidden layer's activations (dropout: 0 or 1 / (1 - p), shaped to broadcast against
+        ``(R, N, hidden)``).
         """
         last = len(layers) - 1
-        for k, (w, b) in enumerate(layers):
+        for k, layer in enumerate(layers):
             if keep is not None:
                 keep.append(x)
-            x = torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))  # (R, N, out)
+            x = linear(x, layer)  # (R, N, out)
             if k < last:
                 x = torch.relu(x)
                 if masks is not None:
@@ -167,18 +172,3 @@ def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor
     """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps``."""
     sigma = F.softplus(rho)
     return sigma, torch.addcmul(mu, sigma, eps)
-
-
-def posterior_grads(g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor, rho: Tensor,
-                    scale: Tensor | float, prior_consts: tuple) -> tuple[Tensor, Tensor]:
-    """Gradients for ``mu`` and ``rho`` of ``data term + scale * (log q(w) - log p(w))``.
-
-    ``g_w`` is the data term's gradient at the sampled weights ``w = mu + sigma * eps``;
-    ``scale`` (a number, or a tensor broadcasting against ``w``, e.g. one weight per run
-    ``(R, 1)``) weights the Monte Carlo complexity cost. By the chain rule
-    ``d/dmu = g_w + dC/dmu`` and ``d/drho = (g_w eps + dC/dsigma) sigmoid(rho)``.
-    """
-    g_mu, g_sigma = mc_cost_grads(w, sigma, eps, prior_consts, scale)
-    g_mu.add_(g_w)
-    g_rho = g_sigma.addcmul_(g_w, eps).mul_(torch.sigmoid(rho))
-    return g_mu, g_rho

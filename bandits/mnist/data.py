@@ -1,4 +1,4 @@
-"""IDX files and the MNIST data set.
+"""The MNIST data: its IDX files, the paper's preprocessing and the splits.
 
 The IDX format (LeCun et al.) is a big-endian header followed by raw values:
 
@@ -13,6 +13,10 @@ The IDX format (LeCun et al.) is a big-endian header followed by raw values:
 (explicit directory, ``$BANDITS_DATA_DIR``, cache, download from the public
 mirrors with the decompressed content's sha256 checked), parses them and checks
 the shapes and the content checksums.
+
+The protocol of Blundell et al. (2015), section 5.1 (:func:`load_splits`): pixels
+divided by 126; the first 50,000 training images train, the last 10,000 validate
+(``--full-train`` trains on all 60,000); the 10,000 test images test.
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+from torch import Tensor
 
 from bandits.data import ChecksumError, DataFile, content_sha256, resolve
+from bandits.mnist.config import Config
 
 # Type byte -> numpy dtype (big-endian where it matters), from the IDX spec.
 IDX_DTYPES: dict[int, np.dtype] = {
@@ -198,3 +205,33 @@ def preprocess(images: np.ndarray) -> np.ndarray:
     """Flatten uint8 images to ``(n, 784)`` float32 and divide by 126 (the paper's scaling)."""
     images = np.asarray(images)
     return images.reshape(len(images), -1).astype(np.float32) / np.float32(PIXEL_SCALE)
+
+
+# --------------------------------------------------------------------------- the splits
+
+
+@dataclass
+class Split:
+    """Preprocessed tensors: images ``(n, 784)`` float32 in ``[0, 255/126]``, labels ``(n,)``."""
+
+    x: Tensor
+    y: Tensor
+
+
+def load_splits(cfg: Config) -> dict[str, Split]:
+    """The train / validation / test splits of the paper's protocol, on ``cfg.device``."""
+    data = load_mnist(cfg.data_dir, download=cfg.download)
+    x_all = torch.from_numpy(preprocess(data.train_images))  # (60000, 784)
+    y_all = torch.from_numpy(data.train_labels.astype(np.int64))
+    n_train = 60000 if cfg.full_train else 50000
+    splits = {"train": Split(x_all[:n_train], y_all[:n_train])}
+    if not cfg.full_train:
+        splits["val"] = Split(x_all[50000:], y_all[50000:])
+    splits["test"] = Split(torch.from_numpy(preprocess(data.test_images)),
+                           torch.from_numpy(data.test_labels.astype(np.int64)))
+    for name, s in splits.items():
+        n = cfg.train_size if name == "train" else cfg.test_size
+        if n > 0:
+            s.x, s.y = s.x[:n], s.y[:n]
+        s.x, s.y = s.x.to(cfg.device), s.y.to(cfg.device)
+    return splits

@@ -1,0 +1,206 @@
+"""Settings as dataclasses, and the command line made from them, once for every entry point.
+
+A setting is a dataclass field made with :func:`setting`: its default, its help text
+and, for numbers, its allowed range. :func:`build_parser` turns such a dataclass into
+an argparse parser with one ``--kebab-case`` flag per field, :func:`given_flags` says
+which flags a command line names, :func:`check_ranges` checks values against the
+ranges, and :func:`refuse_with_resume` names the first flag a ``--resume`` may not
+change. ``bandits.run`` and ``bandits.mnist`` declare their settings this way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line with exit status 2."""
+
+
+class OPEN(float):
+    """An open end of a setting's range: ``(OPEN(0), 1)`` is ``0 < v <= 1``."""
+
+
+BIG = 10**9  # a count above this is a typo, not a setting
+COUNT = (1, BIG)  # a positive integer
+SIGMA = (1e-8, 1e4)  # any standard deviation of a model: finite in float32 arithmetic
+POSITIVE = (1e-8, 1e8)
+
+
+def setting(default, help: str, range: tuple | None = None, **kw):  # noqa: A002
+    """A setting: its default, its CLI help and, for numbers, its allowed ``range``
+    ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded.
+    Other keywords go to ``argparse.add_argument`` (``choices``, ``nargs``, ``type``)."""
+    meta = {"help": help, **kw}
+    if range is not None:
+        meta["range"] = range
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a setting: ``noise_sigma`` -> ``--noise-sigma``."""
+    return "--" + name.replace("_", "-")
+
+
+def show(value) -> str:
+    """A default as the help text shows it (lists space-separated)."""
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def show_range(bounds: tuple) -> str:
+    """``(0, 1)``, ``[1, 1024]``: open ends in round brackets."""
+    def num(x) -> str:
+        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+    low, high = bounds
+    return (("(" if isinstance(low, OPEN) else "[") + num(low) + ", " + num(high)
+            + (")" if isinstance(high, OPEN) else "]"))
+
+
+def check_range(name: str, v, bounds: tuple) -> None:
+    """One line naming ``name`` (a flag) and its allowed range when ``v`` lies outside
+    ``bounds``."""
+    low, high = bounds
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if ok:
+        ok = (v > low if isinstance(low, OPEN) else v >= low) and (
+            v < high if isinstance(high, OPEN) else v <= high)
+    if ok:
+        return
+    if bounds == COUNT:
+        raise UsageError(f"{name} must be a positive integer (at most {BIG:,}), got {v}")
+    raise UsageError(f"{name} must be in {show_range(bounds)}, got {v}")
+
+
+def check_ranges(settings) -> None:
+    """Every field of the dataclass instance ``settings`` that declares a range (each
+    element of a list); ``None`` is a default decided later and passes."""
+    for f in dataclasses.fields(settings):
+        if "range" not in f.metadata:
+            continue
+        value = getattr(settings, f.name)
+        if value is None:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            check_range(flag(f.name), v, f.metadata["range"])
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose errors raise :class:`UsageError` (one line, no usage dump)
+    for the entry point to report."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see --help)")
+
+
+def build_parser(cls, prog: str, description: str,
+                 presets: dict[str, dict] | None = None,
+                 argument_default: Any = None) -> argparse.ArgumentParser:
+    """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
+    field is a switch, a field's range and its presets' values are added to its help,
+    and its default is shown. ``argument_default=argparse.SUPPRESS`` leaves unset flags
+    out of the parsed namespace."""
+    p = Parser(prog=prog, description=description, argument_default=argument_default)
+    for f in dataclasses.fields(cls):
+        meta = dict(f.metadata)
+        help_ = meta.pop("help")
+        if help_ is argparse.SUPPRESS:
+            p.add_argument(flag(f.name), default=f.default, help=argparse.SUPPRESS, **meta)
+            continue
+        bounds = meta.pop("range", None)
+        if bounds is not None and bounds != COUNT:
+            help_ += f"; in {show_range(bounds)}"
+        in_presets = [n for n in presets or {} if f.name in presets[n]]
+        if in_presets:
+            help_ += " [from the preset: " + ", ".join(
+                f"{n}: {show(presets[n][f.name])}" for n in in_presets) + "]"
+        if isinstance(f.default, bool):
+            p.add_argument(flag(f.name), action="store_true", help=help_ + " (default: off)")
+            continue
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
+        if default is not None:
+            help_ += f" (default: {show(default)})"
+        p.add_argument(flag(f.name), default=default, help=help_, **meta)
+    return p
+
+
+def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
+                argv: Sequence[str] | None) -> set[str]:
+    """The settings named on the command line ``argv`` (not filled by a default)."""
+    p = make_parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(p.parse_args(argv)))
+
+
+def refuse_with_resume(given: Collection[str], allowed: Sequence[str]) -> None:
+    """One line naming the first flag of ``given`` that is not in ``allowed`` (the
+    settings that may be given beside ``--resume`` because they do not change the
+    results; the hidden ones are left out of the message)."""
+    refused = sorted(set(given) - set(allowed))
+    if refused:
+        may = ", ".join(flag(n) for n in allowed if n not in ("resume", "progress_file"))
+        raise UsageError(f"{flag(refused[0])} cannot be given with --resume: it would change "
+                         "the results (--resume takes every setting from the run's "
+                         f"config.json; only {may} may be added)")
+
+
+def to_flags(settings: dict[str, Any]) -> list[str]:
+    """Settings as the command line that gives them (``True`` is a bare switch, a list
+    follows its flag): how a run made from settings records its command."""
+    argv: list[str] = []
+    for name, value in settings.items():
+        if isinstance(value, bool):
+            if value:
+                argv.append(flag(name))
+        elif isinstance(value, (list, tuple)):
+            argv += [flag(name), *map(str, value)]
+        else:
+            argv += [flag(name), str(value)]
+    return argv
+
+
+def convert(cls, settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings given as values (from a TOML file or code) converted as the command line
+    would convert their text: each field's ``type``, a list for ``nargs``, ``choices``
+    checked, a switch only ``True``/``False``. One line names the first bad one."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for name, value in settings.items():
+        f = fields.get(name)
+        if f is None:
+            raise UsageError(f"unknown setting {name!r}")
+        meta = f.metadata
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise UsageError(f"argument {flag(name)}: a switch takes true or false, "
+                                 f"got {value!r}")
+            out[name] = value
+            continue
+        kind = meta.get("type") or type(default[0] if isinstance(default, tuple) else default)
+        many = "nargs" in meta
+        values = list(value) if many and isinstance(value, (list, tuple)) else [value]
+        if not many and isinstance(value, (list, tuple)):
+            raise UsageError(f"argument {flag(name)}: takes one value, got {list(value)}")
+        converted = []
+        for v in values:
+            if kind is int and (isinstance(v, bool) or (isinstance(v, float) and v != int(v))):
+                raise UsageError(f"argument {flag(name)}: invalid int value: '{v}'")
+            try:
+                c = kind(v)
+            except (TypeError, ValueError):
+                raise UsageError(f"argument {flag(name)}: invalid {kind.__name__} value: "
+                                 f"'{v}'") from None
+            if "choices" in meta and c not in meta["choices"]:
+                choose = ", ".join(repr(x) for x in meta["choices"])
+                raise UsageError(f"argument {flag(name)}: invalid choice: {c!r} (choose from "
+                                 f"{choose})")
+            converted.append(c)
+        out[name] = converted if many else converted[0]
+    return out

@@ -1,0 +1,166 @@
+"""The command line ``python -m bandits.mnist``: flags into a :class:`Config`, then
+training (:func:`bandits.mnist.train.run`), resuming a run, ``--bench``, ``--report`` or
+``--redraw``. Bad flags or settings, missing data and unwritable files end in one line
+``bandits.mnist: error: ...`` and exit status 2; Ctrl-C in training in status 130.
+
+Run ``python -m bandits.mnist --help`` for the flags, ``--quick`` for a few-minute
+check, ``--bench`` to time BBB against the plain MLP (and R batched models against R
+single ones), and ``--report DIR`` to build the tables and figures from every model
+under ``DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bandits import checkpoint
+from bandits.mnist.config import GRID_FIELDS, QUICK, Config, flag
+from bandits.mnist.report import redraw, report
+from bandits.mnist.speed import bench
+from bandits.mnist.train import CHECKPOINT_KIND, RESUME_FLAGS, Interrupted, identity, run
+
+PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
+
+
+class UsageError(ValueError):
+    """A command line argparse cannot parse: reported as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line (no usage dump), printed by main()
+        raise UsageError(f"{message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """An argparse parser with one kebab-case flag per :class:`Config` field.
+
+    A setting that is on by default (``download``, ``progress``, ``plots``) becomes a
+    ``--no-...`` flag; its help says what giving that flag does. Parse errors raise
+    :class:`UsageError` (a ``ValueError``) instead of printing the usage and exiting.
+    """
+    parser = _Parser(
+        prog="python -m bandits.mnist",
+        description="MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",
+        argument_default=argparse.SUPPRESS)
+    for f in dataclasses.fields(Config):
+        help_ = f"{f.metadata['help']} (default: {f.default})"
+        if f.type in ("bool", bool):
+            if f.default:  # the help describes the --no-... flag and states the default
+                parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name,
+                                    action="store_false", help=f.metadata["help"])
+            else:
+                parser.add_argument(flag(f.name), dest=f.name, action="store_true", help=help_)
+            continue
+        typ = {"int": int, "float": float}.get(str(f.type), str)
+        if f.name in GRID_FIELDS:
+            typ = float if f.name not in ("prior", "kl_weighting") else str
+            parser.add_argument(flag(f.name), dest=f.name, type=typ, nargs="+",
+                                metavar=f.name.upper(),
+                                help=help_ + "; several values: one model per value")
+            continue
+        parser.add_argument(flag(f.name), dest=f.name, type=typ, metavar=f.name.upper(),
+                            help=help_)
+    return parser
+
+
+def parse_config(argv: Sequence[str] | None = None) -> Config:
+    """Parse flags into a :class:`Config`; ``--quick`` fills in what was not given."""
+    given = vars(build_parser().parse_args(argv))
+    values: dict[str, Any] = dict(QUICK) if given.get("quick") else {}
+    values.update({k: v[0] if isinstance(v, list) and len(v) == 1 else v
+                   for k, v in given.items()})
+    cfg = Config(**values)
+    cfg.validate()
+    return cfg
+
+
+def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
+    """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
+    given = vars(build_parser().parse_args(argv))
+    refused = sorted(set(given) - RESUME_FLAGS)
+    if refused:
+        raise ValueError(f"{flag(refused[0])} cannot be given with --resume: it "
+                         "would change the results (only --epochs, --no-progress, --no-plots, "
+                         "--data-dir, --no-download, --checkpoint-every may be added)")
+    out = Path(given["resume"])
+    try:  # the checkpoint must be this directory's own, and intact
+        state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
+    except checkpoint.CheckpointError as e:
+        raise ValueError(str(e)) from None
+    settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
+    settings.update({k: v for k, v in given.items() if k != "resume"})
+    cfg = Config(**settings)
+    cfg.validate()
+    if cfg.epochs != state["config"]["epochs"] and cfg.lr_schedule == "cosine":
+        raise ValueError("--epochs cannot change with --resume under --lr-schedule cosine: the "
+                         "schedule is laid out over the epochs the run started with")
+    if cfg.epochs < state["epoch"]:
+        raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
+                         f"checkpoint in {out} has trained")
+    return cfg, state
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m bandits.mnist``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(argv)
+    except (ValueError, OSError, checkpoint.CheckpointError) as e:
+        # bad flags or settings, missing or damaged data, a file that cannot be written
+        return _error(str(e))
+    except (MemoryError, torch.cuda.OutOfMemoryError):
+        return _error("out of memory; use a smaller --hidden, --layers, --batch-size, "
+                      "--seeds or grid")
+    except Interrupted as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 130
+
+
+def _error(message: str) -> int:
+    """Print ``bandits.mnist: error: <message>`` as one line on stderr; return status 2."""
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def _main(argv: list[str]) -> int:
+    resume = None
+    if "resume" in vars(build_parser().parse_args(argv)):
+        cfg, resume = resume_config(argv)
+    else:
+        cfg = parse_config(argv)
+    if cfg.threads > 0:
+        torch.set_num_threads(cfg.threads)
+    if cfg.redraw is not None:
+        redraw(Path(cfg.redraw))
+        print(f"outputs in {cfg.redraw}")
+        return 0
+    if cfg.report is not None:
+        if not Path(cfg.report).is_dir():
+            raise ValueError(f"--report {cfg.report}: no such directory")
+        print(report(Path(cfg.report)))
+        print(f"outputs in {cfg.report}")
+        return 0
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available to this torch "
+                         f"{torch.__version__}; use --device cpu")
+    print(f"torch threads: {torch.get_num_threads()} (--threads N changes it)", flush=True)
+    if cfg.bench:
+        bench(cfg, argv)
+        print(f"outputs in {cfg.out or 'results/mnist'}")
+        return 0
+    summary = run(cfg, argv, resume)
+    if summary["models"] > 1:
+        print((Path(summary["out"]) / "table.md").read_text())
+    else:
+        print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")},
+                         indent=2))
+    print(f"outputs in {summary['out']}")
+    return 0

@@ -1,0 +1,343 @@
+"""The settings of a benchmark command: :class:`Config` (one field per flag), their
+checks, and the models a command trains (every combination of the grid settings,
+times ``--seeds`` seeds)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from bandits.bayes import GaussianPrior, ScaleMixturePrior
+from bandits.mnist.classifiers import IN_FEATURES, KINDS, n_parameters
+from bandits.outputs import machine_memory
+
+MODELS = KINDS
+PRIORS = ("mixture", "gaussian")
+
+# Settings that may take several values in one run (BBB): every combination is trained,
+# each with --seeds seeds, as one batched model.
+GRID_FIELDS = ("prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma",
+               "kl_weighting")
+# the settings that matter for each prior (the others are ignored by it)
+PRIOR_FIELDS = {"mixture": ("pi", "neg_log_sigma1", "neg_log_sigma2"),
+                "gaussian": ("neg_log_prior_sigma",)}
+
+# The numeric settings' allowed ranges: (low, high, low excluded, high excluded). The caps
+# keep the values a machine can run (a seed numpy accepts, finite learning rates, ...);
+# sizes that would not fit in memory are refused by check_memory.
+MAX_INT = 2**31 - 1
+MAX_SEED = 2**31 - 1
+NEG_LOG_SIGMA_RANGE = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
+NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool]] = {
+    "hidden": (1, MAX_INT, False, False),
+    "layers": (1, 1000, False, False),
+    "epochs": (1, 1_000_000, False, False),
+    "samples": (1, 100_000, False, False),
+    "eval_samples": (1, 100_000, False, False),
+    "lr": (0.0, 10.0, True, False),
+    "lr_min": (0.0, 10.0, False, False),
+    "batch_size": (1, MAX_INT, False, False),
+    "dropout": (0.0, 1.0, False, True),
+    "init_rho": (-30.0, 10.0, False, False),
+    "train_size": (0, MAX_INT, False, False),
+    "test_size": (0, MAX_INT, False, False),
+    "ood_images": (1, 10_000_000, False, False),
+    "seed": (0, MAX_SEED, False, False),
+    "seeds": (1, 100_000, False, False),
+    "threads": (0, 1024, False, False),
+    "checkpoint_every": (0.0, math.inf, False, False),
+    "bench_rounds": (1, 100_000, False, False),
+    "bench_runs": (1, 100_000, False, False),
+    "bench_batches": (0, MAX_INT, False, False),
+}
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a :class:`Config` field: ``eval_samples -> --eval-samples``."""
+    return "--" + name.replace("_", "-")
+
+
+@dataclass
+class Config:
+    """Settings of one benchmark run; every field is a kebab-case flag."""
+
+    model: str = field(default="bbb", metadata={"help": f"one of {MODELS}"})
+    prior: str | list[str] = field(default="mixture", metadata={
+        "help": f"BBB prior, one of {PRIORS}"})
+    pi: float | list[float] = field(default=0.5, metadata={
+        "help": "scale mixture: weight of N(0, sigma1^2)"})
+    neg_log_sigma1: float | list[float] = field(default=0.0, metadata={
+        "help": "scale mixture: -log sigma1 (paper's grid 0, 1, 2)"})
+    neg_log_sigma2: float | list[float] = field(default=6.0, metadata={
+        "help": "scale mixture: -log sigma2 (paper's grid 6, 7, 8)"})
+    neg_log_prior_sigma: float | list[float] = field(default=0.0, metadata={
+        "help": "Gaussian prior: -log sigma"})
+    init_rho: float = field(default=-5.0, metadata={
+        "help": "initial posterior rho, sigma = softplus(rho) (-5: sigma = 0.0067)"})
+    complexity: str = field(default="mc", metadata={
+        "help": "complexity cost: 'mc' (the paper's sampled estimate) or 'kl' (Gaussian prior)"})
+    kl_weighting: str | list[str] = field(default="blundell", metadata={
+        "help": "KL weight per minibatch: 'blundell' (2^(M-i)/(2^M-1), section 3.4; better "
+                "than 'uniform' for both priors over 3 seeds, see results/mnist) or "
+                "'uniform' (1/M, eq. 8)"})
+    hidden: int = field(default=400, metadata={"help": "units in each of the hidden layers"})
+    layers: int = field(default=2, metadata={"help": "number of hidden layers"})
+    dropout: float = field(default=0.5, metadata={"help": "dropout probability (model dropout)"})
+    epochs: int = field(default=10, metadata={"help": "training epochs"})
+    samples: int = field(default=1, metadata={"help": "BBB weight samples per training step"})
+    eval_samples: int = field(default=10, metadata={
+        "help": "sampled networks averaged in the BBB evaluation"})
+    lr: float = field(default=1e-3, metadata={"help": "Adam learning rate"})
+    lr_schedule: str = field(default="constant", metadata={
+        "help": "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs"})
+    lr_min: float = field(default=0.0, metadata={"help": "final learning rate of 'cosine'"})
+    batch_size: int = field(default=128, metadata={"help": "minibatch size"})
+    full_train: bool = field(default=False, metadata={
+        "help": "train on all 60,000 images (no validation set)"})
+    train_size: int = field(default=0, metadata={
+        "help": "use only the first N training images (0: all; for smoke tests)"})
+    test_size: int = field(default=0, metadata={
+        "help": "use only the first N test and validation images (0: all)"})
+    prune: str = field(default="0,50,75,95,98", metadata={
+        "help": "percentages of lowest-SNR weights removed in the pruning table"})
+    ood_images: int = field(default=1000, metadata={
+        "help": "uniform-noise images for the out-of-distribution entropy check"})
+    seed: int = field(default=0, metadata={"help": "random seed (of the first seed with --seeds)"})
+    seeds: int = field(default=1, metadata={
+        "help": "train N seeds (--seed, --seed + 1, ...) of every setting, all in one batched "
+                "model; results per model and mean +- std per setting"})
+    device: str = field(default="cpu", metadata={"help": "cpu or cuda"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
+    compile: bool = field(default=False, metadata={
+        "help": "fuse BBB's per-weight work with torch.compile (worth it on a GPU)"})
+    out: str | None = field(default=None, metadata={
+        "help": "output directory (training: a new directory under results/runs/ when unset; "
+                "--bench: results/mnist)"})
+    overwrite: bool = field(default=False, metadata={
+        "help": "allow training into an existing non-empty output directory"})
+    data_dir: str | None = field(default=None, metadata={
+        "help": "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)"})
+    # a setting that is on by default is switched off by its --no-... flag; "help" says
+    # what giving that flag does
+    download: bool = field(default=True, metadata={
+        "help": "never download: fail with an error if a data file is missing (default: "
+                "missing files are downloaded)"})
+    progress: bool = field(default=True, metadata={
+        "help": "hide the progress bar of each epoch (default: shown)"})
+    plots: bool = field(default=True, metadata={
+        "help": "do not draw the PNG plots (the CSV files are still written; default: drawn)"})
+    quick: bool = field(default=False, metadata={
+        "help": "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)"})
+    bench: bool = field(default=False, metadata={
+        "help": "time epochs of BBB and the plain MLP, interleaved; writes speed.csv/json"})
+    bench_rounds: int = field(default=3, metadata={
+        "help": "interleaved epochs per model (--bench)"})
+    bench_hidden: str = field(default="400,1200", metadata={
+        "help": "hidden sizes timed by --bench"})
+    bench_runs: int = field(default=8, metadata={
+        "help": "models batched together in --bench's batched timing"})
+    bench_batches: int = field(default=0, metadata={
+        "help": "--bench times this many minibatches per epoch, scaled to the epoch (0: all)"})
+    report: str | None = field(default=None, metadata={
+        "help": "build tables and figures from the runs under this directory, then exit"})
+    redraw: str | None = field(default=None, metadata={
+        "help": "rewrite a run directory's histograms and plots from its saved model, then exit"})
+    checkpoint_every: float = field(default=300.0, metadata={
+        "help": "write a checkpoint after an epoch once this many seconds have passed since "
+                "the last one (0: after every epoch); always after the last epoch"})
+    resume: str | None = field(default=None, metadata={
+        "help": "continue the training in this output directory from its checkpoint (written "
+                "after an epoch once --checkpoint-every seconds have passed, and after the last "
+                "epoch) with its settings; --epochs may extend a constant-lr run"})
+
+    def validate(self) -> None:
+        """Raise ValueError on settings that cannot run (naming the flag and a fix)."""
+        for name in GRID_FIELDS:
+            values = grid_values(self, name)
+            if len(values) != len(set(values)):
+                raise ValueError(f"{flag(name)} lists a value twice: {values}; give each value "
+                                 "once")
+            if len(values) > 1 and self.model != "bbb":
+                raise ValueError(f"{flag(name)} takes several values only with --model bbb")
+            for v in values:
+                if name != "prior" and name != "kl_weighting" and not math.isfinite(v):
+                    raise ValueError(f"{flag(name)} must be a finite number, got {v}")
+        if any(not 0.0 < p < 1.0 for p in grid_values(self, "pi")) and (
+                "mixture" in grid_values(self, "prior")):
+            raise ValueError(f"--pi must be strictly between 0 and 1, got "
+                             f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
+        for name in ("neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma"):
+            lo, hi = NEG_LOG_SIGMA_RANGE
+            values = grid_values(self, name)
+            if any(not lo <= v <= hi for v in values):
+                raise ValueError(f"{flag(name)} must be >= {lo:g} and <= {hi:g} "
+                                 f"(sigma = exp(-value)), got {values}")
+        priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
+        checks = [
+            (self.model in MODELS, f"--model must be one of {MODELS}, got {self.model!r}"),
+            (set(priors) <= set(PRIORS), f"--prior must be one of {PRIORS}, got {priors}"),
+            (self.complexity in ("mc", "kl"),
+             f"--complexity must be 'mc' or 'kl', got {self.complexity!r}"),
+            (self.complexity == "mc" or priors == ["gaussian"],
+             f"--complexity kl needs --prior gaussian, got --prior {' '.join(priors)}"),
+            (set(weightings) <= {"uniform", "blundell"},
+             f"--kl-weighting must be 'uniform' or 'blundell', got {weightings}"),
+            (self.lr_schedule in ("constant", "cosine"),
+             f"--lr-schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}"),
+            (self.device in ("cpu", "cuda"), f"--device must be cpu or cuda, got {self.device!r}"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(msg)
+        for name, (lo, hi, lo_open, hi_open) in NUMERIC_RANGES.items():
+            v = getattr(self, name)
+            if math.isnan(v) or (v <= lo if lo_open else v < lo) or (
+                    v >= hi if hi_open else v > hi):
+                raise ValueError(f"{flag(name)} must be "
+                                 f"{_range_text(lo, hi, lo_open, hi_open)}, got {v}")
+        if self.seed + self.seeds - 1 > MAX_SEED:
+            raise ValueError(f"--seed + --seeds - 1 must be at most {MAX_SEED}, got "
+                             f"{self.seed + self.seeds - 1}")
+        for name, lo, hi in (("prune", 0.0, 100.0), ("bench_hidden", 1, MAX_INT)):
+            text = getattr(self, name)
+            try:
+                values = [float(v) if name == "prune" else int(v)
+                          for v in text.split(",") if v.strip()]
+            except ValueError:
+                values = None
+            if not values or any(not lo <= v <= hi for v in values):
+                kind = "percentages from 0 to 100" if name == "prune" else "positive integers"
+                raise ValueError(f"{flag(name)} must be a comma-separated list of {kind}, got "
+                                 f"{text!r}")
+        check_memory(self)
+
+    def prune_fractions(self) -> list[float]:
+        """``--prune`` as fractions in [0, 1]."""
+        return [float(p) / 100.0 for p in self.prune.split(",") if p.strip()]
+
+    def bench_sizes(self) -> list[int]:
+        """``--bench-hidden`` as a list of hidden sizes."""
+        return [int(h) for h in self.bench_hidden.split(",") if h.strip()]
+
+
+# --------------------------------------------------------------------------- the models
+
+
+def grid_values(cfg: Config, name: str) -> list[Any]:
+    """The values of a grid setting as a list (one value or several)."""
+    v = getattr(cfg, name)
+    return list(v) if isinstance(v, list | tuple) else [v]
+
+
+def expand(cfg: Config) -> list[Config]:
+    """The models of a run: every combination of the grid settings, times ``--seeds`` seeds.
+
+    Each is a :class:`Config` of one model (single values, ``seeds = 1``, its own
+    ``seed``). For a Gaussian prior the scale-mixture settings are left at one value,
+    and the other way round, so no model is trained twice.
+    """
+    base = {name: grid_values(cfg, name) for name in GRID_FIELDS}
+    models: list[Config] = []
+    seen: set[tuple] = set()
+    for combo in itertools.product(*base.values()):
+        values = dict(zip(base, combo, strict=True))
+        unused = [f for p, fs in PRIOR_FIELDS.items() if p != values["prior"] for f in fs]
+        for f in unused:
+            values[f] = base[f][0]
+        key = tuple(values.values())
+        if key in seen:
+            continue
+        seen.add(key)
+        for k in range(cfg.seeds):
+            models.append(dataclasses.replace(cfg, **values, seed=cfg.seed + k, seeds=1))
+    return models
+
+
+def varying(models: Sequence[Config]) -> list[str]:
+    """The grid settings that differ between ``models``, in :data:`GRID_FIELDS` order."""
+    return [f for f in GRID_FIELDS if len({getattr(m, f) for m in models}) > 1]
+
+
+def setting_name(cfg: Config, fields: Sequence[str]) -> str:
+    """A model's setting as a name: ``prior=mixture__pi=0.25`` (``fields`` that matter)."""
+    used = [f for f in fields if f in ("prior", "kl_weighting")
+            or f in PRIOR_FIELDS.get(cfg.prior, ())]
+    return "__".join(f"{f}={getattr(cfg, f):g}" if isinstance(getattr(cfg, f), float)
+                     else f"{f}={getattr(cfg, f)}" for f in used) or "base"
+
+
+def run_label(cfg: Config) -> str:
+    """A short name: ``bbb-mixture-2x400``."""
+    kind = f"bbb-{'+'.join(grid_values(cfg, 'prior'))}" if cfg.model == "bbb" else cfg.model
+    return f"{kind}-{cfg.layers}x{cfg.hidden}"
+
+
+def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:
+    """The BBB prior of ``cfg`` (one model's settings)."""
+    if cfg.prior == "gaussian":
+        return GaussianPrior(math.exp(-cfg.neg_log_prior_sigma))
+    return ScaleMixturePrior(cfg.pi, math.exp(-cfg.neg_log_sigma1), math.exp(-cfg.neg_log_sigma2))
+
+
+def init_sigma(cfg: Config) -> float:
+    """BBB's initial posterior standard deviation, ``softplus(--init-rho)``."""
+    return F.softplus(torch.tensor(cfg.init_rho)).item()
+
+
+QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs": 10,
+         "samples": 1, "lr": 1e-3, "batch_size": 128}
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _range_text(lo: float, hi: float, lo_open: bool, hi_open: bool) -> str:
+    """The allowed range for an error message: ``>= 1 and <= 1000``, ``> 0 and <= 10``."""
+    def num(x: float) -> str:
+        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+    low = f"{'>' if lo_open else '>='} {num(lo)}"
+    return low if hi == math.inf else f"{low} and {'<' if hi_open else '<='} {num(hi)}"
+
+
+def _bytes_text(n: float) -> str:
+    """``12.3 GiB`` and the like."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n:.0f} B"
+        n /= 1024
+    raise AssertionError
+
+
+def memory_estimate(cfg: Config) -> tuple[int, int, int]:
+    """Rough bytes the settings need, before anything is allocated: float32 parameters of
+    one model x the models trained together x 4 (mu and rho, or weights and gradients, and
+    Adam's two moments), plus the out-of-distribution noise images. Returns
+    ``(bytes, models, largest hidden size)``."""
+    if cfg.bench:
+        hidden = max(cfg.bench_sizes())
+        models = cfg.bench_runs + 5
+    else:
+        hidden = cfg.hidden
+        models = len(expand(dataclasses.replace(cfg, seeds=1))) * cfg.seeds
+    n_params = n_parameters([hidden] * cfg.layers)
+    return n_params * 4 * models * 4 + cfg.ood_images * IN_FEATURES * 12, models, hidden
+
+
+def check_memory(cfg: Config) -> None:
+    """Raise ValueError when the settings would need more memory than the machine has."""
+    need, models, hidden = memory_estimate(cfg)
+    have = machine_memory(cfg.device)
+    if have and need > have:
+        what = "GPU" if cfg.device == "cuda" else "machine"
+        raise ValueError(
+            f"{flag('bench_hidden' if cfg.bench else 'hidden')} {hidden} with --layers "
+            f"{cfg.layers} and {models} model(s) needs about {_bytes_text(need)} (parameters x "
+            f"models x 4 for mu, rho and Adam's moments), more than this {what}'s "
+            f"{_bytes_text(have)} of memory; use a smaller --hidden, --layers, --seeds or grid")

@@ -1,0 +1,125 @@
+"""One classifier as an ordinary :class:`bandits.bayes.MLP`: its predictions, test
+error, predictive entropy on noise images, and test error after pruning the weights
+with the lowest signal-to-noise ratio (the paper's Table 2)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from bandits.bayes import MLP, make_mlp, prune_by_snr
+from bandits.mnist.classifiers import CLASSES, IN_FEATURES
+from bandits.mnist.config import Config, init_sigma, make_prior
+from bandits.mnist.data import PIXEL_SCALE, Split
+
+
+def is_bayesian(model: MLP) -> bool:
+    """Whether the model has Bayesian layers."""
+    return bool(model.bayes_layers())
+
+
+def build_model(cfg: Config, generator: torch.Generator | None = None) -> MLP:
+    """The classifier ``784 -> hidden x layers -> 10`` of ``cfg.model``."""
+    hidden = [cfg.hidden] * cfg.layers
+    if cfg.model == "bbb":
+        return make_mlp(IN_FEATURES, hidden, CLASSES, bayesian=True, prior=make_prior(cfg),
+                        init_sigma=init_sigma(cfg), generator=generator, device=cfg.device)
+    drop = cfg.dropout if cfg.model == "dropout" else 0.0
+    return make_mlp(IN_FEATURES, hidden, CLASSES, bayesian=False, dropout=drop,
+                    device=cfg.device)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch's and numpy's global generators (initial weights, dropout, samples)."""
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+
+
+@torch.no_grad()
+def predict(model: MLP, x: Tensor, mode: str = "mean", samples: int = 1,
+            chunk: int = 5000) -> Tensor:
+    """Predictive class probabilities ``(n, 10)``.
+
+    Args:
+        model: The classifier.
+        x: Images ``(n, 784)``.
+        mode: BBB only: ``"mean"`` (the posterior-mean network) or ``"sample"``
+            (the average of ``samples`` sampled networks; each network is one draw
+            held for all images).
+        samples: Networks averaged in ``"sample"`` mode.
+        chunk: Images per forward call.
+    """
+    def probs() -> Tensor:
+        return torch.cat([F.softmax(model(xc), -1) for xc in x.split(chunk)])
+
+    model.eval()
+    if not is_bayesian(model):
+        return probs()
+    if mode == "mean":
+        with model.sampling("mean"):
+            return probs()
+    total = torch.zeros(len(x), CLASSES, device=x.device)
+    with model.sampling("held"):
+        for _ in range(samples):
+            model.resample()  # one network for every image of this pass
+            total += probs()
+    return total / samples
+
+
+def error_pct(probs: Tensor, y: Tensor) -> float:
+    """Classification error in percent."""
+    return 100.0 * (probs.argmax(-1) != y).float().mean().item()
+
+
+def entropy(probs: Tensor) -> Tensor:
+    """Entropy (nats) of each predictive distribution ``(n, classes) -> (n,)``."""
+    return -(probs * probs.clamp_min(1e-12).log()).sum(-1)
+
+
+def errors(model: MLP, split: Split, cfg: Config, sampled: bool) -> dict[str, float]:
+    """Test error (%) of the mean network and, with ``sampled``, of the sampled average:
+    ``{"mean": ..., "sampled": ...}``."""
+    out = {"mean": error_pct(predict(model, split.x, "mean"), split.y)}
+    if sampled and is_bayesian(model):
+        out["sampled"] = error_pct(predict(model, split.x, "sample", cfg.eval_samples), split.y)
+    return out
+
+
+def ood_check(model: MLP, test: Split, cfg: Config) -> dict[str, float]:
+    """Mean predictive entropy on uniform-noise images and on test images.
+
+    A noise image has independent uniform pixel values 0..255, scaled like the data.
+    A model that knows what it does not know has a high entropy on noise (the
+    maximum is ``log 10 = 2.303`` nats).
+    """
+    g = torch.Generator().manual_seed(cfg.seed + 12345)
+    noise = torch.randint(0, 256, (cfg.ood_images, IN_FEATURES), generator=g).float()
+    noise = (noise / PIXEL_SCALE).to(test.x.device)
+    x_in = test.x[: cfg.ood_images]
+    res: dict[str, float] = {"max_entropy": math.log(CLASSES), "images": cfg.ood_images}
+    for name, mode in (("", "sample"), ("mean_", "mean")):
+        if name and not is_bayesian(model):
+            continue
+        p_noise = predict(model, noise, mode, cfg.eval_samples)
+        p_test = predict(model, x_in, mode, cfg.eval_samples)
+        res[f"{name}entropy_noise"] = entropy(p_noise).mean().item()
+        res[f"{name}entropy_test"] = entropy(p_test).mean().item()
+        res[f"{name}max_prob_noise"] = p_noise.max(-1).values.mean().item()
+    return res
+
+
+def prune_table(model: MLP, test: Split, cfg: Config) -> list[dict[str, float]]:
+    """Test error with the lowest-SNR fractions of the weights removed (Table 2)."""
+    n_weights = sum(m.weight_mu.numel() for m in model.bayes_layers())
+    rows = []
+    for frac in cfg.prune_fractions():
+        removed = prune_by_snr(model, frac)
+        err = errors(model, test, cfg, sampled=True)
+        rows.append({"removed_pct": 100 * frac, "weights_left": n_weights - removed,
+                     "test_error_mean": err["mean"], "test_error_sampled": err["sampled"]})
+    prune_by_snr(model, 0.0)  # back to the whole network
+    return rows

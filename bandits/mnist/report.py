@@ -1,0 +1,571 @@
+"""What the benchmark writes: CSV files, weight and SNR histograms, figures, the table of
+one command's models (``table.md``), and the tables and figures of ``--report`` over
+every model under a directory (``tables.md``, Figures 2-4)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bandits.bayes import MLP, snr
+from bandits.mnist.classifiers import n_parameters
+from bandits.mnist.config import Config, run_label, setting_name, varying
+from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
+from bandits.outputs import save_figure, write_atomic, write_csv
+
+# Blundell et al. (2015): Table 1 (test error, %) and Table 2 (BBB 2 x 1200, pruned).
+PAPER_TABLE1: dict[tuple[str, int], float] = {
+    ("sgd", 400): 1.83, ("sgd", 800): 1.84, ("sgd", 1200): 1.88,
+    ("dropout", 400): 1.51, ("dropout", 800): 1.33, ("dropout", 1200): 1.36,
+    ("bbb-gaussian", 400): 1.82, ("bbb-gaussian", 800): 1.99, ("bbb-gaussian", 1200): 2.04,
+    ("bbb-mixture", 400): 1.36, ("bbb-mixture", 800): 1.34, ("bbb-mixture", 1200): 1.32,
+}
+PAPER_TABLE2: dict[float, tuple[str, float]] = {
+    0.0: ("2.4m", 1.24), 0.5: ("1.2m", 1.24), 0.75: ("600k", 1.24),
+    0.95: ("120k", 1.29), 0.98: ("48k", 1.39),
+}
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as run, with a ``--data-dir`` value hidden (it is a local path)."""
+    out, hide = ["python -m bandits.mnist"], False
+    for a in argv:
+        if hide:
+            out.append("DIR")
+            hide = False
+        elif a == "--data-dir":
+            out.append(a)
+            hide = True
+        elif a.startswith("--data-dir="):
+            out.append("--data-dir=DIR")
+        else:
+            out.append(a)
+    return " ".join(out)
+
+
+def saved_config(cfg: Config) -> dict[str, Any]:
+    """The config as saved: a local ``data_dir`` path is not written out."""
+    d = dataclasses.asdict(cfg)
+    if d["data_dir"] is not None:
+        d["data_dir"] = "DIR"
+    return d
+
+
+# --------------------------------------------------------------------------- CSV files
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """Read a CSV file as rows of strings."""
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    """Read a CSV of numbers written by :func:`write_csv`."""
+    with open(path) as f:
+        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+# --------------------------------------------------------------------------- one model
+
+
+WEIGHT_BINS = np.linspace(-0.4, 0.4, 801)
+SNR_BINS_DB = np.linspace(-40.0, 20.0, 241)
+
+
+def model_weights(model: MLP, sample: bool) -> np.ndarray:
+    """All weights (no biases) as one vector: point weights, or one BBB sample / the mean."""
+    parts = []
+    for m in model.layers:
+        if hasattr(m, "weight_mu"):
+            if sample:
+                with torch.no_grad():
+                    w = m.weight_mu + m.weight_sigma * torch.randn_like(m.weight_mu)
+            else:
+                w = m.weight_mu
+        else:
+            w = m.weight
+        parts.append(w.detach().cpu().reshape(-1).numpy())
+    return np.concatenate(parts)
+
+
+def write_histograms(model: MLP, out: Path) -> None:
+    """``weights_hist.csv`` (and ``snr_hist.csv`` for BBB): tidy histograms for Figures 3-4."""
+    cols: dict[str, np.ndarray] = {}
+    if is_bayesian(model):
+        cols["sampled"] = model_weights(model, sample=True)
+        cols["mean"] = model_weights(model, sample=False)
+    else:
+        cols["weights"] = model_weights(model, sample=False)
+    rows = [{"left": a, "right": b} for a, b in zip(WEIGHT_BINS[:-1], WEIGHT_BINS[1:],
+                                                     strict=True)]
+    for name, w in cols.items():
+        counts, _ = np.histogram(w, WEIGHT_BINS)  # weights outside +-0.4 are left out
+        for r, c in zip(rows, counts, strict=True):
+            r[name] = int(c)
+    write_csv(rows, out / "weights_hist.csv")
+    if is_bayesian(model):
+        db = 10.0 * np.log10(snr(model).cpu().numpy())
+        counts, _ = np.histogram(np.clip(db, SNR_BINS_DB[0], SNR_BINS_DB[-1]), SNR_BINS_DB)
+        write_csv([{"left_db": a, "right_db": b, "count": int(c)}
+                   for a, b, c in zip(SNR_BINS_DB[:-1], SNR_BINS_DB[1:], counts, strict=True)],
+                  out / "snr_hist.csv")
+
+
+def pruning_markdown(rows: list[dict[str, float]]) -> str:
+    """The pruning table as markdown."""
+    lines = ["| Proportion removed | # weights left | Test error, mean net | "
+             "Test error, sampled avg |", "|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['removed_pct']:g}% | {int(r['weights_left']):,} | "
+                     f"{r['test_error_mean']:.2f}% | {r['test_error_sampled']:.2f}% |")
+    return "\n".join(lines)
+
+
+def redraw(run_dir: Path) -> None:
+    """Rewrite a run's histogram CSVs and plots from ``raw/model.pt`` (no training)."""
+    saved = json.loads((run_dir / "config.json").read_text())
+    names = {f.name for f in dataclasses.fields(Config)}
+    cfg = Config(**{k: v for k, v in saved.items() if k in names})
+    cfg.device, cfg.data_dir = "cpu", None
+    seed_everything(cfg.seed)
+    model = build_model(cfg)
+    model.load_state_dict(torch.load(run_dir / "raw" / "model.pt", map_location="cpu"))
+    write_histograms(model, run_dir)
+    plot_run(run_dir, run_label(cfg))
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_run(out: Path, label: str) -> None:
+    """Draw a run's PNGs from its CSV files only (so plots can be redrawn without training)."""
+    plt = _pyplot()
+    ep = read_csv(out / "epochs.csv")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep], label=f"{label} test")
+    if "val_error" in ep[0] and not math.isnan(ep[0]["val_error"]):
+        ax.plot([r["epoch"] for r in ep], [r["val_error"] for r in ep], "--",
+                label=f"{label} validation")
+    ax.set(xlabel="epoch", ylabel="error (%)", yscale="log", title="Test error (Figure 2)")
+    _plain_log_ticks(ax)
+    ax.legend()
+    fig.tight_layout()
+    save_figure(fig, out / "test_error.png", dpi=100)
+    plt.close(fig)
+    _plot_weight_hists({label: out}, out / "weights.png")
+    if (out / "snr_hist.csv").exists():
+        _plot_snr(out / "snr_hist.csv", out / "snr.png", label)
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Tick labels 1, 2, 3 ... instead of powers of ten on a log-scale error axis."""
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.set_yscale("log")
+    for axis_fmt in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis_fmt(fmt)
+
+
+def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
+    """Figure 3: the density of the weights of each run (from its ``weights_hist.csv``)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label, d in runs.items():
+        rows = read_csv(d / "weights_hist.csv")
+        centres = [(r["left"] + r["right"]) / 2 for r in rows]
+        width = rows[0]["right"] - rows[0]["left"]
+        for col in [k for k in rows[0] if k not in ("left", "right", "mean")]:
+            counts = np.array([r[col] for r in rows])
+            name = label if col == "weights" else f"{label} ({col})"
+            ax.plot(centres, counts / counts.sum() / width, label=name)
+    ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)", yscale="log",
+           title="Trained weights (Figure 3)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+def _plot_snr(csv_path: Path, path: Path, label: str) -> None:
+    """Figure 4: density and CDF of the signal-to-noise ratios (from ``snr_hist.csv``)."""
+    plt = _pyplot()
+    rows = read_csv(csv_path)
+    centres = np.array([(r["left_db"] + r["right_db"]) / 2 for r in rows])
+    counts = np.array([r["count"] for r in rows])
+    width = rows[0]["right_db"] - rows[0]["left_db"]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a1.plot(centres, counts / counts.sum() / width)
+    a1.set(xlabel="signal-to-noise ratio (dB)", ylabel="density", title=f"SNR density, {label}")
+    a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum())
+    a2.set(xlabel="signal-to-noise ratio (dB)", ylabel="CDF", title="SNR CDF (Figure 4)")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- one command
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value)."""
+    a = np.asarray(values, dtype=float)
+    return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0
+
+
+def aggregate(out: Path, cfg: Config, models: Sequence[Config], dirs: Sequence[Path],
+              summaries: Sequence[dict[str, Any]], wall: float) -> list[dict[str, Any]]:
+    """The tables of a run of several models, in ``out``.
+
+    * ``models.csv``: one row per model (its setting, seed, best-validation epoch, validation
+      and test errors at that epoch, and at the last epoch);
+    * ``settings.csv`` and ``table.md``: per setting, mean and standard deviation over the
+      seeds; the setting with the lowest mean validation error is marked ``selected``
+      (the paper chose its settings on the validation set).
+
+    Returns the rows of ``settings.csv``.
+    """
+    fields = varying(models)
+    tidy = [_model_row(m, d, s, fields, cfg.epochs)
+            for m, d, s in zip(models, dirs, summaries, strict=True)]
+    write_csv(tidy, out / "models.csv")
+    settings = _setting_rows(tidy, fields)
+    write_csv(settings, out / "settings.csv")
+    write_atomic(out / "table.md", _settings_markdown(cfg, len(models), settings, summaries[0],
+                                                      wall))
+    return settings
+
+
+def _model_row(m: Config, d: Path, s: dict[str, Any], fields: Sequence[str], epochs: int
+               ) -> dict[str, Any]:
+    """A row of ``models.csv``: model ``m`` (written to ``d``, summary ``s``)."""
+    bv = s.get("best_validation", {})
+    return {"model": d.name, "setting": setting_name(m, fields) if fields else run_label(m),
+            "seed": m.seed,
+            **{f: getattr(m, f) for f in fields},
+            "best_epoch": bv.get("epoch", epochs),
+            "val_error": bv.get("val_error_mean", math.nan),
+            "test_error": bv.get("test_error_mean", s["final"]["test_error_mean"]),
+            "test_error_sampled": bv.get("test_error_sampled",
+                                         s["final"].get("test_error_sampled", math.nan)),
+            "final_test_error": s["final"]["test_error_mean"]}
+
+
+def _setting_rows(tidy: list[dict[str, Any]], fields: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of ``settings.csv``: mean and std over the seeds of each setting, and
+    ``selected`` on the one with the lowest mean validation error (none without one)."""
+    settings: list[dict[str, Any]] = []
+    for name in dict.fromkeys(r["setting"] for r in tidy):
+        group = [r for r in tidy if r["setting"] == name]
+        row: dict[str, Any] = {"setting": name, "seeds": len(group),
+                               **{f: group[0][f] for f in fields}}
+        for col in ("val_error", "test_error", "test_error_sampled", "final_test_error"):
+            row[f"{col}_mean"], row[f"{col}_std"] = mean_std([g[col] for g in group])
+        settings.append(row)
+    with_val = [r for r in settings if not math.isnan(r["val_error_mean"])]
+    chosen = min(with_val, key=lambda r: r["val_error_mean"]) if with_val else None
+    for row in settings:  # none is selected without a validation set (--full-train)
+        row["selected"] = row is chosen
+    return settings
+
+
+def _cell(row: dict[str, Any], col: str) -> str:
+    """``mean +- std`` of a column of a settings row (the mean alone for one seed)."""
+    if math.isnan(row[f"{col}_mean"]):
+        return "-"
+    if row["seeds"] == 1:
+        return f"{row[f'{col}_mean']:.2f}"
+    return f"{row[f'{col}_mean']:.2f} +- {row[f'{col}_std']:.2f}"
+
+
+def _settings_markdown(cfg: Config, n_models: int, settings: list[dict[str, Any]],
+                       s0: dict[str, Any], wall: float) -> str:
+    """``table.md``: the settings rows, and the command, machine and wall time (of ``s0``)."""
+    lines = [f"# {run_label(cfg)}: {n_models} models, {cfg.seeds} seed(s) per setting", "",
+             "Test error (%) at each model's epoch of lowest validation error (the posterior-"
+             "mean network for BBB), mean +- std over seeds; the selected setting has the "
+             "lowest mean validation error.", "",
+             "| Setting | Seeds | Validation | Test | Test, sampled avg | Test, last epoch | "
+             "Selected |", "|---|---:|---:|---:|---:|---:|:---:|"]
+    for r in settings:
+        lines.append(f"| {r['setting']} | {r['seeds']} | {_cell(r, 'val_error')} | "
+                     f"**{_cell(r, 'test_error')}** | {_cell(r, 'test_error_sampled')} | "
+                     f"{_cell(r, 'final_test_error')} | {'yes' if r['selected'] else ''} |")
+    lines += ["", f"Command: `{s0['command']}`; {s0['machine']}; {n_models} models trained "
+              f"as one batched model, {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
+              "(training and evaluation).", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- --report
+
+# A model found under the report's directory: its directory and its summary.json.
+Member = tuple[Path, dict[str, Any]]
+# A row of the report: (run directory, settings as JSON) and its models (the seeds).
+Group = tuple[tuple[str, str], list[Member]]
+
+# settings that do not change what a model learns (left out when grouping seeds)
+_NOT_SETTINGS = {"seed", "seeds", "out", "overwrite", "progress", "plots", "threads", "device",
+                 "data_dir", "download", "checkpoint_every", "resume", "report", "redraw",
+                 "bench", "bench_rounds", "quick"}
+_KIND_ORDER = {"sgd": 0, "dropout": 1, "bbb-gaussian": 2, "bbb-mixture": 3}
+_NOTES = [
+    "- Paper: Blundell et al. (2015), Table 1 (2 x 400: SGD 1.83, dropout 1.51, BBB "
+    "Gaussian 1.82, BBB scale mixture 1.36) and Table 2 (pruning of the 2 x 1200 "
+    "scale-mixture model: 1.24, 1.24, 1.24, 1.29, 1.39; the paper's own Table 1 gives "
+    "1.32 for that model).",
+    "- 0.1 % is 10 of the 10,000 test images.",
+    "- Figures: fig2_test_error.png (Figure 2), fig3_weights.png (Figure 3; BBB: one "
+    "sample of the weights), fig4_snr.png (Figure 4, the SNR 10 log10(|mu|/sigma) in "
+    "dB of the best BBB row's first seed).",
+]
+
+
+def report(root: Path) -> str:
+    """Tables 1 and 2 and Figures 2-4 from every model under ``root``; returns the markdown.
+
+    Models that differ only in their seed form one row: the mean +- standard deviation
+    over seeds of the test error at each model's best validation epoch. Writes
+    ``tables.md``, ``fig2_test_error.png``, ``fig3_weights.png`` and ``fig4_snr.png``.
+    """
+    found = [(p.parent, json.loads(p.read_text())) for p in sorted(root.rglob("summary.json"))]
+    rows = _groups(root, found)
+    lines = _table1(rows) + _commands(rows, found) + _ood_table(rows)
+    bbb = [(k, m) for k, m in rows if "pruning" in m[0][1] and "quick" not in k[0]]
+    if bbb:
+        best = _best_bbb(bbb)
+        lines += _table2(best) + _pruning_every_row(bbb)
+        k, members = min(best.values(), key=lambda t: _mean_final_error(t[1]))
+        _plot_snr(members[0][0] / "snr_hist.csv", root / "fig4_snr.png", _row_name(k, members))
+    if rows:
+        _plot_test_errors(rows, root / "fig2_test_error.png")
+        _plot_weight_hists({_row_name(k, m): m[0][0] for k, m in rows if "quick" not in k[0]},
+                           root / "fig3_weights.png")
+    speed = root / "speed.json"
+    if speed.exists():
+        lines += ["", "## Speed", "", speed_markdown(json.loads(speed.read_text()))]
+    lines += ["", "## Notes", "", *_NOTES]
+    text = "\n".join(lines) + "\n"
+    write_atomic(root / "tables.md", text)
+    return text
+
+
+def _kind(s: dict[str, Any]) -> str:
+    """A summary's model kind: ``sgd``, ``dropout``, ``bbb-gaussian`` or ``bbb-mixture``."""
+    st = s["settings"]
+    return f"bbb-{st['prior']}" if st["model"] == "bbb" else st["model"]
+
+
+def _fmt(values: Sequence[float], bold: bool = False) -> str:
+    """``mean +- std`` of ``values`` (the value alone for one)."""
+    m, sd = mean_std(values)
+    text = f"{m:.2f}" if len(values) == 1 else f"{m:.2f} +- {sd:.2f}"
+    return f"**{text}**" if bold else text
+
+
+def _mean_final_error(members: list[Member]) -> float:
+    """The mean over seeds of the test error at the last epoch."""
+    return np.mean([s["final"]["test_error_mean"] for _, s in members])
+
+
+def _groups(root: Path, found: list[Member]) -> list[Group]:
+    """The models under ``root`` grouped into rows (the same run directory and settings),
+    ordered by hidden size, kind and name."""
+    groups: dict[tuple[str, str], list[Member]] = {}
+    for d, s in found:
+        key = (str(d.parent.relative_to(root)) if s.get("batched_models", 1) > 1 else
+               str(d.relative_to(root)),
+               json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS},
+                          sort_keys=True))
+        groups.setdefault(key, []).append((d, s))
+    return sorted(groups.items(), key=lambda t: (t[1][0][1]["settings"]["hidden"],
+                                                 _KIND_ORDER.get(_kind(t[1][0][1]), 9), t[0][0],
+                                                 _row_name(*t)))
+
+
+def _row_name(key: tuple[str, str], members: list[Member]) -> str:
+    """A row's name: its run directory, and the setting of a batched model's directory."""
+    d = members[0][0]
+    if len(members) == 1 and members[0][1].get("batched_models", 1) == 1:
+        return key[0]
+    setting = d.name.rsplit("__seed=", 1)[0] if "__seed=" in d.name else ""
+    return f"{key[0]}/{setting}" if setting else key[0]
+
+
+def _table1(rows: list[Group]) -> list[str]:
+    """Table 1: the test error of each row, beside the paper's."""
+    lines = ["## Table 1: MNIST test error (%)", "",
+             "Ours: the test error at each model's epoch of lowest validation error (BBB: the "
+             "posterior-mean network, and the average of sampled networks), and at the last "
+             "epoch; mean +- standard deviation over seeds.", "",
+             "| Method | Run | Units/layer | # weights | Epochs | Seeds | Test error | "
+             "BBB sampled avg | Last epoch | Paper |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, members in rows:
+        s0 = members[0][1]
+        st = s0["settings"]
+        n_w = n_parameters([st["hidden"]] * st["layers"])
+        bvs = [s.get("best_validation", s["final"]) for _, s in members]
+        sampled = [b["test_error_sampled"] for b in bvs if "test_error_sampled" in b]
+        paper = PAPER_TABLE1.get((_kind(s0), st["hidden"]))
+        lines.append(
+            f"| {_kind(s0)} | {_row_name(key, members)} | {st['hidden']} | {n_w / 1000:.0f}k | "
+            f"{s0['epochs']} | {len(members)} | "
+            f"{_fmt([b['test_error_mean'] for b in bvs], bold=True)} | "
+            f"{_fmt(sampled) if sampled else '-'} | "
+            f"{_fmt([s['final']['test_error_mean'] for _, s in members])} | "
+            f"{paper if paper else '-'} |")
+    return lines
+
+
+def _commands(rows: list[Group], found: list[Member]) -> list[str]:
+    """Each command once: its models, machine and wall time."""
+    lines = ["", "Commands, machine and wall time (training + evaluation of all the models "
+             "of the command):", ""]
+    seen_cmd: set[str] = set()
+    for _key, members in rows:
+        s0 = members[0][1]
+        if s0["command"] in seen_cmd:
+            continue
+        seen_cmd.add(s0["command"])
+        wall = sum(s["wall_seconds"] for _, s in found if s["command"] == s0["command"])
+        n = sum(1 for _, s in found if s["command"] == s0["command"])
+        lines.append(f"- `{s0['command']}`: {n} model(s); {s0['machine']}; wall time "
+                     f"{wall / 60:.1f} min ({s0['seconds_per_epoch']:.1f} s per training epoch "
+                     "and model)")
+    return lines
+
+
+def _ood_table(rows: list[Group]) -> list[str]:
+    """The out-of-distribution check of each row."""
+    lines = ["", "## Out-of-distribution check", "",
+             f"Mean predictive entropy (nats; the maximum is log 10 = {math.log(10):.3f}) and "
+             "mean top-class probability on uniform-noise images, against real test images "
+             "(mean over seeds). BBB: the average of the sampled networks.", "",
+             "| Method | Run | Entropy, noise | Top prob., noise | Entropy, test images |",
+             "|---|---|---:|---:|---:|"]
+    for key, members in rows:
+        ood = [s["ood"] for _, s in members]
+        lines.append(f"| {_kind(members[0][1])} | {_row_name(key, members)} | "
+                     f"{np.mean([o['entropy_noise'] for o in ood]):.3f} | "
+                     f"{np.mean([o['max_prob_noise'] for o in ood]):.3f} | "
+                     f"{np.mean([o['entropy_test'] for o in ood]):.3f} |")
+    return lines
+
+
+def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:
+    """Per BBB kind and hidden size, the row with the lowest mean test error at the last
+    epoch."""
+    best: dict[tuple[str, int], Group] = {}
+    for k, m in sorted(bbb, key=lambda t: _mean_final_error(t[1])):
+        best.setdefault((_kind(m[0][1]), m[0][1]["settings"]["hidden"]), (k, m))
+    return best
+
+
+def _table2(best: dict[tuple[str, int], Group]) -> list[str]:
+    """Table 2 (pruning by SNR) of each of the ``best`` rows, beside the paper's."""
+    lines: list[str] = []
+    for k, members in best.values():
+        st = members[0][1]["settings"]
+        lines += ["", f"## Table 2: pruning by signal-to-noise ratio ({_row_name(k, members)}, "
+                  f"2 x {st['hidden']}, last epoch, {len(members)} seed(s))", "",
+                  "| Proportion removed | # weights (ours) | Test error, mean net | "
+                  "Sampled avg | Paper (2x1200): # weights | Paper test error |",
+                  "|---:|---:|---:|---:|---:|---:|"]
+        for i, r in enumerate(members[0][1]["pruning"]):
+            pw, pe = PAPER_TABLE2.get(r["removed_pct"] / 100, ("-", "-"))
+            errs = [s["pruning"][i] for _, s in members]
+            lines.append(f"| {r['removed_pct']:g}% | {int(r['weights_left']):,} | "
+                         f"{_fmt([e['test_error_mean'] for e in errs])} | "
+                         f"{_fmt([e['test_error_sampled'] for e in errs])} | "
+                         f"{pw} | {pe}% |")
+    return lines
+
+
+def _pruning_every_row(bbb: list[Group]) -> list[str]:
+    """The pruned test error of every BBB row, when they all pruned the same fractions."""
+    fracs = [r["removed_pct"] for r in bbb[0][1][0][1]["pruning"]]
+    if not all([r["removed_pct"] for r in m[0][1]["pruning"]] == fracs for _, m in bbb):
+        return []
+    lines = ["", "## Pruning, every BBB row (test error of the posterior-mean "
+             "network, last epoch, mean +- std over seeds)", "",
+             "| Method | Run | Units/layer | "
+             + " | ".join(f"{f:g}% removed" for f in fracs) + " |",
+             "|---|---|---:|" + "---:|" * len(fracs)]
+    for k, members in bbb:
+        cells = [_fmt([s["pruning"][i]["test_error_mean"] for _, s in members])
+                 for i in range(len(fracs))]
+        lines.append(f"| {_kind(members[0][1])} | {_row_name(k, members)} | "
+                     f"{members[0][1]['settings']['hidden']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _plot_test_errors(rows: list[Group], path: Path) -> None:
+    """Figure 2: the test error against the epoch of the first seed of each row."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, members in rows:
+        ep = read_csv(members[0][0] / "epochs.csv")
+        ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep],
+                label=_row_name(key, members))
+    ax.set(xlabel="epoch", ylabel="test error (%)", yscale="log",
+           title="Test error against epoch (Figure 2; first seed of each row)")
+    _plain_log_ticks(ax)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- --bench
+
+
+def speed_markdown(sp: dict[str, Any]) -> str:
+    """The numbers of ``speed.json`` (``--bench``) as a markdown table."""
+    lines = ["| Architecture | MLP s/epoch | BBB s/epoch | BBB / MLP | First version: BBB / MLP | "
+             "BBB speed-up over the first version | Batched: models | Batched speed-up |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for v in sp["sizes"].values():
+        t = v["seconds_per_epoch"]
+        lines.append(f"| {v['architecture']} | {t['mlp']:.2f} | {t['bbb']:.2f} | "
+                     f"**{v['ratio_bbb_over_mlp']:.2f}** | "
+                     f"{v['ratio_bbb_over_mlp_autograd']:.2f} | "
+                     f"{v['bbb_speedup_over_autograd']:.2f}x | {v['batched_models']} | "
+                     f"**{v['batched_speedup']:.2f}x** |")
+    compiled = [v for v in sp["sizes"].values() if "ratio_bbb_compiled_over_mlp" in v]
+    if compiled:
+        parts = [f"{v['architecture']}: BBB {v['seconds_per_epoch']['bbb-compiled']:.2f} "
+                 f"s/epoch, **{v['ratio_bbb_compiled_over_mlp']:.2f}** x the MLP"
+                 for v in compiled]
+        lines += ["", "With `--compile` (BBB's per-weight work fused by torch.compile): "
+                  + "; ".join(parts) + "."]
+    timed = ("whole epochs" if sp["batches_timed"] == sp["batches_per_epoch"] else
+             f"{sp['batches_timed']} of the {sp['batches_per_epoch']} minibatches of an epoch, "
+             "scaled to the epoch")
+    lines += ["", f"Medians of {sp['rounds']} interleaved rounds ({timed}); batched speed-up: "
+              "the time of that many single-model epochs one after another over the time of "
+              f"one batched epoch. `{sp['command']}`; {sp['machine']}."]
+    return "\n".join(lines)

@@ -1,0 +1,320 @@
+"""A training run: every model of a command trained as one batched model, evaluated, and
+written out; checkpoints and resuming.
+
+A run trains a two-hidden-layer ReLU classifier on MNIST, either Bayes by Backprop
+(``bbb``, Gaussian or scale-mixture prior) or a same-size baseline (``sgd``: a plain
+MLP; ``dropout``: the MLP with dropout ``--dropout`` after each hidden layer, switched
+off at test time), and writes into ``--out``:
+
+* ``config.json``: the settings; ``epochs.csv``: per epoch the training loss,
+  the NLL (mean per image) and KL terms (the complexity cost, estimated at every
+  tenth minibatch), validation and test error of the posterior-mean network, and
+  the seconds of the epoch (of all the models trained together);
+* ``summary.json``: final and best-validation test error (BBB: posterior mean
+  and the average of ``--eval-samples`` sampled networks), the out-of-distribution
+  entropy check, the pruning table, wall time, device, command and machine;
+* ``pruning.csv`` / ``pruning.md`` (BBB): test error with the lowest-SNR
+  0/50/75/95/98 % of the weights removed (the paper's Table 2);
+* ``weights_hist.csv``, ``snr_hist.csv`` and the plots ``test_error.png``
+  (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
+
+**Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
+paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
+``KL = log q(w) - log p(w)`` summed over all weights (a Monte Carlo estimate at
+the sampled weights, averaged over ``--samples`` draws) and ``pi_i = 2^(M-i) /
+(2^M - 1)`` (``--kl-weighting blundell``, the default) or ``1/M`` (``uniform``). The
+optimiser minimises ``F_i / B`` (``B``: the batch size, 128); this constant factor
+leaves Adam's steps unchanged and keeps the printed loss per image. Summed over
+an epoch, ``sum_i F_i`` is the negative ELBO of the whole training set. The baselines
+minimise the cross-entropy alone.
+
+**Optimiser.** Adam, learning rate ``--lr`` (1e-3) for every model, constant or
+cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``); plain SGD diverges
+for many settings of the paper's grid. The learning rate and its schedule are shared
+by the models of one run (run several commands for several learning rates).
+
+**Many models at once.** ``--seeds N`` and several values of the grid settings
+(``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
+``--neg-log-prior-sigma``, ``--kl-weighting``) train every (setting, seed) as one
+batched model (:mod:`bandits.mnist.classifiers`): one pass over the data feeds all of
+them, each with its own seed, prior and KL weighting, and each trains as it would alone.
+Each model then writes the files above into ``--out/<setting>__seed=<seed>/``, and
+``--out`` gets ``models.csv`` (one row per model), ``settings.csv`` and ``table.md``
+(mean and standard deviation over the seeds per setting; the setting with the lowest
+mean validation error is marked selected, as the paper chose its settings).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bandits import checkpoint
+from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
+from bandits.mnist.config import (
+    Config,
+    expand,
+    init_sigma,
+    make_prior,
+    run_label,
+    setting_name,
+    varying,
+)
+from bandits.mnist.data import Split, load_splits
+from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
+from bandits.mnist.report import (
+    aggregate,
+    command_line,
+    plot_run,
+    pruning_markdown,
+    saved_config,
+    write_histograms,
+)
+from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
+
+CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
+# flags that may be given beside --resume: they do not change the results
+RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
+                "checkpoint_every"}
+
+
+class Interrupted(Exception):
+    """Ctrl-C during training; the message says how to resume."""
+
+
+def identity(config: dict[str, Any]) -> str:
+    """A fingerprint of the settings that decide a run's results (all but the output
+    directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
+    return checkpoint.fingerprint({k: v for k, v in config.items()
+                                   if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}})
+
+
+def build_classifiers(cfg: Config, models: Sequence[Config]) -> BatchedClassifiers:
+    """The batched classifiers of ``models`` (see :func:`bandits.mnist.config.expand`)."""
+    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
+             for m in models]
+    return BatchedClassifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
+                              init_sigma=init_sigma(cfg), dropout=cfg.dropout,
+                              samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,
+                              device=cfg.device, compile=cfg.compile)
+
+
+def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
+    """Each model's output directory: ``out`` itself for one model, else
+    ``out/<setting>__seed=<seed>`` (the setting named by the grid values that vary)."""
+    if len(models) == 1:
+        return [out]
+    fields = varying(models)
+    return [out / (f"{setting_name(m, fields)}__seed={m.seed}" if fields else f"seed={m.seed}")
+            for m in models]
+
+
+@dataclass
+class History:
+    """What the epochs so far have recorded (kept in the checkpoints): each model's rows
+    of ``epochs.csv``, its lowest validation error, that epoch, and the flat parameters of
+    every model at its own best epoch."""
+
+    rows: list[list[dict[str, float]]]
+    best_val: Tensor  # (R,)
+    best_epoch: Tensor  # (R,) int64
+    best: dict[str, Tensor]  # "mu" (and "rho") (R, P)
+
+    @classmethod
+    def start(cls, clf: BatchedClassifiers) -> History:
+        """Nothing recorded yet."""
+        runs = clf.runs
+        return cls([[] for _ in range(runs)], torch.full((runs,), math.inf),
+                   torch.zeros(runs, dtype=torch.long),
+                   {k: v.clone() for k, v in clf.params().items()})
+
+    def update_best(self, epoch: int, val: Tensor, clf: BatchedClassifiers) -> None:
+        """Keep the parameters of the models whose validation error ``val`` is lower."""
+        better = val < self.best_val
+        if better.any():
+            self.best_val = torch.where(better, val, self.best_val)
+            self.best_epoch[better] = epoch
+            idx = better.nonzero().squeeze(1).to(clf.device)
+            for k, v in clf.params().items():
+                self.best[k][idx] = v[idx]
+
+
+def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
+        ) -> dict[str, Any]:
+    """Train and evaluate every model of ``cfg`` as one batched model; write every output.
+
+    One model (no grid, one seed) writes its files into ``--out``; several write one
+    directory per model and the tables of :func:`bandits.mnist.report.aggregate`. A
+    checkpoint is written after an epoch once ``--checkpoint-every`` seconds have passed,
+    and after the last one; ``resume`` (a checkpoint's state, see
+    :func:`bandits.mnist.cli.resume_config`) continues from it to the same result as an
+    uninterrupted run. Returns the summary of the first model (with ``"models"``: how
+    many were trained, and ``"out"``).
+    """
+    t_start = time.perf_counter()
+    # the data first: a run that cannot find its data leaves no empty output directory
+    splits = load_splits(cfg)
+    if resume is None:
+        out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
+    else:
+        out = Path(cfg.out)
+    models = expand(cfg)
+    dirs = model_dirs(out, models)
+    for d, m in zip(dirs, models, strict=True):
+        d.mkdir(parents=True, exist_ok=True)
+        write_json(saved_config(m), d / "config.json")
+    if len(models) > 1:
+        write_json(saved_config(cfg), out / "config.json")
+    torch.manual_seed(cfg.seed)
+    clf = build_classifiers(cfg, models)
+    sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
+                                                        cfg.lr_min)
+             if cfg.lr_schedule == "cosine" else None)
+    label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
+    runs = len(models)
+    history = History.start(clf)
+    first_epoch, wall_before = 1, 0.0
+    command = command_line(argv)
+    if resume is not None:
+        command = f"{resume['command']} (resumed with: {command})"
+        clf.load_state_dict(resume["classifiers"])
+        if sched is not None:
+            sched.load_state_dict(resume["scheduler"])
+        history = History(resume["rows"], resume["best_val"], resume["best_epoch"],
+                            {k: v.to(cfg.device) for k, v in resume["best"].items()})
+        first_epoch, wall_before = resume["epoch"] + 1, resume["wall_seconds"]
+    schemes = [m.kl_weighting for m in models]
+    saved, last_save = first_epoch - 1, time.perf_counter()
+    for epoch in range(first_epoch, cfg.epochs + 1):
+        try:
+            t0 = time.perf_counter()
+            lr = clf.optimizer.param_groups[0]["lr"]
+            stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size,
+                                    schemes, desc=f"{label} epoch {epoch}/{cfg.epochs}",
+                                    progress=cfg.progress)
+        except KeyboardInterrupt:
+            kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume {out}"
+                    if saved > 0 else "no checkpoint was written yet")
+            raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
+        t_train = time.perf_counter() - t0
+        if sched is not None:
+            sched.step()
+        val = (clf.errors(splits["val"].x, splits["val"].y) if "val" in splits
+               else torch.full((runs,), math.nan))
+        test = clf.errors(splits["test"].x, splits["test"].y)
+        t_eval = time.perf_counter() - t0 - t_train
+        for r in range(runs):
+            history.rows[r].append({
+                "epoch": epoch, "lr": lr, "nll": stats["nll"][r].item(),
+                "kl": stats["kl"][r].item(), "train_loss": stats["train_loss"][r].item(),
+                "val_error": val[r].item(), "test_error": test[r].item(),
+                "seconds": t_train, "eval_seconds": t_eval})
+            write_csv(history.rows[r], dirs[r] / "epochs.csv")
+        history.update_best(epoch, val, clf)
+        print(epoch_line(label, epoch, stats, val, test, t_train), flush=True)
+        if (epoch < cfg.epochs
+                and time.perf_counter() - last_save < cfg.checkpoint_every):
+            continue
+        saved, last_save = epoch, time.perf_counter()
+        _save_checkpoint(out, cfg, epoch, clf, sched, history, command,
+                         wall_before + time.perf_counter() - t_start)
+    train_wall = wall_before + time.perf_counter() - t_start
+    summaries = [_summarise(clf, r, m, d, splits, history, train_wall, command)
+                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
+    if runs > 1:
+        aggregate(out, cfg, models, dirs, summaries, wall=wall_before + time.perf_counter()
+                  - t_start)
+    return {**summaries[0], "models": runs, "out": str(out)}
+
+
+def _save_checkpoint(out: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
+                     sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
+                     command: str, wall_seconds: float) -> None:
+    """Write ``out/checkpoint.pt``: everything :func:`run` needs to continue after ``epoch``."""
+    checkpoint.save(out / checkpoint.NAME, CHECKPOINT_KIND, {
+        "epoch": epoch, "classifiers": clf.state_dict(),
+        "scheduler": None if sched is None else sched.state_dict(),
+        "rows": history.rows, "best_val": history.best_val,
+        "best_epoch": history.best_epoch,
+        "best": {k: v.cpu() for k, v in history.best.items()},
+        "config": saved_config(cfg), "command": command,
+        "wall_seconds": wall_seconds},
+        identity=identity(saved_config(cfg)))
+
+
+def _summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
+               splits: dict[str, Split], history: History, train_wall: float, command: str
+               ) -> dict[str, Any]:
+    """Finish model ``r`` (settings ``cfg``, directory ``out``): its evaluation and files
+    (:func:`finish_model`), its ``summary.json`` with timing and provenance, its plots."""
+    t_r = time.perf_counter()
+    best = {"epoch": int(history.best_epoch[r]), "val_error": float(history.best_val[r])}
+    summary = finish_model(clf, r, cfg, out, splits, best, history.best)
+    rows, runs = history.rows[r], clf.runs
+    summary.update({
+        "epochs": cfg.epochs,
+        "seconds_per_epoch": (float(np.median([x["seconds"] for x in rows])) / runs
+                              if rows else math.nan),
+        "batched_models": runs,
+        "wall_seconds": train_wall / runs + time.perf_counter() - t_r,
+        "batch_wall_seconds": train_wall,
+        "device": cfg.device, "machine": machine(cfg.device), "command": command,
+        "settings": saved_config(cfg)})
+    write_json(summary, out / "summary.json")
+    if cfg.plots and rows:
+        plot_run(out, run_label(cfg))
+    return summary
+
+
+def epoch_line(label: str, epoch: int, stats: dict[str, Tensor], val: Tensor, test: Tensor,
+               seconds: float) -> str:
+    """One printed line per epoch: the numbers of the model, or their range over models."""
+    def fmt(t: Tensor, spec: str, unit: str = "") -> str:
+        if len(t) == 1:
+            return f"{t[0].item():{spec}}{unit}"
+        return f"{t.min().item():{spec}}..{t.max().item():{spec}}{unit}"
+    return (f"{label} epoch {epoch:4d}  loss {fmt(stats['train_loss'], '.4f')}  "
+            f"nll {fmt(stats['nll'], '.4f')}  kl {fmt(stats['kl'], '.4g')}  "
+            f"val {fmt(val, '.2f', '%')}  test {fmt(test, '.2f', '%')}  {seconds:.1f}s")
+
+
+def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
+                 splits: dict[str, Split], best: dict[str, Any],
+                 best_params: dict[str, Tensor]) -> dict[str, Any]:
+    """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its
+    model, pruning table and histograms into ``out``; return its summary (without timing)."""
+    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 4)  # evaluation noise
+    model = clf.to_mlp(r, generator=gen)
+    has_val = "val" in splits
+    raw = out / "raw"  # ignored by git: the trained weights
+    raw.mkdir(exist_ok=True)
+    torch.save(model.state_dict(), raw / "model.pt")
+    final = {f"test_error_{k}": v for k, v in errors(model, splits["test"], cfg, True).items()}
+    if has_val:
+        final.update({f"val_error_{k}": v
+                      for k, v in errors(model, splits["val"], cfg, True).items()})
+    summary: dict[str, Any] = {"label": run_label(cfg), "final": final}
+    if has_val and cfg.epochs > 0:
+        best_model = clf.to_mlp(r, best_params, generator=gen)
+        summary["best_validation"] = {
+            "epoch": best["epoch"], "val_error_mean": best["val_error"],
+            **{f"test_error_{k}": v
+               for k, v in errors(best_model, splits["test"], cfg, True).items()}}
+    summary["ood"] = ood_check(model, splits["test"], cfg)
+    if is_bayesian(model):
+        prune_rows = prune_table(model, splits["test"], cfg)
+        summary["pruning"] = prune_rows
+        write_csv(prune_rows, out / "pruning.csv")
+        write_atomic(out / "pruning.md", pruning_markdown(prune_rows) + "\n")
+    write_histograms(model, out)
+    summary["n_weights"] = sum(p.numel() for n, p in model.named_parameters()
+                               if not n.endswith("_rho"))
+    return summary

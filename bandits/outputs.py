@@ -1,0 +1,242 @@
+"""Where results go and how they are written: output directories and their claims,
+atomic writes of every CSV, JSON file, figure and checkpoint, and the versions and
+machine a result records. Writers take the data first, then the path
+(:func:`write_atomic` is the exception: it writes bytes or text to a path, like
+``Path.write_bytes``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+
+class OutputDirError(ValueError):
+    """The output directory cannot be used (exists with data, is a file, is not writable,
+    another run is writing into it)."""
+
+
+LOCK = ".lock"  # the claim file in an output directory (held while a run writes into it)
+_claims: dict[Path, int] = {}  # directory -> open file descriptor holding its lock
+
+
+def claim_dir(path: Path) -> None:
+    """Claim ``path`` for this process: an exclusive lock on ``path/.lock``, held until
+    :func:`release_dir` or the process ends (a killed process releases it at once).
+
+    Raises:
+        OutputDirError: Another process holds the claim, or the lock cannot be taken.
+    """
+    key = Path(path).resolve()
+    if key in _claims:
+        return
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks on this platform: nothing to claim with
+        return
+    try:
+        fd = os.open(key / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as e:
+        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise OutputDirError(f"another run is writing into {path} right now; wait for it to "
+                             "finish or choose another --out") from None
+    _claims[key] = fd
+
+
+def release_dir(path: Path) -> None:
+    """Give up the claim of :func:`claim_dir` and remove its lock file (no-op when not
+    held); a run's directory holds only its outputs afterwards."""
+    key = Path(path).resolve()
+    fd = _claims.pop(key, None)
+    if fd is not None:
+        try:
+            (key / LOCK).unlink(missing_ok=True)
+        except OSError:
+            pass
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Path:
+    """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
+
+    Args:
+        out: The directory asked for, or ``None`` for a new one,
+            ``results/runs/<timestamp>-<name>``.
+        name: Suffix of the new directory's name.
+        overwrite: Allow an existing non-empty directory (only the entry point's own
+            files in it are replaced; nothing else is deleted).
+
+    The claim makes the check atomic: of two runs started at once into the same new
+    directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
+
+    Raises:
+        OutputDirError: ``out`` is a file, a non-empty directory without
+            ``overwrite``, cannot be written to, or is claimed by another run.
+    """
+    if out is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        path, i = Path("results/runs") / f"{stamp}-{name}", 1
+        while path.exists():
+            i += 1
+            path = Path("results/runs") / f"{stamp}-{name}-{i}"
+    else:
+        path = Path(out)
+    try:
+        if path.exists() and not path.is_dir():
+            raise OutputDirError(f"output path {path} exists and is not a directory; "
+                                 "choose another --out")
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # not a directory on the way, permissions, a name too long
+        raise OutputDirError(f"cannot write to output directory {_short(path)}: "
+                             f"{e.strerror or e}") from None
+    claim_dir(path)
+    if not overwrite and any(p.name != LOCK for p in path.iterdir()):
+        release_dir(path)
+        raise OutputDirError(f"output directory {path} exists and is not empty; "
+                             "pass --overwrite or choose another --out")
+    try:
+        probe = path / f".write-test.{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        release_dir(path)
+        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
+    return path
+
+
+def _short(path: Path, limit: int = 120) -> str:
+    """A path for a one-line message: cut in the middle when it is very long."""
+    text = str(path)
+    return text if len(text) <= limit else text[:limit // 2] + "..." + text[-limit // 2:]
+
+
+def remove_if_unused(path: Path) -> None:
+    """Release ``path`` and remove it if it holds nothing but its claim (a run that failed
+    before writing anything leaves no empty directory behind)."""
+    release_dir(path)
+    try:
+        path.rmdir()  # only succeeds when empty
+    except OSError:
+        pass
+
+
+def write_atomic(path: Path | str, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` so that a kill at any instant leaves either the old file
+    or the new one, never a partial file: a temporary file in the same directory (named
+    for this process, so two writers never share it), flushed and fsynced, then renamed
+    over ``path``. Every output file of the project is written through here.
+
+    Raises:
+        OSError: The file cannot be written (full disk, permissions); the temporary file
+            is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_csv(table: pd.DataFrame | list[dict], path: Path) -> None:
+    """Write a table as CSV, atomically: a data frame with a fixed float format (same
+    data -> same bytes), or rows given as dicts with the same keys (values as ``str``
+    writes them)."""
+    if isinstance(table, pd.DataFrame):
+        write_atomic(path, table.to_csv(index=False, float_format="%.6g", lineterminator="\n"))
+        return
+    f = io.StringIO(newline="")
+    w = csv.DictWriter(f, fieldnames=list(table[0]))
+    w.writeheader()
+    w.writerows(table)
+    write_atomic(path, f.getvalue())
+
+
+def save_figure(fig, path: Path, **kwargs) -> None:
+    """``fig.savefig(path)``, atomically (the format from the file's suffix)."""
+    path = Path(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png", **kwargs)
+    write_atomic(path, buf.getvalue())
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and the packages a result depends on."""
+    import gymnasium
+    import matplotlib
+    import torch
+
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "gymnasium": gymnasium.__version__,
+        "matplotlib": matplotlib.__version__,
+    }
+
+
+def machine(device: str = "cpu") -> str:
+    """A description of the machine without host names or paths: the GPU, or the CPU
+    cores, torch's version and build, and the torch threads in use."""
+    if device == "cuda" and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name()}, torch {torch.__version__}"
+    build = "CPU" if not torch.version.cuda else "CUDA"
+    return (f"{os.cpu_count()}-core CPU, torch {torch.__version__.split('+')[0]} {build} build, "
+            f"{torch.get_num_threads()} thread(s)")
+
+
+def machine_memory(device: str = "cpu") -> int:
+    """Bytes of memory of the machine (``cuda``: of the GPU), or 0 when unknown."""
+    if device == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.get_device_properties(0).total_memory)
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not on this platform
+        return 0
+
+
+def device_name(device: str) -> str:
+    """The name of the GPU, or of the CPU (the processor, else the architecture)."""
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return platform.processor() or platform.machine()
+
+
+def write_json(data: dict, path: Path) -> None:
+    """Write ``data`` as indented JSON, atomically."""
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
