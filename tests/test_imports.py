@@ -49,3 +49,23 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
         f"import json, sys, bandits; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     )
     assert json.loads(_run(code, tmp_path)) == []
+
+
+# The floors of the layout (README, "Layout"): a module imports only the floors above it.
+APPLICATIONS = ["bandits.run", "bandits.sweep", "bandits.parallel", "bandits.mnist",
+                "bandits.bench", "bandits.plot", "bandits.diagnose"]
+FLOORS = {
+    "bandits.bayes": ["agents", "envs", "bandits.buffer", "bandits.outputs", *APPLICATIONS],
+    "bandits.buffer": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
+    "bandits.data": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
+    "envs": ["agents", "bandits.bayes", "bandits.outputs", *APPLICATIONS],
+    "agents": ["envs", "bandits.outputs", *APPLICATIONS],
+    "bandits.mnist": ["agents", "envs", "bandits.run", "bandits.sweep", "bandits.parallel"],
+}
+
+
+def test_each_floor_imports_only_the_floors_above_it(tmp_path):
+    for module, below in FLOORS.items():
+        code = (f"import importlib, json, sys; importlib.import_module({module!r}); "
+                f"print(json.dumps([m for m in {below!r} if m in sys.modules]))")
+        assert json.loads(_run(code, tmp_path)) == [], module
