@@ -87,6 +87,29 @@ def test_step_gradients_equal_autograd_through_the_library(complexity):
             torch.testing.assert_close(grads[i][r], ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["sgd", "dropout"])
+def test_point_estimate_step_gradients_equal_autograd(kind):
+    """The plain and the dropout network's hand-written gradients are autograd's of the
+    mean cross-entropy through the same layers, with the step's own dropout masks."""
+    torch.manual_seed(0)
+    x, y = torch.rand(2, 20, 784) * 2, torch.randint(0, 10, (2, 20))
+    clf = Classifiers(kind, [16, 8], [RunSpec(0), RunSpec(1)], dropout=0.5)
+    before = [g.get_state() for g in clf.dropout_gens]
+    grads = {}
+    clf.optimizer.step = lambda: grads.update(  # keep the gradients, skip the update
+        {i: p.grad.clone() for i, p in enumerate(clf.net.parameters())})
+    clf.step(x, y, None)
+    for g, state in zip(clf.dropout_gens, before, strict=True):
+        g.set_state(state)
+    masks = clf._dropout_masks(20)  # the masks the step drew
+    assert (masks is None) == (kind == "sgd")
+    w = clf.net.mu.detach().clone().requires_grad_(True)
+    logits = clf.net.apply_layers(x, clf.net.split(w), None, masks)
+    loss = F.cross_entropy(logits.reshape(-1, 10), y.reshape(-1), reduction="sum") / 20
+    loss.backward()
+    torch.testing.assert_close(grads[0], w.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_each_run_gets_its_own_prior():
     clf = Classifiers("bbb", [8], SPECS)
     inv_sw2, const, mix = clf.net.prior_consts

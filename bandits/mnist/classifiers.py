@@ -224,7 +224,7 @@ class BatchedClassifiers:
             nll.sub_((logp * onehot).sum(dim=(1, 2)))
             # d/dlogits of sum_b -log p(y_b) / (B K): (softmax - onehot) / (B K)
             d_out = logp.exp_().sub_(onehot).div_(batch * self.samples)
-            g_w = net.backward(inputs, w, d_out, torch.empty_like(w))
+            g_w = net.backward(inputs, w, d_out, torch.empty_like(w), masks)
             if self.bayesian:
                 scale = kl_weight / (batch * self.samples)
                 g = self._posterior_grads(g_w, w, sigma, eps, scale)
