@@ -31,19 +31,34 @@ SIGMA = (1e-8, 1e4)  # any standard deviation of a model: finite in float32 arit
 POSITIVE = (1e-8, 1e8)
 
 
-def setting(default, help: str, range: tuple | None = None, **kw):  # noqa: A002
+def setting(default, help: str, range: tuple | None = None,  # noqa: A002
+            grid: bool = False, allow_inf: bool = False, **kw):
     """A setting: its default, its CLI help and, for numbers, its allowed ``range``
-    ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded.
-    Other keywords go to ``argparse.add_argument`` (``choices``, ``nargs``, ``type``)."""
+    ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded; a
+    value must be finite unless ``allow_inf`` (then an infinite end admits itself).
+    ``grid``: the setting takes one or more values (a model per value). Other keywords
+    go to ``argparse.add_argument`` (``choices``, ``nargs``, ``type``)."""
     meta = {"help": help, **kw}
     if range is not None:
         meta["range"] = range
+    if grid:
+        meta["grid"] = True
+    if allow_inf:
+        meta["allow_inf"] = True
     return dataclasses.field(default=default, metadata=meta)
 
 
 def flag(name: str) -> str:
     """The command-line flag of a setting: ``noise_sigma`` -> ``--noise-sigma``."""
     return "--" + name.replace("_", "-")
+
+
+def option(f: dataclasses.Field) -> str:
+    """The flag that gives the field ``f``: ``--no-NAME`` for a switch that is on by
+    default, else :func:`flag`."""
+    if f.default is True:
+        return "--no-" + f.name.replace("_", "-")
+    return flag(f.name)
 
 
 def show(value) -> str:
@@ -61,11 +76,12 @@ def show_range(bounds: tuple) -> str:
             + (")" if isinstance(high, OPEN) else "]"))
 
 
-def check_range(name: str, v, bounds: tuple) -> None:
+def check_range(name: str, v, bounds: tuple, allow_inf: bool = False) -> None:
     """One line naming ``name`` (a flag) and its allowed range when ``v`` lies outside
-    ``bounds``."""
+    ``bounds`` (or is not finite, unless ``allow_inf``)."""
     low, high = bounds
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (
+        not math.isnan(v) if allow_inf else math.isfinite(v))
     if ok:
         ok = (v > low if isinstance(low, OPEN) else v >= low) and (
             v < high if isinstance(high, OPEN) else v <= high)
@@ -86,7 +102,7 @@ def check_ranges(settings) -> None:
         if value is None:
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            check_range(flag(f.name), v, f.metadata["range"])
+            check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata)
 
 
 class Parser(argparse.ArgumentParser):
@@ -101,15 +117,21 @@ def build_parser(cls, prog: str, description: str,
                  presets: dict[str, dict] | None = None,
                  argument_default: Any = None) -> argparse.ArgumentParser:
     """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
-    field is a switch, a field's range and its presets' values are added to its help,
-    and its default is shown. ``argument_default=argparse.SUPPRESS`` leaves unset flags
-    out of the parsed namespace."""
+    field is a switch (one that is on by default a ``--no-NAME`` flag, whose help says
+    what giving it does), a grid field takes one or more values, a field's range and its
+    presets' values are added to its help, and its default is shown.
+    ``argument_default=argparse.SUPPRESS`` leaves unset flags out of the parsed
+    namespace."""
     p = Parser(prog=prog, description=description, argument_default=argument_default)
+    suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
+        meta.pop("allow_inf", None)
+        grid = meta.pop("grid", False)
         if help_ is argparse.SUPPRESS:
-            p.add_argument(flag(f.name), default=f.default, help=argparse.SUPPRESS, **meta)
+            p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
+                           **({} if suppress else {"default": f.default}))
             continue
         bounds = meta.pop("range", None)
         if bounds is not None and bounds != COUNT:
@@ -118,14 +140,22 @@ def build_parser(cls, prog: str, description: str,
         if in_presets:
             help_ += " [from the preset: " + ", ".join(
                 f"{n}: {show(presets[n][f.name])}" for n in in_presets) + "]"
+        if f.default is True:  # its help says what the --no-NAME flag does
+            p.add_argument(option(f), dest=f.name, action="store_false", help=help_,
+                           **({} if suppress else {"default": True}))
+            continue
         if isinstance(f.default, bool):
             p.add_argument(flag(f.name), action="store_true", help=help_ + " (default: off)")
             continue
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
+        if grid:
+            meta["nargs"] = "+"
+            help_ += "; several values: one model per value"
         if default is not None:
             help_ += f" (default: {show(default)})"
-        p.add_argument(flag(f.name), default=default, help=help_, **meta)
+        p.add_argument(flag(f.name), help=help_, **meta,
+                       **({} if suppress else {"default": default}))
     return p
 
 
@@ -138,14 +168,24 @@ def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
     return set(vars(p.parse_args(argv)))
 
 
-def refuse_with_resume(given: Collection[str], allowed: Sequence[str]) -> None:
+def refuse_with_resume(given: Collection[str], allowed: Collection[str],
+                       cls=None) -> None:
     """One line naming the first flag of ``given`` that is not in ``allowed`` (the
     settings that may be given beside ``--resume`` because they do not change the
-    results; the hidden ones are left out of the message)."""
+    results; the hidden ones are left out of the message). With the settings' dataclass
+    ``cls``, the allowed ones are listed in its order, each by its own flag
+    (``--no-NAME`` for a switch that is on by default)."""
     refused = sorted(set(given) - set(allowed))
     if refused:
-        may = ", ".join(flag(n) for n in allowed if n not in ("resume", "progress_file"))
-        raise UsageError(f"{flag(refused[0])} cannot be given with --resume: it would change "
+        shown: dict[str, str] = {}
+        if cls is not None:
+            fields = dataclasses.fields(cls)
+            allowed = [f.name for f in fields if f.name in allowed]
+            shown = {f.name: option(f) for f in fields}
+        may = ", ".join(shown.get(n, flag(n)) for n in allowed
+                        if n not in ("resume", "progress_file"))
+        first = shown.get(refused[0], flag(refused[0]))
+        raise UsageError(f"{first} cannot be given with --resume: it would change "
                          "the results (--resume takes every setting from the run's "
                          f"config.json; only {may} may be added)")
 

@@ -224,7 +224,7 @@ class Config:
         300.0, "seconds of work between checkpoints in the output "
         "directory (0: after every step); one is also written "
         "at the end and on Ctrl-C",
-        range=(0, math.inf))
+        range=(0, math.inf), allow_inf=True)
     workers: int | None = setting(
         None, "processes that run the populations side by side, one "
         "torch thread each unless --threads says otherwise; the "

@@ -415,7 +415,7 @@ def test_grid_flags_expand_to_every_setting_and_seed():
     (["--neg-log-sigma2", "6", "6"], "--neg-log-sigma2 lists a value twice"),
     (["--neg-log-sigma1", "nan"], "--neg-log-sigma1 must be a finite number"),
     (["--model", "sgd", "--pi", "0.25", "0.5"], "--pi takes several values only with --model bbb"),
-    (["--seeds", "0"], "--seeds must be >= 1"),
+    (["--seeds", "0"], "--seeds must be in [1, 100,000]"),
     (["--prior", "mixture", "cauchy"], "--prior must be one of"),
     (["--kl-weighting", "uniform", "later"], "--kl-weighting must be"),
     (["--prior", "gaussian", "mixture", "--complexity", "kl"], "--complexity kl needs"),

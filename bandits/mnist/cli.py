@@ -12,7 +12,6 @@ under ``DIR``.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -22,7 +21,9 @@ from typing import Any
 import torch
 
 from bandits import checkpoint
-from bandits.mnist.config import GRID_FIELDS, QUICK, Config, flag
+from bandits.config import UsageError, refuse_with_resume
+from bandits.config import build_parser as build_settings_parser
+from bandits.mnist.config import QUICK, Config
 from bandits.mnist.report import redraw, report
 from bandits.mnist.speed import bench
 from bandits.mnist.train import CHECKPOINT_KIND, RESUME_FLAGS, Interrupted, identity, run
@@ -30,45 +31,17 @@ from bandits.mnist.train import CHECKPOINT_KIND, RESUME_FLAGS, Interrupted, iden
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
 
-class UsageError(ValueError):
-    """A command line argparse cannot parse: reported as one line with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line (no usage dump), printed by main()
-        raise UsageError(f"{message} (see --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    """An argparse parser with one kebab-case flag per :class:`Config` field.
-
-    A setting that is on by default (``download``, ``progress``, ``plots``) becomes a
-    ``--no-...`` flag; its help says what giving that flag does. Parse errors raise
-    :class:`UsageError` (a ``ValueError``) instead of printing the usage and exiting.
-    """
-    parser = _Parser(
-        prog="python -m bandits.mnist",
-        description="MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",
+    """An argparse parser with one kebab-case flag per :class:`Config` field
+    (:func:`bandits.config.build_parser`): a setting that is on by default (``download``,
+    ``progress``, ``plots``) becomes a ``--no-...`` flag whose help says what giving it
+    does, a grid setting takes one or more values. Only the flags given are in the parsed
+    namespace; parse errors raise :class:`bandits.config.UsageError` instead of printing
+    the usage and exiting."""
+    return build_settings_parser(
+        Config, "python -m bandits.mnist",
+        "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",
         argument_default=argparse.SUPPRESS)
-    for f in dataclasses.fields(Config):
-        help_ = f"{f.metadata['help']} (default: {f.default})"
-        if f.type in ("bool", bool):
-            if f.default:  # the help describes the --no-... flag and states the default
-                parser.add_argument("--no-" + f.name.replace("_", "-"), dest=f.name,
-                                    action="store_false", help=f.metadata["help"])
-            else:
-                parser.add_argument(flag(f.name), dest=f.name, action="store_true", help=help_)
-            continue
-        typ = {"int": int, "float": float}.get(str(f.type), str)
-        if f.name in GRID_FIELDS:
-            typ = float if f.name not in ("prior", "kl_weighting") else str
-            parser.add_argument(flag(f.name), dest=f.name, type=typ, nargs="+",
-                                metavar=f.name.upper(),
-                                help=help_ + "; several values: one model per value")
-            continue
-        parser.add_argument(flag(f.name), dest=f.name, type=typ, metavar=f.name.upper(),
-                            help=help_)
-    return parser
 
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
@@ -85,11 +58,7 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
     given = vars(build_parser().parse_args(argv))
-    refused = sorted(set(given) - RESUME_FLAGS)
-    if refused:
-        raise ValueError(f"{flag(refused[0])} cannot be given with --resume: it "
-                         "would change the results (only --epochs, --no-progress, --no-plots, "
-                         "--data-dir, --no-download, --checkpoint-every may be added)")
+    refuse_with_resume(given, RESUME_FLAGS, Config)
     out = Path(given["resume"])
     try:  # the checkpoint must be this directory's own, and intact
         state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
@@ -113,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return _main(argv)
-    except (ValueError, OSError, checkpoint.CheckpointError) as e:
+    except (UsageError, ValueError, OSError, checkpoint.CheckpointError) as e:
         # bad flags or settings, missing or damaged data, a file that cannot be written
         return _error(str(e))
     except (MemoryError, torch.cuda.OutOfMemoryError):

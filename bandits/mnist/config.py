@@ -8,157 +8,138 @@ import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from bandits.bayes import GaussianPrior, ScaleMixturePrior
+from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.mnist.classifiers import IN_FEATURES, KINDS, n_parameters
 from bandits.outputs import machine_memory
 
 MODELS = KINDS
 PRIORS = ("mixture", "gaussian")
 
-# Settings that may take several values in one run (BBB): every combination is trained,
-# each with --seeds seeds, as one batched model.
-GRID_FIELDS = ("prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma",
-               "kl_weighting")
 # the settings that matter for each prior (the others are ignored by it)
 PRIOR_FIELDS = {"mixture": ("pi", "neg_log_sigma1", "neg_log_sigma2"),
                 "gaussian": ("neg_log_prior_sigma",)}
 
-# The numeric settings' allowed ranges: (low, high, low excluded, high excluded). The caps
-# keep the values a machine can run (a seed numpy accepts, finite learning rates, ...);
-# sizes that would not fit in memory are refused by check_memory.
+# The numeric settings' allowed ranges are on their fields. The caps keep the values a
+# machine can run (a seed numpy accepts, finite learning rates, ...); sizes that would
+# not fit in memory are refused by check_memory.
 MAX_INT = 2**31 - 1
 MAX_SEED = 2**31 - 1
-NEG_LOG_SIGMA_RANGE = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
-NUMERIC_RANGES: dict[str, tuple[float, float, bool, bool]] = {
-    "hidden": (1, MAX_INT, False, False),
-    "layers": (1, 1000, False, False),
-    "epochs": (1, 1_000_000, False, False),
-    "samples": (1, 100_000, False, False),
-    "eval_samples": (1, 100_000, False, False),
-    "lr": (0.0, 10.0, True, False),
-    "lr_min": (0.0, 10.0, False, False),
-    "batch_size": (1, MAX_INT, False, False),
-    "dropout": (0.0, 1.0, False, True),
-    "init_rho": (-30.0, 10.0, False, False),
-    "train_size": (0, MAX_INT, False, False),
-    "test_size": (0, MAX_INT, False, False),
-    "ood_images": (1, 10_000_000, False, False),
-    "seed": (0, MAX_SEED, False, False),
-    "seeds": (1, 100_000, False, False),
-    "threads": (0, 1024, False, False),
-    "checkpoint_every": (0.0, math.inf, False, False),
-    "bench_rounds": (1, 100_000, False, False),
-    "bench_runs": (1, 100_000, False, False),
-    "bench_batches": (0, MAX_INT, False, False),
-}
-
-
-def flag(name: str) -> str:
-    """The command-line flag of a :class:`Config` field: ``eval_samples -> --eval-samples``."""
-    return "--" + name.replace("_", "-")
+NEG_LOG_SIGMA = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
 
 
 @dataclass
 class Config:
-    """Settings of one benchmark run; every field is a kebab-case flag."""
+    """Settings of one benchmark run; every field is a kebab-case flag. A grid setting
+    may take several values in one run (BBB): every combination is trained, each with
+    --seeds seeds, as one batched model."""
 
-    model: str = field(default="bbb", metadata={"help": f"one of {MODELS}"})
-    prior: str | list[str] = field(default="mixture", metadata={
-        "help": f"BBB prior, one of {PRIORS}"})
-    pi: float | list[float] = field(default=0.5, metadata={
-        "help": "scale mixture: weight of N(0, sigma1^2)"})
-    neg_log_sigma1: float | list[float] = field(default=0.0, metadata={
-        "help": "scale mixture: -log sigma1 (paper's grid 0, 1, 2)"})
-    neg_log_sigma2: float | list[float] = field(default=6.0, metadata={
-        "help": "scale mixture: -log sigma2 (paper's grid 6, 7, 8)"})
-    neg_log_prior_sigma: float | list[float] = field(default=0.0, metadata={
-        "help": "Gaussian prior: -log sigma"})
-    init_rho: float = field(default=-5.0, metadata={
-        "help": "initial posterior rho, sigma = softplus(rho) (-5: sigma = 0.0067)"})
-    complexity: str = field(default="mc", metadata={
-        "help": "complexity cost: 'mc' (the paper's sampled estimate) or 'kl' (Gaussian prior)"})
-    kl_weighting: str | list[str] = field(default="blundell", metadata={
-        "help": "KL weight per minibatch: 'blundell' (2^(M-i)/(2^M-1), section 3.4; better "
-                "than 'uniform' for both priors over 3 seeds, see results/mnist) or "
-                "'uniform' (1/M, eq. 8)"})
-    hidden: int = field(default=400, metadata={"help": "units in each of the hidden layers"})
-    layers: int = field(default=2, metadata={"help": "number of hidden layers"})
-    dropout: float = field(default=0.5, metadata={"help": "dropout probability (model dropout)"})
-    epochs: int = field(default=10, metadata={"help": "training epochs"})
-    samples: int = field(default=1, metadata={"help": "BBB weight samples per training step"})
-    eval_samples: int = field(default=10, metadata={
-        "help": "sampled networks averaged in the BBB evaluation"})
-    lr: float = field(default=1e-3, metadata={"help": "Adam learning rate"})
-    lr_schedule: str = field(default="constant", metadata={
-        "help": "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs"})
-    lr_min: float = field(default=0.0, metadata={"help": "final learning rate of 'cosine'"})
-    batch_size: int = field(default=128, metadata={"help": "minibatch size"})
-    full_train: bool = field(default=False, metadata={
-        "help": "train on all 60,000 images (no validation set)"})
-    train_size: int = field(default=0, metadata={
-        "help": "use only the first N training images (0: all; for smoke tests)"})
-    test_size: int = field(default=0, metadata={
-        "help": "use only the first N test and validation images (0: all)"})
-    prune: str = field(default="0,50,75,95,98", metadata={
-        "help": "percentages of lowest-SNR weights removed in the pruning table"})
-    ood_images: int = field(default=1000, metadata={
-        "help": "uniform-noise images for the out-of-distribution entropy check"})
-    seed: int = field(default=0, metadata={"help": "random seed (of the first seed with --seeds)"})
-    seeds: int = field(default=1, metadata={
-        "help": "train N seeds (--seed, --seed + 1, ...) of every setting, all in one batched "
-                "model; results per model and mean +- std per setting"})
-    device: str = field(default="cpu", metadata={"help": "cpu or cuda"})
-    threads: int = field(default=0, metadata={"help": "torch CPU threads (0: torch's default)"})
-    compile: bool = field(default=False, metadata={
-        "help": "fuse BBB's per-weight work with torch.compile (worth it on a GPU)"})
-    out: str | None = field(default=None, metadata={
-        "help": "output directory (training: a new directory under results/runs/ when unset; "
-                "--bench: results/mnist)"})
-    overwrite: bool = field(default=False, metadata={
-        "help": "allow training into an existing non-empty output directory"})
-    data_dir: str | None = field(default=None, metadata={
-        "help": "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)"})
-    # a setting that is on by default is switched off by its --no-... flag; "help" says
-    # what giving that flag does
-    download: bool = field(default=True, metadata={
-        "help": "never download: fail with an error if a data file is missing (default: "
-                "missing files are downloaded)"})
-    progress: bool = field(default=True, metadata={
-        "help": "hide the progress bar of each epoch (default: shown)"})
-    plots: bool = field(default=True, metadata={
-        "help": "do not draw the PNG plots (the CSV files are still written; default: drawn)"})
-    quick: bool = field(default=False, metadata={
-        "help": "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)"})
-    bench: bool = field(default=False, metadata={
-        "help": "time epochs of BBB and the plain MLP, interleaved; writes speed.csv/json"})
-    bench_rounds: int = field(default=3, metadata={
-        "help": "interleaved epochs per model (--bench)"})
-    bench_hidden: str = field(default="400,1200", metadata={
-        "help": "hidden sizes timed by --bench"})
-    bench_runs: int = field(default=8, metadata={
-        "help": "models batched together in --bench's batched timing"})
-    bench_batches: int = field(default=0, metadata={
-        "help": "--bench times this many minibatches per epoch, scaled to the epoch (0: all)"})
-    report: str | None = field(default=None, metadata={
-        "help": "build tables and figures from the runs under this directory, then exit"})
-    redraw: str | None = field(default=None, metadata={
-        "help": "rewrite a run directory's histograms and plots from its saved model, then exit"})
-    checkpoint_every: float = field(default=300.0, metadata={
-        "help": "write a checkpoint after an epoch once this many seconds have passed since "
-                "the last one (0: after every epoch); always after the last epoch"})
-    resume: str | None = field(default=None, metadata={
-        "help": "continue the training in this output directory from its checkpoint (written "
-                "after an epoch once --checkpoint-every seconds have passed, and after the last "
-                "epoch) with its settings; --epochs may extend a constant-lr run"})
+    model: str = setting("bbb", f"one of {MODELS}")
+    prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True)
+    pi: float | list[float] = setting(
+        0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True)
+    neg_log_sigma1: float | list[float] = setting(
+        0.0, "scale mixture: -log sigma1 (paper's grid 0, 1, 2)", range=NEG_LOG_SIGMA,
+        grid=True)
+    neg_log_sigma2: float | list[float] = setting(
+        6.0, "scale mixture: -log sigma2 (paper's grid 6, 7, 8)", range=NEG_LOG_SIGMA,
+        grid=True)
+    neg_log_prior_sigma: float | list[float] = setting(
+        0.0, "Gaussian prior: -log sigma", range=NEG_LOG_SIGMA, grid=True)
+    init_rho: float = setting(
+        -5.0, "initial posterior rho, sigma = softplus(rho) (-5: sigma = 0.0067)",
+        range=(-30.0, 10.0))
+    complexity: str = setting(
+        "mc", "complexity cost: 'mc' (the paper's sampled estimate) or 'kl' (Gaussian prior)")
+    kl_weighting: str | list[str] = setting(
+        "blundell", "KL weight per minibatch: 'blundell' (2^(M-i)/(2^M-1), section 3.4; "
+        "better than 'uniform' for both priors over 3 seeds, see results/mnist) or "
+        "'uniform' (1/M, eq. 8)", grid=True)
+    hidden: int = setting(400, "units in each of the hidden layers", range=(1, MAX_INT))
+    layers: int = setting(2, "number of hidden layers", range=(1, 1000))
+    dropout: float = setting(
+        0.5, "dropout probability (model dropout)", range=(0.0, OPEN(1.0)))
+    epochs: int = setting(10, "training epochs", range=(1, 1_000_000))
+    samples: int = setting(1, "BBB weight samples per training step", range=(1, 100_000))
+    eval_samples: int = setting(
+        10, "sampled networks averaged in the BBB evaluation", range=(1, 100_000))
+    lr: float = setting(1e-3, "Adam learning rate", range=(OPEN(0.0), 10.0))
+    lr_schedule: str = setting(
+        "constant", "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs")
+    lr_min: float = setting(0.0, "final learning rate of 'cosine'", range=(0.0, 10.0))
+    batch_size: int = setting(128, "minibatch size", range=(1, MAX_INT))
+    full_train: bool = setting(False, "train on all 60,000 images (no validation set)")
+    train_size: int = setting(
+        0, "use only the first N training images (0: all; for smoke tests)",
+        range=(0, MAX_INT))
+    test_size: int = setting(
+        0, "use only the first N test and validation images (0: all)", range=(0, MAX_INT))
+    prune: str = setting(
+        "0,50,75,95,98", "percentages of lowest-SNR weights removed in the pruning table")
+    ood_images: int = setting(
+        1000, "uniform-noise images for the out-of-distribution entropy check",
+        range=(1, 10_000_000))
+    seed: int = setting(
+        0, "random seed (of the first seed with --seeds)", range=(0, MAX_SEED))
+    seeds: int = setting(
+        1, "train N seeds (--seed, --seed + 1, ...) of every setting, all in one batched "
+        "model; results per model and mean +- std per setting", range=(1, 100_000))
+    device: str = setting("cpu", "cpu or cuda")
+    threads: int = setting(0, "torch CPU threads (0: torch's default)", range=(0, 1024))
+    compile: bool = setting(
+        False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
+    out: str | None = setting(
+        None, "output directory (training: a new directory under results/runs/ when unset; "
+        "--bench: results/mnist)", type=str)
+    overwrite: bool = setting(
+        False, "allow training into an existing non-empty output directory")
+    data_dir: str | None = setting(
+        None, "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)",
+        type=str)
+    # a setting that is on by default is switched off by its --no-... flag; its help
+    # says what giving that flag does
+    download: bool = setting(
+        True, "never download: fail with an error if a data file is missing (default: "
+        "missing files are downloaded)")
+    progress: bool = setting(True, "hide the progress bar of each epoch (default: shown)")
+    plots: bool = setting(
+        True, "do not draw the PNG plots (the CSV files are still written; default: drawn)")
+    quick: bool = setting(
+        False, "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)")
+    bench: bool = setting(
+        False, "time epochs of BBB and the plain MLP, interleaved; writes speed.csv/json")
+    bench_rounds: int = setting(
+        3, "interleaved epochs per model (--bench)", range=(1, 100_000))
+    bench_hidden: str = setting("400,1200", "hidden sizes timed by --bench")
+    bench_runs: int = setting(
+        8, "models batched together in --bench's batched timing", range=(1, 100_000))
+    bench_batches: int = setting(
+        0, "--bench times this many minibatches per epoch, scaled to the epoch (0: all)",
+        range=(0, MAX_INT))
+    report: str | None = setting(
+        None, "build tables and figures from the runs under this directory, then exit",
+        type=str)
+    redraw: str | None = setting(
+        None, "rewrite a run directory's histograms and plots from its saved model, then exit",
+        type=str)
+    checkpoint_every: float = setting(
+        300.0, "write a checkpoint after an epoch once this many seconds have passed since "
+        "the last one (0: after every epoch); always after the last epoch",
+        range=(0.0, math.inf), allow_inf=True)
+    resume: str | None = setting(
+        None, "continue the training in this output directory from its checkpoint (written "
+        "after an epoch once --checkpoint-every seconds have passed, and after the last "
+        "epoch) with its settings; --epochs may extend a constant-lr run", type=str)
 
     def validate(self) -> None:
-        """Raise ValueError on settings that cannot run (naming the flag and a fix)."""
+        """Raise ValueError on settings that cannot run (naming the flag and a fix), and
+        :class:`bandits.config.UsageError` on a number outside its field's range."""
         for name in GRID_FIELDS:
             values = grid_values(self, name)
             if len(values) != len(set(values)):
@@ -173,12 +154,6 @@ class Config:
                 "mixture" in grid_values(self, "prior")):
             raise ValueError(f"--pi must be strictly between 0 and 1, got "
                              f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
-        for name in ("neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma"):
-            lo, hi = NEG_LOG_SIGMA_RANGE
-            values = grid_values(self, name)
-            if any(not lo <= v <= hi for v in values):
-                raise ValueError(f"{flag(name)} must be >= {lo:g} and <= {hi:g} "
-                                 f"(sigma = exp(-value)), got {values}")
         priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
         checks = [
             (self.model in MODELS, f"--model must be one of {MODELS}, got {self.model!r}"),
@@ -196,12 +171,7 @@ class Config:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
-        for name, (lo, hi, lo_open, hi_open) in NUMERIC_RANGES.items():
-            v = getattr(self, name)
-            if math.isnan(v) or (v <= lo if lo_open else v < lo) or (
-                    v >= hi if hi_open else v > hi):
-                raise ValueError(f"{flag(name)} must be "
-                                 f"{_range_text(lo, hi, lo_open, hi_open)}, got {v}")
+        check_ranges(self)
         if self.seed + self.seeds - 1 > MAX_SEED:
             raise ValueError(f"--seed + --seeds - 1 must be at most {MAX_SEED}, got "
                              f"{self.seed + self.seeds - 1}")
@@ -225,6 +195,10 @@ class Config:
     def bench_sizes(self) -> list[int]:
         """``--bench-hidden`` as a list of hidden sizes."""
         return [int(h) for h in self.bench_hidden.split(",") if h.strip()]
+
+
+# The settings that may take several values in one run (BBB), in field order.
+GRID_FIELDS = tuple(f.name for f in dataclasses.fields(Config) if "grid" in f.metadata)
 
 
 # --------------------------------------------------------------------------- the models
@@ -296,14 +270,6 @@ QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _range_text(lo: float, hi: float, lo_open: bool, hi_open: bool) -> str:
-    """The allowed range for an error message: ``>= 1 and <= 1000``, ``> 0 and <= 10``."""
-    def num(x: float) -> str:
-        return f"{x:,}" if isinstance(x, int) else f"{x:g}"
-    low = f"{'>' if lo_open else '>='} {num(lo)}"
-    return low if hi == math.inf else f"{low} and {'<' if hi_open else '<='} {num(hi)}"
 
 
 def _bytes_text(n: float) -> str:
