@@ -14,6 +14,10 @@ The modules, each importing only those above it:
   ``sigma = softplus(rho)``, sampled as ``w = mu + sigma * eps``, section 3.2), its
   deterministic twin :class:`RunsLinear`, and :class:`MLP` / :func:`make_mlp`; every
   layer can hold ``R`` independent models (the runs dimension);
+* :mod:`bandits.bayes.conv`: :class:`BayesConv2d` (the same posterior over kernels)
+  and a Bayesian LeNet-5 (:func:`make_lenet5`); every Bayesian layer draws its noise
+  by one of :data:`ESTIMATORS`: one weight sample per batch (``reparam``), the local
+  reparameterisation trick (``lrt``) or Flipout (``flipout``);
 * :mod:`bandits.bayes.flat`: :class:`FlatMLP`, ``R`` MLPs with their parameters as
   ``(R, P)`` rows, trained with a hand-written backward pass and whole-tensor updates;
 * :mod:`bandits.bayes.prune`: the signal-to-noise ratio ``|mu| / sigma`` and pruning by
@@ -22,6 +26,7 @@ The modules, each importing only those above it:
 Every name is importable from :mod:`bandits.bayes` itself.
 """
 
+from bandits.bayes.conv import BayesConv2d, LeNet5, RunsConv2d, make_lenet5
 from bandits.bayes.cost import (
     KL_SCHEMES,
     fused_mc_cost,
@@ -36,6 +41,7 @@ from bandits.bayes.cost import (
 )
 from bandits.bayes.flat import FlatMLP, sample_weights
 from bandits.bayes.layers import (
+    ESTIMATORS,
     MLP,
     MODES,
     BayesLinear,
@@ -57,15 +63,19 @@ from bandits.bayes.priors import (
 from bandits.bayes.prune import prune_by_snr, snr
 
 __all__ = [
+    "ESTIMATORS",
     "KL_SCHEMES",
     "MLP",
     "MODES",
+    "BayesConv2d",
     "BayesLinear",
     "FlatMLP",
     "GaussianPrior",
+    "LeNet5",
     "MixtureConsts",
     "Prior",
     "PriorConsts",
+    "RunsConv2d",
     "RunsLinear",
     "ScaleMixturePrior",
     "batched_linear",
@@ -75,6 +85,7 @@ __all__ = [
     "gaussian_kl_grads",
     "kl_weights",
     "log_p_minus_log_q",
+    "make_lenet5",
     "make_mlp",
     "map_consts",
     "mc_cost_grads",

@@ -20,8 +20,11 @@ kernels. Without ``runs`` a layer behaves like ``torch.nn.Linear`` on ``(..., in
 * ``"held"``: a noise sample ``eps`` held and reused by every call until
   :meth:`BayesLinear.resample` is called.
 
-One forward call uses one weight sample (per run) for all rows of the batch:
-Thompson sampling needs every arm scored by the same network draw.
+In ``"sample"`` mode a layer's ``estimator`` (:data:`ESTIMATORS`) decides how the noise
+is drawn: ``"reparam"`` (the default) uses one weight sample (per run) for all rows of
+the batch, as Thompson sampling needs (every arm scored by the same network draw);
+``"lrt"`` and ``"flipout"`` draw noise per row, which lowers the variance of the
+training gradient.
 """
 
 from __future__ import annotations
@@ -44,6 +47,11 @@ from bandits.bayes.priors import (
 )
 
 MODES = ("sample", "mean", "held")
+# How a "sample"-mode forward call draws its noise: one weight sample for the whole batch
+# (reparam, the paper's), or noise per example: the local reparameterisation trick
+# (lrt, Kingma et al. 2015: the pre-activations' Gaussian sampled directly) or Flipout
+# (Wen et al. 2018: one weight perturbation decorrelated across examples by random signs).
+ESTIMATORS = ("reparam", "lrt", "flipout")
 
 
 def sigma_to_rho(sigma: float) -> float:
@@ -100,6 +108,9 @@ class _RunsLayer(nn.Module):
                 f"(batch, in), got shape {tuple(x.shape)}"
             )
 
+    def _fan_in(self) -> int:
+        return self.in_features
+
     def _linear(self, x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
         if self.runs is None:
             return F.linear(x, w, b)
@@ -108,7 +119,7 @@ class _RunsLayer(nn.Module):
         return batched_linear(x, w, b)
 
 
-def _init_mu(t: Tensor, fan_in: int) -> None:
+def init_mu(t: Tensor, fan_in: int) -> None:
     # torch.nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
     bound = 1.0 / math.sqrt(fan_in)
     nn.init.uniform_(t, -bound, bound)
@@ -137,9 +148,9 @@ class RunsLinear(_RunsLayer):
         kw = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self._wshape(), **kw))
         self.bias = nn.Parameter(torch.empty(self._bshape(), **kw)) if bias else None
-        _init_mu(self.weight, in_features)
+        init_mu(self.weight, in_features)
         if self.bias is not None:
-            _init_mu(self.bias, in_features)
+            init_mu(self.bias, in_features)
 
     def forward(self, x: Tensor) -> Tensor:
         self._check_input(x)
@@ -162,6 +173,10 @@ class BayesLinear(_RunsLayer):
         init_sigma: Initial posterior standard deviation of every parameter.
         generator: Source of the noise ``eps``; ``None`` uses torch's global generator.
             Must live on the same device as the parameters.
+        estimator: How a ``"sample"``-mode call draws its noise (:data:`ESTIMATORS`):
+            ``"reparam"`` one weight sample for the batch, ``"lrt"`` or ``"flipout"``
+            noise per example. The Monte Carlo complexity cost is taken at a weight
+            sample in every case (for Flipout, its base perturbation).
     """
 
     def __init__(
@@ -175,20 +190,24 @@ class BayesLinear(_RunsLayer):
         generator: torch.Generator | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
+        estimator: str = "reparam",
     ) -> None:
         super().__init__(in_features, out_features, runs)
+        if estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         self.prior: Prior = prior if prior is not None else ScaleMixturePrior()
         self.generator = generator
+        self.estimator = estimator
         self.mode = "sample"
         kw = {"device": device, "dtype": dtype}
         rho0 = sigma_to_rho(check_positive("init_sigma", init_sigma))
         self.weight_mu = nn.Parameter(torch.empty(self._wshape(), **kw))
         self.weight_rho = nn.Parameter(torch.full(self._wshape(), rho0, **kw))
-        _init_mu(self.weight_mu, in_features)
+        init_mu(self.weight_mu, self._fan_in())
         if bias:
             self.bias_mu = nn.Parameter(torch.empty(self._bshape(), **kw))
             self.bias_rho = nn.Parameter(torch.full(self._bshape(), rho0, **kw))
-            _init_mu(self.bias_mu, in_features)
+            init_mu(self.bias_mu, self._fan_in())
         else:
             self.bias_mu = self.bias_rho = None
         # Pruning mask (1 keeps a weight, 0 removes it); see prune_by_snr.
@@ -245,7 +264,32 @@ class BayesLinear(_RunsLayer):
     def forward(self, x: Tensor) -> Tensor:
         self._check_input(x)
         w, b = self.sample_weights()
-        return self._linear(x, w, b)
+        if self.mode != "sample" or self.estimator == "reparam":
+            return self._linear(x, w, b)
+        mean = self._linear(x, self.weight_mu * self.weight_mask, self.bias_mu)
+        if self.estimator == "lrt":
+            sw = self.weight_sigma * self.weight_mask
+            var = self._linear(x * x, sw * sw,
+                               None if self.bias_mu is None else self.bias_sigma**2)
+            return mean + var.clamp_min(1e-30).sqrt() * self._normal(mean.shape)
+        # flipout: the sample's perturbation (weights and bias), its sign flipped per
+        # example on the input and the output side
+        delta = w - self.weight_mu * self.weight_mask
+        s_in, s_out = self._signs(x, mean)
+        db = None if b is None else b - self.bias_mu
+        return mean + self._linear(x * s_in, delta, db) * s_out
+
+    def _normal(self, shape: torch.Size) -> Tensor:
+        return torch.randn(shape, generator=self.generator, device=self.weight_mu.device,
+                           dtype=self.weight_mu.dtype)
+
+    def _random_signs(self, shape: tuple[int, ...]) -> Tensor:
+        u = torch.empty(shape, device=self.weight_mu.device, dtype=self.weight_mu.dtype)
+        return u.bernoulli_(0.5, generator=self.generator).mul_(2).sub_(1)
+
+    def _signs(self, x: Tensor, out: Tensor) -> tuple[Tensor, Tensor]:
+        """Flipout's random signs per example: for the inputs and for the outputs."""
+        return self._random_signs(tuple(x.shape)), self._random_signs(tuple(out.shape))
 
     # -- complexity cost ------------------------------------------------------------
     def _sum(self, t: Tensor) -> Tensor:
