@@ -10,7 +10,7 @@ from bandits.gradient_variance import main
 def test_every_estimator_and_layer_and_flipout_below_reparam_on_convolutions(
         tmp_path, mnist_data_dir):
     out = tmp_path / "gv"
-    assert main(["--draws", "30", "--batch", "32", "--data-dir", str(mnist_data_dir),
+    assert main(["--draws", "50", "--batch", "128", "--data-dir", str(mnist_data_dir),
                  "--out", str(out)]) == 0
     table = pd.read_csv(out / "gradient_variance.csv")
     assert (out / "gradient_variance.json").is_file()
