@@ -4,12 +4,14 @@ behind by a run that cannot find its data."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import urllib.request
 
+import pandas as pd
 import pytest
 import torch
 
@@ -263,3 +265,32 @@ def test_a_checkpoint_copied_from_another_run_is_refused(mnist_data_dir, tmp_pat
     assert "belongs to another run" in err and len(err.splitlines()) == 1
     assert (b / "config.json").read_bytes() == config_b
     assert mnist.main(["--resume", str(a), "--epochs", "2"]) == 0  # its own is accepted
+
+
+@pytest.mark.parametrize("estimator", ["reparam", "lrt", "flipout"])
+def test_lenet5_trains_resumes_and_reports(tmp_path, mnist_data_dir, estimator):
+    out = tmp_path / "lenet"
+    base = ["--arch", "lenet5", "--estimator", estimator, "--prior", "gaussian",
+            "--seeds", "2", "--train-size", "512", "--test-size", "256", "--threads", "1",
+            "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir)]
+    assert mnist.main([*base, "--epochs", "1", "--out", str(out)]) == 0
+    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress", "--no-plots",
+                 "--data-dir", str(mnist_data_dir)]) == 0
+    models = pd.read_csv(out / "models.csv")
+    assert len(models) == 2 and (models["test_error"] < 90).all()
+    summary = json.loads((out / "seed=0" / "summary.json").read_text())
+    assert summary["settings"]["arch"] == "lenet5" and summary["epochs"] == 2
+    again = tmp_path / "again"
+    assert mnist.main([*base, "--epochs", "2", "--out", str(again)]) == 0
+    assert (again / "models.csv").read_text() == (out / "models.csv").read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--arch", "lenet5", "--model", "dropout"], "--arch lenet5 trains --model bbb or sgd"),
+    (["--estimator", "flipout"], "needs --arch lenet5"),
+    (["--arch", "resnet"], "--arch must be one of"),
+])
+def test_lenet5_bad_settings_are_one_line(args, message, capsys):
+    assert mnist.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

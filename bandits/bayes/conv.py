@@ -104,7 +104,8 @@ class RunsConv2d(nn.Module):
 
 
 class LeNet5(MLP):
-    """LeNet-5 on ``(N, 1, 28, 28)`` images (or ``(R, N, 1, 28, 28)`` with runs):
+    """LeNet-5 on ``(N, 1, 28, 28)`` images (or ``(R, N, 1, 28, 28)`` with runs; flat
+    ``(..., 784)`` images are reshaped):
     two convolutions with max-pooling, then three linear layers; an :class:`MLP`
     whose first layers are convolutions, so sampling modes, resampling and the
     complexity cost work as for the MLP."""
@@ -121,6 +122,8 @@ class LeNet5(MLP):
         return F.max_pool2d(x, 2)
 
     def forward(self, x: Tensor) -> Tensor:
+        if x.shape[-1] == 784:  # flat images, as the MLP takes them
+            x = x.reshape(*x.shape[:-1], 1, 28, 28)
         conv1, conv2, *dense = self.layers
         x = self._pool(self.act(conv1(x)))
         x = self._pool(self.act(conv2(x)))

@@ -14,12 +14,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bandits.bayes import GaussianPrior, ScaleMixturePrior
+from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior
 from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.mnist.classifiers import IN_FEATURES, KINDS, n_parameters
 from bandits.outputs import machine_memory
 
 MODELS = KINDS
+ARCHS = ("mlp", "lenet5")
+LENET5_PARAMETERS = 44_426  # weights and biases of LeNet-5 for 28 x 28 digits
 PRIORS = ("mixture", "gaussian")
 
 # the settings that matter for each prior (the others are ignored by it)
@@ -41,6 +43,12 @@ class Config:
     --seeds seeds, as one batched model."""
 
     model: str = setting("bbb", f"one of {MODELS}")
+    arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
+                               "paper's) or 'lenet5' (LeNet-5: two convolutions, 120, 84; "
+                               "--model bbb or sgd)")
+    estimator: str = setting("reparam", "BBB with --arch lenet5: how the weight noise is "
+                                        "drawn: 'reparam' (one sample per minibatch), "
+                                        "'lrt' (local reparameterisation) or 'flipout'")
     prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True)
     pi: float | list[float] = setting(
         0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True)
@@ -167,6 +175,15 @@ class Config:
             (self.lr_schedule in ("constant", "cosine"),
              f"--lr-schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}"),
             (self.device in ("cpu", "cuda"), f"--device must be cpu or cuda, got {self.device!r}"),
+            (self.arch in ARCHS, f"--arch must be one of {ARCHS}, got {self.arch!r}"),
+            (self.estimator in ESTIMATORS,
+             f"--estimator must be one of {ESTIMATORS}, got {self.estimator!r}"),
+            (self.arch == "mlp" or self.model in ("bbb", "sgd"),
+             f"--arch lenet5 trains --model bbb or sgd, got --model {self.model}"),
+            (self.arch == "lenet5" or self.estimator == "reparam",
+             "--estimator lrt or flipout needs --arch lenet5 (the MLP trains with 'reparam')"),
+            (self.arch == "mlp" or not self.bench,
+             "--bench times the MLP; leave out --arch lenet5"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -248,8 +265,10 @@ def setting_name(cfg: Config, fields: Sequence[str]) -> str:
 
 
 def run_label(cfg: Config) -> str:
-    """A short name: ``bbb-mixture-2x400``."""
+    """A short name: ``bbb-mixture-2x400``, ``bbb-gaussian-lenet5-flipout``."""
     kind = f"bbb-{'+'.join(grid_values(cfg, 'prior'))}" if cfg.model == "bbb" else cfg.model
+    if cfg.arch == "lenet5":
+        return f"{kind}-lenet5" + (f"-{cfg.estimator}" if cfg.model == "bbb" else "")
     return f"{kind}-{cfg.layers}x{cfg.hidden}"
 
 
@@ -292,7 +311,8 @@ def memory_estimate(cfg: Config) -> tuple[int, int, int]:
     else:
         hidden = cfg.hidden
         models = len(expand(dataclasses.replace(cfg, seeds=1))) * cfg.seeds
-    n_params = n_parameters([hidden] * cfg.layers)
+    n_params = (LENET5_PARAMETERS if cfg.arch == "lenet5"
+                else n_parameters([hidden] * cfg.layers))
     return n_params * 4 * models * 4 + cfg.ood_images * IN_FEATURES * 12, models, hidden
 
 

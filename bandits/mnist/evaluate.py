@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bandits.bayes import MLP, make_mlp, prune_by_snr
+from bandits.bayes import MLP, make_lenet5, make_mlp, prune_by_snr
 from bandits.mnist.classifiers import CLASSES, IN_FEATURES
 from bandits.mnist.config import Config, init_sigma, make_prior
 from bandits.mnist.data import PIXEL_SCALE, Split
@@ -23,7 +23,11 @@ def is_bayesian(model: MLP) -> bool:
 
 
 def build_model(cfg: Config, generator: torch.Generator | None = None) -> MLP:
-    """The classifier ``784 -> hidden x layers -> 10`` of ``cfg.model``."""
+    """The classifier of ``cfg.model``: ``784 -> hidden x layers -> 10``, or LeNet-5."""
+    if cfg.arch == "lenet5":
+        return make_lenet5(bayesian=cfg.model == "bbb", prior=make_prior(cfg),
+                           init_sigma=init_sigma(cfg), estimator=cfg.estimator,
+                           generator=generator).to(cfg.device)
     hidden = [cfg.hidden] * cfg.layers
     if cfg.model == "bbb":
         return make_mlp(IN_FEATURES, hidden, CLASSES, bayesian=True, prior=make_prior(cfg),

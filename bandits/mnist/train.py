@@ -68,6 +68,7 @@ from bandits.mnist.config import (
     setting_name,
     varying,
 )
+from bandits.mnist.convnets import BatchedConvNets
 from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
 from bandits.mnist.report import (
@@ -101,6 +102,10 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> BatchedClassifie
     """The batched classifiers of ``models`` (see :func:`bandits.mnist.config.expand`)."""
     specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
              for m in models]
+    if cfg.arch == "lenet5":
+        return BatchedConvNets(cfg.model, specs, init_sigma=init_sigma(cfg),
+                               estimator=cfg.estimator, samples=cfg.samples,
+                               complexity=cfg.complexity, lr=cfg.lr, device=cfg.device)
     return BatchedClassifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
                               init_sigma=init_sigma(cfg), dropout=cfg.dropout,
                               samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,

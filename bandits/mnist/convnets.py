@@ -1,0 +1,174 @@
+"""``R`` LeNet-5 classifiers trained together (``--arch lenet5``), by autograd.
+
+:class:`BatchedConvNets` has the interface of
+:class:`bandits.mnist.classifiers.BatchedClassifiers` (``train_epoch``, ``errors``,
+``params``, ``to_mlp``, state), so the trainer, the checkpoints, the evaluation and
+the report treat both alike. The network is :func:`bandits.bayes.make_lenet5` with the
+runs dimension: Bayes by Backprop (``bbb``) with each run's prior and KL weighting and
+the layers' ``estimator`` (``reparam``, ``lrt`` or ``flipout``), or ordinary weights
+(``sgd``). The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8),
+averaged over ``samples`` forward passes; Adam updates every run at once.
+
+Run ``r``'s initial weights are those of ``torch.manual_seed(s)`` then a LeNet-5 of its
+own, its minibatch order comes from a generator seeded ``s + 2``; the weight noise of
+all runs comes from one generator seeded with the first run's ``s + 1``, so a run
+trained beside others is a different (equally valid) draw from the run trained alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm import tqdm
+
+from bandits.bayes import LeNet5, kl_weights, make_lenet5
+from bandits.mnist.classifiers import RunSpec, seeded_generator
+
+
+class BatchedConvNets:
+    """``R`` LeNet-5 classifiers of one kind (``"bbb"`` or ``"sgd"``), trained together.
+
+    Args:
+        kind: ``"bbb"`` or ``"sgd"``.
+        specs: One :class:`~bandits.mnist.classifiers.RunSpec` per run (BBB: its prior
+            and KL weighting).
+        init_sigma: BBB's initial posterior standard deviation.
+        estimator: BBB's estimator (:data:`bandits.bayes.ESTIMATORS`).
+        samples: Forward passes per step (their gradients are averaged).
+        complexity: ``"mc"`` or ``"kl"`` (closed form, Gaussian priors).
+        lr: Adam's learning rate.
+        device: Where the parameters and the data live.
+    """
+
+    def __init__(self, kind: str, specs: Sequence[RunSpec], *, init_sigma: float = 0.0067,
+                 estimator: str = "reparam", samples: int = 1, complexity: str = "mc",
+                 lr: float = 1e-3, device: torch.device | str = "cpu") -> None:
+        if kind not in ("bbb", "sgd"):
+            raise ValueError(f"LeNet-5 trains as 'bbb' or 'sgd', got {kind!r}")
+        self.kind, self.specs, self.bayesian = kind, list(specs), kind == "bbb"
+        self.runs, self.device = len(self.specs), torch.device(device)
+        self.init_sigma, self.estimator = init_sigma, estimator
+        self.samples = samples if self.bayesian else 1
+        self.complexity = complexity
+        self.noise_gen = seeded_generator(self.specs[0].seed + 1, self.device)
+        self.shuffle_gens = [seeded_generator(s.seed + 2) for s in self.specs]
+        self.net = self._make(self.runs, self.specs[0], self.noise_gen).to(self.device)
+        with torch.no_grad():
+            for r, spec in enumerate(self.specs):
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(spec.seed)
+                    alone = self._make(None, spec)
+                for mine, own in zip(self.net.parameters(), alone.parameters(), strict=True):
+                    mine[r].copy_(own)
+        self._priors = [s.prior for s in self.specs]
+        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr)
+
+    def _make(self, runs: int | None, spec: RunSpec,
+              generator: torch.Generator | None = None) -> LeNet5:
+        return make_lenet5(bayesian=self.bayesian, runs=runs, prior=spec.prior,
+                           init_sigma=self.init_sigma, estimator=self.estimator,
+                           generator=generator)
+
+    # -- state ----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"net": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "generators": [self.noise_gen.get_state(),
+                               [g.get_state() for g in self.shuffle_gens]]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.net.load_state_dict(state["net"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        noise, shuffles = state["generators"]
+        self.noise_gen.set_state(noise)
+        for g, s in zip(self.shuffle_gens, shuffles, strict=True):
+            g.set_state(s)
+
+    def params(self) -> dict[str, Tensor]:
+        """Every parameter by name, each with the runs as its first dimension."""
+        return {k: v.detach() for k, v in self.net.named_parameters()}
+
+    def to_mlp(self, r: int, params: dict[str, Tensor] | None = None,
+               generator: torch.Generator | None = None) -> LeNet5:
+        """Run ``r`` as one :class:`bandits.bayes.LeNet5` without a runs dimension."""
+        params = self.params() if params is None else params
+        model = self._make(None, self.specs[r], generator).to(self.device)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(params[name][r])
+        return model
+
+    # -- training -------------------------------------------------------------------
+    def _costs(self) -> Tensor:
+        """The complexity cost per run ``(R,)``, each under its own prior."""
+        if len({repr(p) for p in self._priors}) == 1:
+            return self.net.complexity_cost(self.complexity)
+        total = torch.zeros(self.runs, device=self.device)
+        for r, prior in enumerate(self._priors):
+            for layer in self.net.bayes_layers():
+                layer.prior = prior
+            total[r] = self.net.complexity_cost(self.complexity)[r]
+        return total
+
+    def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
+                    kl_every: int = 10, desc: str = "", progress: bool = False,
+                    max_batches: int = 0) -> dict[str, Tensor]:
+        """One epoch of every run over ``x (n, 784)``, ``y (n,)``, each in its own order;
+        returns per-run ``nll`` (per image), ``kl`` and ``train_loss`` as CPU tensors."""
+        n = len(y)
+        n_batches = math.ceil(n / batch_size)
+        perms = torch.stack([torch.randperm(n, generator=g) for g in self.shuffle_gens])
+        perms = perms.to(self.device)
+        weights = (torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
+                                dtype=x.dtype, device=self.device) if self.bayesian else None)
+        tot_nll = torch.zeros(self.runs, device=self.device)
+        tot_kl = torch.zeros(self.runs, device=self.device)
+        n_kl, seen = 0, 0
+        stop = n_batches if max_batches <= 0 else min(n_batches, max_batches)
+        self.net.set_mode("sample")
+        for i in tqdm(range(stop), desc=desc, disable=not progress, leave=False,
+                      mininterval=1.0):
+            idx = perms[:, i * batch_size:(i + 1) * batch_size]  # (R, B)
+            xb, yb = x[idx], y[idx]  # (R, B, 784), (R, B)
+            b = idx.shape[1]
+            self.optimizer.zero_grad(set_to_none=True)
+            nll = torch.zeros(self.runs, device=self.device)
+            for _ in range(self.samples):
+                logits = self.net(xb)  # (R, B, 10)
+                data = F.cross_entropy(logits.reshape(-1, 10), yb.reshape(-1),
+                                       reduction="none").reshape(self.runs, b).sum(1)
+                loss = data
+                if self.bayesian:
+                    cost = self._costs()
+                    loss = loss + weights[:, i] * cost
+                    if i % kl_every == 0:
+                        tot_kl += cost.detach() / self.samples
+                (loss.sum() / (b * self.samples)).backward()
+                nll += data.detach() / self.samples
+            self.optimizer.step()
+            tot_nll += nll
+            seen += b
+            n_kl += int(self.bayesian and i % kl_every == 0)
+        nll = (tot_nll / seen).cpu()
+        kl = (tot_kl / max(n_kl, 1)).cpu()
+        return {"nll": nll, "kl": kl, "train_loss": nll + kl / n}
+
+    # -- evaluation -----------------------------------------------------------------
+    @torch.no_grad()
+    def errors(self, x: Tensor, y: Tensor, params: dict[str, Tensor] | None = None,
+               chunk: int = 2000) -> Tensor:
+        """Test error (%) per run ``(R,)`` of the posterior-mean (or point) networks."""
+        net = self.net
+        if params is not None:
+            net = self._make(self.runs, self.specs[0]).to(self.device)
+            for name, p in net.named_parameters():
+                p.copy_(params[name])
+        wrong = torch.zeros(self.runs, device=self.device)
+        with net.sampling("mean"):
+            for xc, yc in zip(x.split(chunk), y.split(chunk), strict=True):
+                wrong += (net(xc).argmax(-1) != yc).sum(dim=1)
+        return (100.0 * wrong / len(y)).cpu()
