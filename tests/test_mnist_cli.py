@@ -294,3 +294,17 @@ def test_lenet5_bad_settings_are_one_line(args, message, capsys):
     assert mnist.main(args) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_ood_report_has_shifted_inputs_and_histograms(tmp_path, mnist_data_dir):
+    out = tmp_path / "o"
+    assert mnist.main(["--model", "sgd", "--hidden", "16", "--epochs", "1", "--train-size",
+                       "512", "--test-size", "256", "--ood-images", "64", "--threads", "1",
+                       "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir),
+                       "--out", str(out)]) == 0
+    ood = json.loads((out / "summary.json").read_text())["ood"]
+    for kind in ("test", "noise", "inverted", "rotated_30", "rotated_60", "rotated_90"):
+        assert 0 <= ood[f"entropy_{kind}"] <= ood["max_entropy"] + 1e-6
+    hist = pd.read_csv(out / "ood_entropy.csv")
+    assert set(hist["input"]) >= {"test", "noise", "inverted", "rotated_90"}
+    assert (hist.groupby("input")["count"].sum() == 64).all()

@@ -93,27 +93,62 @@ def errors(model: MLP, split: Split, cfg: Config, sampled: bool) -> dict[str, fl
     return out
 
 
-def ood_check(model: MLP, test: Split, cfg: Config) -> dict[str, float]:
-    """Mean predictive entropy on uniform-noise images and on test images.
+ROTATIONS = (30, 60, 90)  # degrees: the digits turned further and further from upright
 
-    A noise image has independent uniform pixel values 0..255, scaled like the data.
-    A model that knows what it does not know has a high entropy on noise (the
-    maximum is ``log 10 = 2.303`` nats).
-    """
+
+def rotate(x: Tensor, degrees: float) -> Tensor:
+    """Images ``(n, 784)`` turned by ``degrees`` about their centre (bilinear, zeros
+    outside)."""
+    a = math.radians(degrees)
+    theta = torch.tensor([[math.cos(a), -math.sin(a), 0.0], [math.sin(a), math.cos(a), 0.0]],
+                         dtype=x.dtype, device=x.device).expand(len(x), 2, 3)
+    img = x.reshape(-1, 1, 28, 28)
+    grid = F.affine_grid(theta, list(img.shape), align_corners=False)
+    return F.grid_sample(img, grid, align_corners=False).reshape(len(x), -1)
+
+
+def shifted_inputs(test: Split, cfg: Config) -> dict[str, Tensor]:
+    """The test digits and inputs ever further from them: uniform-noise images
+    (independent pixel values 0..255, scaled like the data), inverted digits (white
+    background) and digits rotated by each of :data:`ROTATIONS`."""
     g = torch.Generator().manual_seed(cfg.seed + 12345)
     noise = torch.randint(0, 256, (cfg.ood_images, IN_FEATURES), generator=g).float()
-    noise = (noise / PIXEL_SCALE).to(test.x.device)
     x_in = test.x[: cfg.ood_images]
+    return {"test": x_in, "noise": (noise / PIXEL_SCALE).to(test.x.device),
+            "inverted": 255.0 / PIXEL_SCALE - x_in,
+            **{f"rotated_{d}": rotate(x_in, d) for d in ROTATIONS}}
+
+
+ENTROPY_BINS = np.linspace(0.0, math.log(CLASSES), 24)
+
+
+def ood_check(model: MLP, test: Split, cfg: Config) -> tuple[dict[str, float], list[dict]]:
+    """Mean predictive entropy on each of :func:`shifted_inputs`, and its histogram.
+
+    A model that knows what it does not know has a high entropy on inputs unlike its
+    training data (the maximum is ``log 10 = 2.303`` nats). For BBB the predictive
+    distribution averages ``--eval-samples`` sampled networks (``mean_*``: the
+    posterior-mean network alone). Returns the means (``summary.json``'s ``ood``) and
+    the histogram rows (``ood_entropy.csv``: input, bin, count, of the predictive
+    distribution used for the means).
+    """
     res: dict[str, float] = {"max_entropy": math.log(CLASSES), "images": cfg.ood_images}
+    hist: list[dict] = []
     for name, mode in (("", "sample"), ("mean_", "mean")):
         if name and not is_bayesian(model):
             continue
-        p_noise = predict(model, noise, mode, cfg.eval_samples)
-        p_test = predict(model, x_in, mode, cfg.eval_samples)
-        res[f"{name}entropy_noise"] = entropy(p_noise).mean().item()
-        res[f"{name}entropy_test"] = entropy(p_test).mean().item()
-        res[f"{name}max_prob_noise"] = p_noise.max(-1).values.mean().item()
-    return res
+        for kind, x in shifted_inputs(test, cfg).items():
+            p = predict(model, x, mode, cfg.eval_samples)
+            h = entropy(p)
+            res[f"{name}entropy_{kind}"] = h.mean().item()
+            if kind == "noise":
+                res[f"{name}max_prob_noise"] = p.max(-1).values.mean().item()
+            if not name:
+                counts, _ = np.histogram(h.cpu().numpy(), ENTROPY_BINS)
+                hist += [{"input": kind, "entropy_left": float(a), "entropy_right": float(b),
+                          "count": int(c)}
+                         for a, b, c in zip(ENTROPY_BINS[:-1], ENTROPY_BINS[1:], counts)]
+    return res, hist
 
 
 def prune_table(model: MLP, test: Split, cfg: Config) -> list[dict[str, float]]:

@@ -460,21 +460,33 @@ def _commands(rows: list[Group], found: list[Member]) -> list[str]:
     return lines
 
 
+OOD_INPUTS = ("test", "rotated_30", "rotated_60", "rotated_90", "inverted", "noise")
+
+
 def _ood_table(rows: list[Group]) -> list[str]:
-    """The out-of-distribution check of each row."""
+    """The out-of-distribution check of each row: mean predictive entropy on test digits
+    and on inputs ever further from them (columns a run made before an input was added
+    are left empty)."""
     lines = ["", "## Out-of-distribution check", "",
-             f"Mean predictive entropy (nats; the maximum is log 10 = {math.log(10):.3f}) and "
-             "mean top-class probability on uniform-noise images, against real test images "
-             "(mean over seeds). BBB: the average of the sampled networks.", "",
-             "| Method | Run | Entropy, noise | Top prob., noise | Entropy, test images |",
-             "|---|---|---:|---:|---:|"]
+             f"Mean predictive entropy (nats; the maximum is log 10 = {math.log(10):.3f}) on "
+             "test digits, digits rotated by 30, 60 and 90 degrees, inverted digits and "
+             "uniform-noise images, and the mean top-class probability on noise (mean over "
+             "seeds). BBB: the average of the sampled networks.", "",
+             "| Method | Run | Test | Rot. 30 | Rot. 60 | Rot. 90 | Inverted | Noise | "
+             "Top prob., noise |",
+             "|---|---|" + "---:|" * (len(OOD_INPUTS) + 1)]
     for key, members in rows:
         ood = [s["ood"] for _, s in members]
         lines.append(f"| {_kind(members[0][1])} | {_row_name(key, members)} | "
-                     f"{np.mean([o['entropy_noise'] for o in ood]):.3f} | "
-                     f"{np.mean([o['max_prob_noise'] for o in ood]):.3f} | "
-                     f"{np.mean([o['entropy_test'] for o in ood]):.3f} |")
+                     + " | ".join(_mean_cell(ood, f"entropy_{i}") for i in OOD_INPUTS)
+                     + f" | {_mean_cell(ood, 'max_prob_noise')} |")
     return lines
+
+
+def _mean_cell(records: list[dict], key: str) -> str:
+    """The mean of ``key`` over the records, or ``-`` when a record lacks it."""
+    vals = [r[key] for r in records if key in r]
+    return f"{np.mean(vals):.3f}" if vals and len(vals) == len(records) else "-"
 
 
 def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:

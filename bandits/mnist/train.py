@@ -313,7 +313,8 @@ def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
             "epoch": best["epoch"], "val_error_mean": best["val_error"],
             **{f"test_error_{k}": v
                for k, v in errors(best_model, splits["test"], cfg, True).items()}}
-    summary["ood"] = ood_check(model, splits["test"], cfg)
+    summary["ood"], entropy_hist = ood_check(model, splits["test"], cfg)
+    write_csv(entropy_hist, out / "ood_entropy.csv")
     if is_bayesian(model):
         prune_rows = prune_table(model, splits["test"], cfg)
         summary["pruning"] = prune_rows
