@@ -263,6 +263,13 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     report = reporting.report(tmp_path)
     assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
+    table1 = reporting.read_csv_rows(tmp_path / "table1.csv")
+    assert list(table1[0])[:2] == ["method", "run"] and {
+        "prior", "kl_weighting", "hidden", "seeds", "test_error_mean", "test_error_std"
+    } <= set(table1[0])
+    assert len(table1) == 1 and table1[0]["method"] == "bbb-mixture"
+    assert float(table1[0]["test_error_mean"]) == pytest.approx(
+        s["best_validation"]["test_error_mean"], abs=1e-4)
 
 
 def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
