@@ -70,7 +70,61 @@ def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Gen
     return torch.Generator(device=device).manual_seed(seed)
 
 
-class BatchedClassifiers:
+class EpochTrainer:
+    """The epoch loop shared by the batched trainers: each run draws its own order of
+    the images (``shuffle_gens``), and every minibatch goes to the trainer's ``step``
+    with each run's KL weight ``pi_i``."""
+
+    runs: int
+    device: torch.device
+    bayesian: bool
+    shuffle_gens: list[torch.Generator]
+
+    def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False
+             ) -> tuple[Tensor, Tensor | None]:
+        raise NotImplementedError
+
+    def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
+                    kl_every: int = 10, desc: str = "", progress: bool = False,
+                    max_batches: int = 0) -> dict[str, Tensor]:
+        """One epoch of every run over the training images ``x (n, 784)``, ``y (n,)``.
+
+        Each run draws its own order of the images. ``kl_schemes[r]`` is run ``r``'s KL
+        weighting; the complexity cost is recorded every ``kl_every`` minibatches (its
+        value is not needed to train). ``max_batches`` > 0 stops early (benchmarks).
+        Returns per-run ``(R,)`` CPU tensors: ``nll`` (mean per image), ``kl`` (mean over
+        the recorded minibatches) and ``train_loss`` (``nll + kl / n``, the negative ELBO
+        per image).
+        """
+        n = len(y)
+        n_batches = math.ceil(n / batch_size)
+        perms = torch.stack([torch.randperm(n, generator=g) for g in self.shuffle_gens])
+        perms = perms.to(self.device)  # (R, n): one host-to-device copy per epoch
+        weights = None
+        if self.bayesian:
+            weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
+                                   dtype=x.dtype, device=self.device)  # (R, M)
+        tot_nll = torch.zeros(self.runs, device=self.device)
+        tot_kl = torch.zeros(self.runs, device=self.device)
+        n_kl, seen = 0, 0
+        stop = n_batches if max_batches <= 0 else min(n_batches, max_batches)
+        for i in tqdm(range(stop), desc=desc, disable=not progress, leave=False,
+                      mininterval=1.0):
+            idx = perms[:, i * batch_size:(i + 1) * batch_size]  # (R, B)
+            want_kl = self.bayesian and i % kl_every == 0
+            kl_w = None if weights is None else weights[:, i:i + 1]
+            nll, kl = self.step(x[idx], y[idx], kl_w, want_kl)
+            tot_nll += nll
+            seen += idx.shape[1]
+            if kl is not None:
+                tot_kl += kl
+                n_kl += 1
+        nll = (tot_nll / seen).cpu()
+        kl = (tot_kl / max(n_kl, 1)).cpu()
+        return {"nll": nll, "kl": kl, "train_loss": nll + kl / n}
+
+
+class BatchedClassifiers(EpochTrainer):
     """``R`` classifiers ``784 -> hidden -> 10`` (ReLU) of one kind, trained together.
 
     Args:
@@ -253,45 +307,6 @@ class BatchedClassifiers:
             return gaussian_kl(self.net.mu, sigma, consts[0] ** -0.5).sum(dim=1)
         log_ratio, _ = log_p_minus_log_q(w, sigma, eps, consts)
         return log_ratio.sum(dim=1).neg_()
-
-    def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
-                    kl_every: int = 10, desc: str = "", progress: bool = False,
-                    max_batches: int = 0) -> dict[str, Tensor]:
-        """One epoch of every run over the training images ``x (n, 784)``, ``y (n,)``.
-
-        Each run draws its own order of the images. ``kl_schemes[r]`` is run ``r``'s KL
-        weighting; the complexity cost is recorded every ``kl_every`` minibatches (its
-        value is not needed to train). ``max_batches`` > 0 stops early (benchmarks).
-        Returns per-run ``(R,)`` CPU tensors: ``nll`` (mean per image), ``kl`` (mean over
-        the recorded minibatches) and ``train_loss`` (``nll + kl / n``, the negative ELBO
-        per image).
-        """
-        n = len(y)
-        n_batches = math.ceil(n / batch_size)
-        perms = torch.stack([torch.randperm(n, generator=g) for g in self.shuffle_gens])
-        perms = perms.to(self.device)  # (R, n): one host-to-device copy per epoch
-        weights = None
-        if self.bayesian:
-            weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
-                                   dtype=x.dtype, device=self.device)  # (R, M)
-        tot_nll = torch.zeros(self.runs, device=self.device)
-        tot_kl = torch.zeros(self.runs, device=self.device)
-        n_kl, seen = 0, 0
-        stop = n_batches if max_batches <= 0 else min(n_batches, max_batches)
-        for i in tqdm(range(stop), desc=desc, disable=not progress, leave=False,
-                      mininterval=1.0):
-            idx = perms[:, i * batch_size:(i + 1) * batch_size]  # (R, B)
-            want_kl = self.bayesian and i % kl_every == 0
-            kl_w = None if weights is None else weights[:, i:i + 1]
-            nll, kl = self.step(x[idx], y[idx], kl_w, want_kl)
-            tot_nll += nll
-            seen += idx.shape[1]
-            if kl is not None:
-                tot_kl += kl
-                n_kl += 1
-        nll = (tot_nll / seen).cpu()
-        kl = (tot_kl / max(n_kl, 1)).cpu()
-        return {"nll": nll, "kl": kl, "train_loss": nll + kl / n}
 
     # -- evaluation -----------------------------------------------------------------
     @torch.no_grad()

@@ -17,20 +17,18 @@ trained beside others is a different (equally valid) draw from the run trained a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from tqdm import tqdm
 
-from bandits.bayes import LeNet5, kl_weights, make_lenet5
-from bandits.mnist.classifiers import RunSpec, seeded_generator
+from bandits.bayes import LeNet5, make_lenet5
+from bandits.mnist.classifiers import EpochTrainer, RunSpec, seeded_generator
 
 
-class BatchedConvNets:
+class BatchedConvNets(EpochTrainer):
     """``R`` LeNet-5 classifiers of one kind (``"bbb"`` or ``"sgd"``), trained together.
 
     Args:
@@ -114,48 +112,29 @@ class BatchedConvNets:
             total[r] = self.net.complexity_cost(self.complexity)[r]
         return total
 
-    def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
-                    kl_every: int = 10, desc: str = "", progress: bool = False,
-                    max_batches: int = 0) -> dict[str, Tensor]:
-        """One epoch of every run over ``x (n, 784)``, ``y (n,)``, each in its own order;
-        returns per-run ``nll`` (per image), ``kl`` and ``train_loss`` as CPU tensors."""
-        n = len(y)
-        n_batches = math.ceil(n / batch_size)
-        perms = torch.stack([torch.randperm(n, generator=g) for g in self.shuffle_gens])
-        perms = perms.to(self.device)
-        weights = (torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
-                                dtype=x.dtype, device=self.device) if self.bayesian else None)
-        tot_nll = torch.zeros(self.runs, device=self.device)
-        tot_kl = torch.zeros(self.runs, device=self.device)
-        n_kl, seen = 0, 0
-        stop = n_batches if max_batches <= 0 else min(n_batches, max_batches)
+    def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False
+             ) -> tuple[Tensor, Tensor | None]:
+        """One Adam step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``;
+        returns the summed NLL per run (averaged over the samples) and, with ``want_kl``,
+        the complexity cost per run."""
+        b = y.shape[1]
         self.net.set_mode("sample")
-        for i in tqdm(range(stop), desc=desc, disable=not progress, leave=False,
-                      mininterval=1.0):
-            idx = perms[:, i * batch_size:(i + 1) * batch_size]  # (R, B)
-            xb, yb = x[idx], y[idx]  # (R, B, 784), (R, B)
-            b = idx.shape[1]
-            self.optimizer.zero_grad(set_to_none=True)
-            nll = torch.zeros(self.runs, device=self.device)
-            for _ in range(self.samples):
-                logits = self.net(xb)  # (R, B, 10)
-                data = F.cross_entropy(logits.reshape(-1, 10), yb.reshape(-1),
-                                       reduction="none").reshape(self.runs, b).sum(1)
-                loss = data
-                if self.bayesian:
-                    cost = self._costs()
-                    loss = loss + weights[:, i] * cost
-                    if i % kl_every == 0:
-                        tot_kl += cost.detach() / self.samples
-                (loss.sum() / (b * self.samples)).backward()
-                nll += data.detach() / self.samples
-            self.optimizer.step()
-            tot_nll += nll
-            seen += b
-            n_kl += int(self.bayesian and i % kl_every == 0)
-        nll = (tot_nll / seen).cpu()
-        kl = (tot_kl / max(n_kl, 1)).cpu()
-        return {"nll": nll, "kl": kl, "train_loss": nll + kl / n}
+        self.optimizer.zero_grad(set_to_none=True)
+        nll = torch.zeros(self.runs, device=self.device)
+        kl = torch.zeros(self.runs, device=self.device) if want_kl else None
+        for _ in range(self.samples):
+            logits = self.net(x)  # (R, B, 10)
+            loss = F.cross_entropy(logits.reshape(-1, 10), y.reshape(-1),
+                                   reduction="none").reshape(self.runs, b).sum(1)
+            nll += loss.detach() / self.samples
+            if self.bayesian:
+                cost = self._costs()
+                loss = loss + kl_weight[:, 0] * cost
+                if want_kl:
+                    kl += cost.detach() / self.samples
+            (loss.sum() / (b * self.samples)).backward()
+        self.optimizer.step()
+        return nll, kl
 
     # -- evaluation -----------------------------------------------------------------
     @torch.no_grad()
