@@ -530,13 +530,20 @@ def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:
     return best
 
 
+def _network(settings: dict[str, Any]) -> str:
+    """``2 x 400`` for the MLP, ``LeNet-5`` for the convolutional network."""
+    if settings.get("arch") == "lenet5":
+        return "LeNet-5"
+    return f"{settings['layers']} x {settings['hidden']}"
+
+
 def _table2(best: dict[tuple[str, int], Group]) -> list[str]:
     """Table 2 (pruning by SNR) of each of the ``best`` rows, beside the paper's."""
     lines: list[str] = []
     for k, members in best.values():
         st = members[0][1]["settings"]
         lines += ["", f"## Table 2: pruning by signal-to-noise ratio ({_row_name(k, members)}, "
-                  f"2 x {st['hidden']}, last epoch, {len(members)} seed(s))", "",
+                  f"{_network(st)}, last epoch, {len(members)} seed(s))", "",
                   "| Proportion removed | # weights (ours) | Test error, mean net | "
                   "Sampled avg | Paper (2x1200): # weights | Paper test error |",
                   "|---:|---:|---:|---:|---:|---:|"]
