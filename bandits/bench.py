@@ -171,6 +171,38 @@ def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str
     return df
 
 
+def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
+                    ) -> pd.DataFrame:
+    """End to end: the default ``python -m bandits.run`` (the ``quick`` preset) with each
+    number of ``workers``, interleaved over ``rounds``; the wall time of the whole
+    command (start-up, data, training, outputs), its median, and whether every CSV is
+    the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
+    import subprocess
+    import tempfile
+
+    times: dict[int, list[float]] = {}
+    same: dict[int, bool] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for w in workers:
+                d = Path(tmp) / f"w{w}-r{r}"
+                cmd = [sys.executable, "-m", "bandits.run", "--workers", str(w),
+                       "--no-progress", "--out", str(d), *extra]
+                tic = time.perf_counter()
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                times.setdefault(w, []).append(time.perf_counter() - tic)
+                base = Path(tmp) / "w1-r0"
+                same[w] = same.get(w, True) and all(
+                    (d / f).read_bytes() == (base / f).read_bytes()
+                    for f in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"))
+    rows = [{"workers": w, "wall_seconds_median": float(np.median(times[w])),
+             "wall_seconds": " ".join(f"{t:.1f}" for t in times[w]),
+             "same_bytes_as_1_worker": same[w]} for w in workers]
+    df = pd.DataFrame(rows)
+    df["speedup_over_1_worker"] = df["wall_seconds_median"].iloc[0] / df["wall_seconds_median"]
+    return df
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bandits.bench", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -187,7 +219,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "scaling.csv and scaling.json")
     p.add_argument("--scaling-steps", type=int, nargs=2, default=[10, 60],
                    help="the two horizons whose difference is timed (--scaling)")
+    p.add_argument("--default-command", action="store_true",
+                   help="instead: time the default `python -m bandits.run` end to end with 1, "
+                        "2, ... workers and check its CSVs are the same bytes; writes "
+                        "default_command.csv and .json")
     args = p.parse_args(argv)
+    if args.default_command:
+        from bandits.parallel import available_cores
+
+        start = time.perf_counter()
+        df = default_command(list(range(1, available_cores() + 1)), args.rounds)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "default_command.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine("cpu"), "preset": "quick (the default)",
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "default_command.json")
+        print(df.to_string(index=False))
+        return 0
     if args.scaling:
         from bandits.parallel import available_cores
 

@@ -149,3 +149,14 @@ def test_bench_scaling_writes_its_table(tmp_path, mushroom_data_dir, monkeypatch
     assert list(df["workers"]) == list(range(1, parallel.available_cores() + 1))
     assert (df["paper_protocol_hours_projected"] > 0).all()
     assert df["speedup_over_1_worker"].iloc[0] == 1
+
+
+def test_bench_default_command_times_each_worker_count_and_checks_the_bytes(
+        mushroom_data_dir, monkeypatch):
+    from bandits import bench
+
+    monkeypatch.setenv("BANDITS_DATA_DIR", str(mushroom_data_dir))
+    df = bench.default_command([1, 2], rounds=1,
+                               extra=["--steps", "4", "--seeds", "1", "--log-points", "4"])
+    assert list(df["workers"]) == [1, 2]
+    assert df["same_bytes_as_1_worker"].all() and (df["wall_seconds_median"] > 0).all()
