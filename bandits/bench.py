@@ -212,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median taken)")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="torch device")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument("--matmul-precision", default="highest", choices=["highest", "high", "medium"],
+                   help="torch.set_float32_matmul_precision for the timed updates ('medium' "
+                        "lets a CPU with AVX-512 BF16 multiply in bfloat16)")
     p.add_argument("--out", type=Path, default=Path("results/bench"), help="output directory")
     p.add_argument("--scaling", action="store_true",
                    help="instead: time `bandits.run --preset paper` end to end with 1, 2, ... "
@@ -259,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.exit(2, f"bandits.bench: error: --{name} must be a positive integer\n")
     if args.threads:
         torch.set_num_threads(args.threads)
+    torch.set_float32_matmul_precision(args.matmul_precision)
     if args.device == "cuda" and not torch.cuda.is_available():
         p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
     start = time.perf_counter()
