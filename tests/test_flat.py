@@ -182,7 +182,7 @@ def test_bootstrap_weights_each_network_by_its_own_resample():
     # the weighted gradient of one network equals autograd's on its weighted loss
     x, y = torch.randn(R * 3, 4, D + A), torch.randn(R * 3, 4)
     weights = torch.poisson(torch.ones(R * 3, 4))
-    (g,), _ = agent.gradients(x, y, weights, want_loss=False)
+    (g,), _ = agent.squared_error_gradients(x, y, want_loss=False, weights=weights)
     mu = agent.model.mu.detach().clone().requires_grad_()
     pred = agent.model.apply_layers(x, agent.model.split(mu)).squeeze(-1)
     (gmu,) = torch.autograd.grad((weights * (y - pred) ** 2).mean(1).sum(), mu)
