@@ -14,11 +14,11 @@ machine, wall time) to ``--out`` (default ``results/bench``).
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, make_lenet5, make_mlp
+from bandits.config import BIG, COUNT, SIGMA, UsageError, build_parser, check_ranges, setting
 from bandits.outputs import machine, package_versions, write_csv, write_json
 
 
@@ -64,21 +65,26 @@ def layer_variances(arch: str, estimator: str, x: torch.Tensor, y: torch.Tensor,
     return rows
 
 
+@dataclass
+class Settings:
+    """The benchmark's settings; each field is a CLI flag (``--kebab-case``)."""
+
+    draws: int = setting(200, "gradient draws per estimator", range=(2, BIG))
+    batch: int = setting(128, "images in the minibatch", range=COUNT)
+    init_sigma: float = setting(0.05, "posterior sigma of every weight", range=SIGMA)
+    data_dir: Path | None = setting(None, "directory holding mnist/*.gz (else "
+                                          "$BANDITS_DATA_DIR, the cache)", type=Path)
+    out: Path = setting(Path("results/bench"), "output directory", type=Path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = argparse.ArgumentParser(prog="python -m bandits.gradient_variance",
-                                description=__doc__.split("\n")[0])
-    p.add_argument("--draws", type=int, default=200, help="gradient draws per estimator")
-    p.add_argument("--batch", type=int, default=128, help="images in the minibatch")
-    p.add_argument("--init-sigma", type=float, default=0.05,
-                   help="posterior sigma of every weight")
-    p.add_argument("--data-dir", type=Path, default=None,
-                   help="directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache)")
-    p.add_argument("--out", type=Path, default=Path("results/bench"))
-    args = p.parse_args(argv)
-    if args.draws < 2 or args.batch < 1 or not args.init_sigma > 0:
-        print("bandits.gradient_variance: error: --draws must be >= 2, --batch >= 1 and "
-              "--init-sigma > 0", file=sys.stderr)
+    try:
+        args = Settings(**vars(build_parser(Settings, "python -m bandits.gradient_variance",
+                                            __doc__.split("\n")[0]).parse_args(argv)))
+        check_ranges(args)
+    except UsageError as e:
+        print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)
         return 2
     from bandits.mnist.data import load_mnist, preprocess
 

@@ -186,7 +186,6 @@ def run(cfg: Config) -> tuple[pd.DataFrame, dict]:
     grid = np.linspace(-X_TEST, X_TEST, 241)
     rows, curves = [], {}
     for name in MODELS:
-        torch.manual_seed(cfg.seed)
         net, log_sigma = fit(name, cfg, x, y, cfg.noise / scale.y)
         noise = None if log_sigma is None else float(log_sigma.exp()) * scale.y
         row = {"model": name, "learned_noise": noise if name != "bbb-fixed" else math.nan}

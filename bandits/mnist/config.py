@@ -14,14 +14,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior
+from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5
 from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.mnist.classifiers import IN_FEATURES, KINDS, n_parameters
 from bandits.outputs import machine_memory
 
 MODELS = KINDS
 ARCHS = ("mlp", "lenet5")
-LENET5_PARAMETERS = 44_426  # weights and biases of LeNet-5 for 28 x 28 digits
 PRIORS = ("mixture", "gaussian")
 
 # the settings that matter for each prior (the others are ignored by it)
@@ -300,6 +299,11 @@ def _bytes_text(n: float) -> str:
     raise AssertionError
 
 
+def lenet5_parameters() -> int:
+    """Weights and biases of LeNet-5 for 28 x 28 digits (counted on a plain one)."""
+    return sum(p.numel() for p in make_lenet5(bayesian=False).parameters())
+
+
 def memory_estimate(cfg: Config) -> tuple[int, int, int]:
     """Rough bytes the settings need, before anything is allocated: float32 parameters of
     one model x the models trained together x 4 (mu and rho, or weights and gradients, and
@@ -311,7 +315,7 @@ def memory_estimate(cfg: Config) -> tuple[int, int, int]:
     else:
         hidden = cfg.hidden
         models = len(expand(dataclasses.replace(cfg, seeds=1))) * cfg.seeds
-    n_params = (LENET5_PARAMETERS if cfg.arch == "lenet5"
+    n_params = (lenet5_parameters() if cfg.arch == "lenet5"
                 else n_parameters([hidden] * cfg.layers))
     return n_params * 4 * models * 4 + cfg.ood_images * IN_FEATURES * 12, models, hidden
 

@@ -102,14 +102,20 @@ class BatchedConvNets(EpochTrainer):
 
     # -- training -------------------------------------------------------------------
     def _costs(self) -> Tensor:
-        """The complexity cost per run ``(R,)``, each under its own prior."""
-        if len({repr(p) for p in self._priors}) == 1:
+        """The complexity cost per run ``(R,)``, each under its own prior: one evaluation
+        per distinct prior, each run taking the one of its prior."""
+        groups: dict[str, tuple] = {}
+        for r, prior in enumerate(self._priors):
+            groups.setdefault(repr(prior), (prior, []))[1].append(r)
+        if len(groups) == 1:
             return self.net.complexity_cost(self.complexity)
         total = torch.zeros(self.runs, device=self.device)
-        for r, prior in enumerate(self._priors):
+        for prior, runs in groups.values():
             for layer in self.net.bayes_layers():
                 layer.prior = prior
-            total[r] = self.net.complexity_cost(self.complexity)[r]
+            mask = torch.zeros(self.runs, device=self.device)
+            mask[runs] = 1.0
+            total = total + mask * self.net.complexity_cost(self.complexity)
         return total
 
     def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False

@@ -134,10 +134,11 @@ def ood_check(model: MLP, test: Split, cfg: Config) -> tuple[dict[str, float], l
     """
     res: dict[str, float] = {"max_entropy": math.log(CLASSES), "images": cfg.ood_images}
     hist: list[dict] = []
+    inputs = shifted_inputs(test, cfg)
     for name, mode in (("", "sample"), ("mean_", "mean")):
         if name and not is_bayesian(model):
             continue
-        for kind, x in shifted_inputs(test, cfg).items():
+        for kind, x in inputs.items():
             p = predict(model, x, mode, cfg.eval_samples)
             h = entropy(p)
             res[f"{name}entropy_{kind}"] = h.mean().item()

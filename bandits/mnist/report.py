@@ -17,7 +17,7 @@ import torch
 
 from bandits.bayes import MLP, snr
 from bandits.mnist.classifiers import n_parameters
-from bandits.mnist.config import LENET5_PARAMETERS, Config, run_label, setting_name, varying
+from bandits.mnist.config import Config, lenet5_parameters, run_label, setting_name, varying
 from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
 from bandits.outputs import save_figure, write_atomic, write_csv
 
@@ -437,7 +437,7 @@ def _table1(rows: list[Group]) -> list[str]:
     for key, members in rows:
         s0 = members[0][1]
         st = s0["settings"]
-        n_w = (LENET5_PARAMETERS if st.get("arch") == "lenet5"
+        n_w = (lenet5_parameters() if st.get("arch") == "lenet5"
                else n_parameters([st["hidden"]] * st["layers"]))
         bvs = [s.get("best_validation", s["final"]) for _, s in members]
         sampled = [b["test_error_sampled"] for b in bvs if "test_error_sampled" in b]
