@@ -16,8 +16,8 @@ from bandits.bayes import (
     mc_cost_grads,
     runs_prior_consts,
 )
+from bandits.mnist.classifiers import STREAMS, RunSpec, seed_streams
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
-from bandits.mnist.classifiers import RunSpec
 
 MIXTURE = ScaleMixturePrior(0.5, 1.0, math.exp(-6))
 OTHER_MIXTURE = ScaleMixturePrior(0.25, math.exp(-1), math.exp(-7))
@@ -55,18 +55,22 @@ def test_batched_runs_equal_separate_runs(kind):
     assert not torch.allclose(mu[0], mu[1]) and not torch.allclose(mu[1], mu[2])
 
 
-@pytest.mark.parametrize("complexity", ["mc", "kl"])
-def test_step_gradients_equal_autograd_through_the_library(complexity):
+@pytest.mark.parametrize("complexity,optimizer", [("mc", "adam"), ("kl", "adam"),
+                                                  ("mc", "sgd")])
+def test_step_gradients_equal_autograd_through_the_library(complexity, optimizer):
     """The hand-written step's gradients are autograd's through bandits.bayes.MLP, per run,
-    for each run's prior and KL weight: eq. 8 divided by the batch size."""
+    for each run's prior and KL weight: eq. 8 divided by the batch size (Adam), or eq. 8
+    itself (SGD, which steps on the summed loss)."""
     torch.manual_seed(0)
     x, y = torch.rand(2, 20, 784) * 2, torch.randint(0, 10, (2, 20))
     specs = ([RunSpec(0, OTHER_MIXTURE), RunSpec(1, GAUSSIAN)] if complexity == "mc"
              else [RunSpec(0, GaussianPrior(0.3)), RunSpec(1, GAUSSIAN)])
-    clf = Classifiers("bbb", [16, 8], specs, complexity=complexity, init_sigma=0.05)
+    clf = Classifiers("bbb", [16, 8], specs, complexity=complexity, init_sigma=0.05,
+                      optimizer=optimizer)
+    div = 20 if optimizer == "adam" else 1
     models = [clf.to_mlp(r) for r in range(2)]
-    eps = torch.stack([torch.empty(clf.net.n_params).normal_(
-        generator=torch.Generator().manual_seed(s.seed + 1)) for s in specs])  # the step's noise
+    eps = torch.stack([torch.empty(clf.net.n_params).normal_(generator=torch.Generator(
+        ).manual_seed(seed_streams(s.seed)["noise"])) for s in specs])  # the step's noise
     grads = {}
     clf.optimizer.step = lambda: grads.update(  # keep the gradients, skip the update
         {i: p.grad.clone() for i, p in enumerate(clf.net.parameters())})
@@ -78,7 +82,7 @@ def test_step_gradients_equal_autograd_through_the_library(complexity):
         m.set_mode("held")
         data = F.cross_entropy(m(x[r]), y[r], reduction="sum")
         cost = m.complexity_cost(complexity)
-        ((kl_weight[r, 0] * cost + data) / 20).backward()
+        ((kl_weight[r, 0] * cost + data) / div).backward()
         torch.testing.assert_close(nll[r], data.detach())
         torch.testing.assert_close(kl[r], cost.detach(), rtol=1e-5, atol=0.05)
         for i, kind in enumerate(("mu", "rho")):
@@ -87,13 +91,16 @@ def test_step_gradients_equal_autograd_through_the_library(complexity):
             torch.testing.assert_close(grads[i][r], ref, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["sgd", "dropout"])
-def test_point_estimate_step_gradients_equal_autograd(kind):
+@pytest.mark.parametrize("kind,optimizer", [("sgd", "adam"), ("dropout", "adam"),
+                                            ("dropout", "sgd")])
+def test_point_estimate_step_gradients_equal_autograd(kind, optimizer):
     """The plain and the dropout network's hand-written gradients are autograd's of the
-    mean cross-entropy through the same layers, with the step's own dropout masks."""
+    mean (Adam) or summed (SGD) cross-entropy through the same layers, with the step's
+    own dropout masks."""
     torch.manual_seed(0)
     x, y = torch.rand(2, 20, 784) * 2, torch.randint(0, 10, (2, 20))
-    clf = Classifiers(kind, [16, 8], [RunSpec(0), RunSpec(1)], dropout=0.5)
+    clf = Classifiers(kind, [16, 8], [RunSpec(0), RunSpec(1)], dropout=0.5,
+                      optimizer=optimizer)
     before = [g.get_state() for g in clf.dropout_gens]
     grads = {}
     clf.optimizer.step = lambda: grads.update(  # keep the gradients, skip the update
@@ -105,9 +112,27 @@ def test_point_estimate_step_gradients_equal_autograd(kind):
     assert (masks is None) == (kind == "sgd")
     w = clf.net.mu.detach().clone().requires_grad_(True)
     logits = clf.net.apply_layers(x, clf.net.split(w), None, masks)
-    loss = F.cross_entropy(logits.reshape(-1, 10), y.reshape(-1), reduction="sum") / 20
-    loss.backward()
-    torch.testing.assert_close(grads[0], w.grad, rtol=1e-4, atol=1e-6)
+    loss = F.cross_entropy(logits.reshape(-1, 10), y.reshape(-1), reduction="sum")
+    (loss / (20 if optimizer == "adam" else 1)).backward()
+    torch.testing.assert_close(grads[0], w.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_sgd_is_plain_gradient_descent():
+    """--optimizer sgd: every parameter moves by -lr x its gradient (no momentum)."""
+    x, y = _data(40)
+    clf = Classifiers("bbb", [8], [RunSpec(0, GAUSSIAN, "uniform")], optimizer="sgd", lr=1e-3)
+    before = [p.detach().clone() for p in clf.net.parameters()]
+    clf.step(x[None, :20], y[None, :20], torch.tensor([[0.5]]))
+    for p, b in zip(clf.net.parameters(), before, strict=True):
+        torch.testing.assert_close(p.detach(), b - 1e-3 * p.grad)
+
+
+def test_seed_streams_are_disjoint_between_seeds():
+    """Every generator of a model comes from its own SeedSequence child: no stream of one
+    seed is a stream of another (seed 0's weight noise is not seed 1's initialisation)."""
+    values = [v for seed in range(20) for v in seed_streams(seed).values()]
+    assert len(set(values)) == len(values) == 20 * len(STREAMS)
+    assert seed_streams(3) == seed_streams(3)
 
 
 def test_each_run_gets_its_own_prior():

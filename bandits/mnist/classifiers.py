@@ -5,8 +5,8 @@ minibatch order, dropout masks) and, for Bayes by Backprop, its own prior and it
 KL weighting across the minibatches. They share the architecture, the learning rate and
 its schedule, and one loop over the minibatches: each step gathers every run's minibatch
 from the data held on the device (``(R, B, 784)``), draws every run's weights, and does
-one batched forward and backward pass and one Adam step for all of them. Runs do not
-interact (each run's loss has only its own parameters; Adam is elementwise), so run
+one batched forward and backward pass and one optimiser step for all of them. Runs do not
+interact (each run's loss has only its own parameters; Adam and SGD are elementwise), so run
 ``r`` of a batch trains exactly as it would alone, up to the rounding of batched kernels.
 
 The training step has no autograd and no host synchronisation: the network's backward
@@ -15,8 +15,10 @@ BBB (sampling, softplus, the complexity cost's gradient) is a few whole-tensor p
 over the flat ``(R, P)`` parameters (:func:`bandits.bayes.cost.posterior_grads`), Adam is
 torch's fused one, and the epoch's statistics stay on the device until the epoch ends.
 
-The loss of run ``r`` at minibatch ``i`` is the paper's eq. 8 divided by the batch size
-``B``: ``(pi_ri KL_r + sum_b -log p(y_b | x_b, w_r)) / B``.
+The loss of run ``r`` at minibatch ``i`` is the paper's eq. 8,
+``F_i = pi_ri KL_r + sum_b -log p(y_b | x_b, w_r)``: Adam steps on ``F_i / B`` (``B``: the
+batch size; the scale leaves Adam's steps unchanged), plain SGD on ``F_i`` itself, so its
+learning rate means what the paper's does.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -65,9 +68,35 @@ class RunSpec:
     kl_weighting: str = "uniform"  # BBB only: see bandits.bayes.kl_weights
 
 
+# The random streams of one model, each seeded from its own child of
+# numpy.random.SeedSequence(seed): neighbouring seeds share no stream.
+STREAMS = ("init", "noise", "shuffle", "dropout", "evaluation", "ood")
+
+
+def seed_streams(seed: int) -> dict[str, int]:
+    """The seed of each of a model's random streams (:data:`STREAMS`), all derived from
+    one ``numpy.random.SeedSequence(seed)`` by ``spawn``."""
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    return {name: int(c.generate_state(1, np.uint64)[0])
+            for name, c in zip(STREAMS, children, strict=True)}
+
+
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A torch generator on ``device`` seeded with ``seed``."""
     return torch.Generator(device=device).manual_seed(seed)
+
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+def make_optimizer(name: str, params: Any, lr: float, fused: bool = False
+                   ) -> torch.optim.Optimizer:
+    """Adam, or plain minibatch gradient descent (``"sgd"``: no momentum, no decay)."""
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, fused=fused or None)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
 class EpochTrainer:
@@ -136,20 +165,24 @@ class BatchedClassifiers(EpochTrainer):
         samples: BBB weight samples per training step (their gradients are averaged).
         complexity: ``"mc"`` (the paper's Monte Carlo estimate) or ``"kl"`` (closed form,
             Gaussian priors only).
-        lr: Adam's learning rate (shared by the runs).
+        lr: The learning rate (shared by the runs).
+        optimizer: ``"adam"`` steps on each run's loss per image, ``F_i / B``; ``"sgd"``
+            (plain gradient descent, the paper's) on the minibatch's summed loss ``F_i``
+            (eq. 8), so ``lr`` has the paper's meaning.
         device: Where the parameters and the data live.
         compile: Fuse the per-weight work of BBB (sampling, softplus, the complexity cost's
             gradient) with ``torch.compile`` into a few kernels (compiled on first use).
 
-    Run ``r``'s randomness comes from its seed ``s`` alone: the initial weights are
-    those of ``torch.manual_seed(s)`` then :func:`bandits.bayes.make_mlp`, the weight
-    noise comes from a generator seeded ``s + 1``, the minibatch order from ``s + 2``,
-    dropout masks from ``s + 3``.
+    Run ``r``'s randomness comes from its seed ``s`` alone, one stream per use
+    (:func:`seed_streams`): the initial weights are those of
+    ``torch.manual_seed(streams["init"])`` then :func:`bandits.bayes.make_mlp`; the
+    weight noise, the minibatch order and the dropout masks each have a generator of
+    their own stream.
     """
 
     def __init__(self, kind: str, hidden: Sequence[int], specs: Sequence[RunSpec], *,
                  init_sigma: float = 0.0067, dropout: float = 0.5, samples: int = 1,
-                 complexity: str = "mc", lr: float = 1e-3,
+                 complexity: str = "mc", lr: float = 1e-3, optimizer: str = "adam",
                  device: torch.device | str = "cpu", compile: bool = False) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -166,16 +199,19 @@ class BatchedClassifiers(EpochTrainer):
         self.samples = samples if self.bayesian else 1
         self.complexity, self.device = complexity, torch.device(device)
         models = []
-        for spec in self.specs:
+        streams = [seed_streams(s.seed) for s in self.specs]
+        for spec, st in zip(self.specs, streams, strict=True):
             with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(spec.seed)
+                torch.manual_seed(st["init"])
                 models.append(self._make_mlp(spec, runs=1, dropout=0.0))  # masks: step()
         self.net = FlatMLP(models).to(self.device)
         self.runs = self.net.runs
-        self.noise_gens = [seeded_generator(s.seed + 1, self.device) for s in self.specs]
-        self.shuffle_gens = [seeded_generator(s.seed + 2) for s in self.specs]
-        self.dropout_gens = [seeded_generator(s.seed + 3, self.device) for s in self.specs]
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr, fused=True)
+        self.noise_gens = [seeded_generator(st["noise"], self.device) for st in streams]
+        self.shuffle_gens = [seeded_generator(st["shuffle"]) for st in streams]
+        self.dropout_gens = [seeded_generator(st["dropout"], self.device) for st in streams]
+        # Adam's step does not depend on the loss's scale; SGD's does: it steps on F_i
+        self.sum_loss = optimizer == "sgd"
+        self.optimizer = make_optimizer(optimizer, self.net.parameters(), lr, fused=True)
         self._eps = torch.empty_like(self.net.mu) if self.bayesian else None
         self._sample, self._grads = sample_weights, posterior_grads
         if compile:
@@ -254,7 +290,7 @@ class BatchedClassifiers(EpochTrainer):
     @torch.no_grad()
     def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False
              ) -> tuple[Tensor, Tensor | None]:
-        """One Adam step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``.
+        """One optimiser step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``.
 
         ``kl_weight (R, 1)`` is each run's ``pi_i`` (BBB). Returns the summed NLL per run
         ``(R,)`` (averaged over the weight samples) and, with ``want_kl``, the complexity
@@ -263,6 +299,7 @@ class BatchedClassifiers(EpochTrainer):
         net, batch = self.net, y.shape[1]
         onehot = F.one_hot(y, CLASSES).to(x.dtype)  # (R, B, 10)
         nll = torch.zeros(self.runs, device=x.device)
+        div = self.samples if self.sum_loss else batch * self.samples
         grads: list[Tensor] | None = None
         kl = None
         for _ in range(self.samples):
@@ -277,10 +314,11 @@ class BatchedClassifiers(EpochTrainer):
             logp = torch.log_softmax(logits, dim=-1)
             nll.sub_((logp * onehot).sum(dim=(1, 2)))
             # d/dlogits of sum_b -log p(y_b) / (B K): (softmax - onehot) / (B K)
-            d_out = logp.exp_().sub_(onehot).div_(batch * self.samples)
+            # (without B for SGD, which steps on the summed loss)
+            d_out = logp.exp_().sub_(onehot).div_(div)
             g_w = net.backward(inputs, w, d_out, torch.empty_like(w), masks)
             if self.bayesian:
-                scale = kl_weight / (batch * self.samples)
+                scale = kl_weight / div
                 g = self._posterior_grads(g_w, w, sigma, eps, scale)
                 if want_kl:
                     kl = self.complexity_cost(w, sigma, eps)

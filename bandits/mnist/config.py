@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5
 from bandits.config import OPEN, check_ranges, flag, setting
-from bandits.mnist.classifiers import IN_FEATURES, KINDS, n_parameters
+from bandits.mnist.classifiers import IN_FEATURES, KINDS, OPTIMIZERS, n_parameters
 from bandits.outputs import machine_memory
 
 MODELS = KINDS
@@ -76,7 +76,11 @@ class Config:
     samples: int = setting(1, "BBB weight samples per training step", range=(1, 100_000))
     eval_samples: int = setting(
         10, "sampled networks averaged in the BBB evaluation", range=(1, 100_000))
-    lr: float = setting(1e-3, "Adam learning rate", range=(OPEN(0.0), 10.0))
+    optimizer: str = setting(
+        "adam", "'adam' (on the loss per image) or 'sgd' (plain minibatch gradient descent "
+        "on the minibatch's summed loss, eq. 8: the paper's, whose --lr grid is 1e-3, 1e-4, "
+        "1e-5)")
+    lr: float = setting(1e-3, "learning rate", range=(OPEN(0.0), 10.0))
     lr_schedule: str = setting(
         "constant", "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs")
     lr_min: float = setting(0.0, "final learning rate of 'cosine'", range=(0.0, 10.0))
@@ -171,6 +175,8 @@ class Config:
              f"--complexity kl needs --prior gaussian, got --prior {' '.join(priors)}"),
             (set(weightings) <= {"uniform", "blundell"},
              f"--kl-weighting must be 'uniform' or 'blundell', got {weightings}"),
+            (self.optimizer in OPTIMIZERS,
+             f"--optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
             (self.lr_schedule in ("constant", "cosine"),
              f"--lr-schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}"),
             (self.device in ("cpu", "cuda"), f"--device must be cpu or cuda, got {self.device!r}"),

@@ -6,12 +6,14 @@
 the report treat both alike. The network is :func:`bandits.bayes.make_lenet5` with the
 runs dimension: Bayes by Backprop (``bbb``) with each run's prior and KL weighting and
 the layers' ``estimator`` (``reparam``, ``lrt`` or ``flipout``), or ordinary weights
-(``sgd``). The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8),
-averaged over ``samples`` forward passes; Adam updates every run at once.
+(``sgd``). The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8)
+for Adam and ``pi_i KL_r + NLL_r`` for plain SGD, averaged over ``samples`` forward
+passes; one optimiser step updates every run at once.
 
-Run ``r``'s initial weights are those of ``torch.manual_seed(s)`` then a LeNet-5 of its
-own, its minibatch order comes from a generator seeded ``s + 2``; the weight noise of
-all runs comes from one generator seeded with the first run's ``s + 1``, so a run
+Run ``r``'s initial weights are those of ``torch.manual_seed`` of its seed's ``init``
+stream (:func:`bandits.mnist.classifiers.seed_streams`) then a LeNet-5 of its own, its
+minibatch order comes from its ``shuffle`` stream; the weight noise of all runs comes
+from one generator of the first run's ``noise`` stream, so a run
 trained beside others is a different (equally valid) draw from the run trained alone.
 """
 
@@ -25,7 +27,13 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bandits.bayes import LeNet5, make_lenet5
-from bandits.mnist.classifiers import EpochTrainer, RunSpec, seeded_generator
+from bandits.mnist.classifiers import (
+    EpochTrainer,
+    RunSpec,
+    make_optimizer,
+    seed_streams,
+    seeded_generator,
+)
 
 
 class BatchedConvNets(EpochTrainer):
@@ -39,13 +47,16 @@ class BatchedConvNets(EpochTrainer):
         estimator: BBB's estimator (:data:`bandits.bayes.ESTIMATORS`).
         samples: Forward passes per step (their gradients are averaged).
         complexity: ``"mc"`` or ``"kl"`` (closed form, Gaussian priors).
-        lr: Adam's learning rate.
+        lr: The learning rate.
+        optimizer: ``"adam"`` or ``"sgd"`` (on the summed loss, see
+            :class:`~bandits.mnist.classifiers.BatchedClassifiers`).
         device: Where the parameters and the data live.
     """
 
     def __init__(self, kind: str, specs: Sequence[RunSpec], *, init_sigma: float = 0.0067,
                  estimator: str = "reparam", samples: int = 1, complexity: str = "mc",
-                 lr: float = 1e-3, device: torch.device | str = "cpu") -> None:
+                 lr: float = 1e-3, optimizer: str = "adam",
+                 device: torch.device | str = "cpu") -> None:
         if kind not in ("bbb", "sgd"):
             raise ValueError(f"LeNet-5 trains as 'bbb' or 'sgd', got {kind!r}")
         self.kind, self.specs, self.bayesian = kind, list(specs), kind == "bbb"
@@ -53,18 +64,20 @@ class BatchedConvNets(EpochTrainer):
         self.init_sigma, self.estimator = init_sigma, estimator
         self.samples = samples if self.bayesian else 1
         self.complexity = complexity
-        self.noise_gen = seeded_generator(self.specs[0].seed + 1, self.device)
-        self.shuffle_gens = [seeded_generator(s.seed + 2) for s in self.specs]
+        streams = [seed_streams(s.seed) for s in self.specs]
+        self.noise_gen = seeded_generator(streams[0]["noise"], self.device)
+        self.shuffle_gens = [seeded_generator(st["shuffle"]) for st in streams]
         self.net = self._make(self.runs, self.specs[0], self.noise_gen).to(self.device)
         with torch.no_grad():
-            for r, spec in enumerate(self.specs):
+            for r, (spec, st) in enumerate(zip(self.specs, streams, strict=True)):
                 with torch.random.fork_rng(devices=[]):
-                    torch.manual_seed(spec.seed)
+                    torch.manual_seed(st["init"])
                     alone = self._make(None, spec)
                 for mine, own in zip(self.net.parameters(), alone.parameters(), strict=True):
                     mine[r].copy_(own)
         self._priors = [s.prior for s in self.specs]
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr)
+        self.sum_loss = optimizer == "sgd"  # SGD steps on the summed loss F_i
+        self.optimizer = make_optimizer(optimizer, self.net.parameters(), lr)
 
     def _make(self, runs: int | None, spec: RunSpec,
               generator: torch.Generator | None = None) -> LeNet5:
@@ -120,7 +133,7 @@ class BatchedConvNets(EpochTrainer):
 
     def step(self, x: Tensor, y: Tensor, kl_weight: Tensor | None, want_kl: bool = False
              ) -> tuple[Tensor, Tensor | None]:
-        """One Adam step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``;
+        """One optimiser step of every run on its minibatch ``x (R, B, 784)``, ``y (R, B)``;
         returns the summed NLL per run (averaged over the samples) and, with ``want_kl``,
         the complexity cost per run."""
         b = y.shape[1]
@@ -138,7 +151,8 @@ class BatchedConvNets(EpochTrainer):
                 loss = loss + kl_weight[:, 0] * cost
                 if want_kl:
                     kl += cost.detach() / self.samples
-            (loss.sum() / (b * self.samples)).backward()
+            div = self.samples if self.sum_loss else b * self.samples
+            (loss.sum() / div).backward()
         self.optimizer.step()
         return nll, kl
 

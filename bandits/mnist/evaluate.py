@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bandits.bayes import MLP, make_lenet5, make_mlp, prune_by_snr
-from bandits.mnist.classifiers import CLASSES, IN_FEATURES
+from bandits.mnist.classifiers import CLASSES, IN_FEATURES, seed_streams
 from bandits.mnist.config import Config, init_sigma, make_prior
 from bandits.mnist.data import PIXEL_SCALE, Split
 
@@ -111,7 +111,7 @@ def shifted_inputs(test: Split, cfg: Config) -> dict[str, Tensor]:
     """The test digits and inputs ever further from them: uniform-noise images
     (independent pixel values 0..255, scaled like the data), inverted digits (white
     background) and digits rotated by each of :data:`ROTATIONS`."""
-    g = torch.Generator().manual_seed(cfg.seed + 12345)
+    g = torch.Generator().manual_seed(seed_streams(cfg.seed)["ood"])
     noise = torch.randint(0, 256, (cfg.ood_images, IN_FEATURES), generator=g).float()
     x_in = test.x[: cfg.ood_images]
     return {"test": x_in, "noise": (noise / PIXEL_SCALE).to(test.x.device),

@@ -22,16 +22,21 @@ off at test time), and writes into ``--out``:
 paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
 ``KL = log q(w) - log p(w)`` summed over all weights (a Monte Carlo estimate at
 the sampled weights, averaged over ``--samples`` draws) and ``pi_i = 2^(M-i) /
-(2^M - 1)`` (``--kl-weighting blundell``, the default) or ``1/M`` (``uniform``). The
-optimiser minimises ``F_i / B`` (``B``: the batch size, 128); this constant factor
-leaves Adam's steps unchanged and keeps the printed loss per image. Summed over
+(2^M - 1)`` (``--kl-weighting blundell``, the default) or ``1/M`` (``uniform``). Adam
+minimises ``F_i / B`` (``B``: the batch size, 128); this constant factor leaves Adam's
+steps unchanged; the printed loss is per image. Summed over
 an epoch, ``sum_i F_i`` is the negative ELBO of the whole training set. The baselines
 minimise the cross-entropy alone.
 
-**Optimiser.** Adam, learning rate ``--lr`` (1e-3) for every model, constant or
-cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``); plain SGD diverges
-for many settings of the paper's grid. The learning rate and its schedule are shared
-by the models of one run (run several commands for several learning rates).
+**Optimiser.** Adam (``--optimizer adam``, the default) on ``F_i / B``, or plain
+minibatch gradient descent (``--optimizer sgd``, the paper's) on ``F_i`` itself, so
+that ``--lr`` has the paper's meaning (its grid: 1e-3, 1e-4, 1e-5); learning rate
+``--lr`` constant or cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``). Under
+Adam, whose step does not follow the gradient's scale, the ``blundell`` weighting's
+cost lands on a few minibatches of an epoch and barely acts; under SGD both
+weightings take one whole complexity cost per epoch. The learning rate and its
+schedule are shared by the models of one run (run several commands for several
+learning rates).
 
 **Many models at once.** ``--seeds N`` and several values of the grid settings
 (``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
@@ -58,7 +63,7 @@ import torch
 from torch import Tensor
 
 from bandits import checkpoint
-from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
+from bandits.mnist.classifiers import BatchedClassifiers, RunSpec, seed_streams, seeded_generator
 from bandits.mnist.config import (
     Config,
     expand,
@@ -105,11 +110,13 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> BatchedClassifie
     if cfg.arch == "lenet5":
         return BatchedConvNets(cfg.model, specs, init_sigma=init_sigma(cfg),
                                estimator=cfg.estimator, samples=cfg.samples,
-                               complexity=cfg.complexity, lr=cfg.lr, device=cfg.device)
+                               complexity=cfg.complexity, lr=cfg.lr,
+                               optimizer=cfg.optimizer, device=cfg.device)
     return BatchedClassifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
                               init_sigma=init_sigma(cfg), dropout=cfg.dropout,
                               samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,
-                              device=cfg.device, compile=cfg.compile)
+                              optimizer=cfg.optimizer, device=cfg.device,
+                              compile=cfg.compile)
 
 
 def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
@@ -296,7 +303,7 @@ def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
                  best_params: dict[str, Tensor]) -> dict[str, Any]:
     """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its
     model, pruning table and histograms into ``out``; return its summary (without timing)."""
-    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed + 4)  # evaluation noise
+    gen = seeded_generator(seed_streams(cfg.seed)["evaluation"], cfg.device)  # its noise
     model = clf.to_mlp(r, generator=gen)
     has_val = "val" in splits
     raw = out / "raw"  # ignored by git: the trained weights
