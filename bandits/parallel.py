@@ -31,17 +31,11 @@ import pandas as pd
 
 from agents import population_groups
 from bandits.outputs import package_versions, write_atomic, write_json
+from bandits.processes import available_cores
 
 PARTS = "parts"
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
 NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def worker_count(cfg) -> int:

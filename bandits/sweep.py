@@ -55,6 +55,7 @@ import pandas as pd
 from bandits import checkpoint
 from bandits.config import to_flags
 from bandits.outputs import save_figure, write_csv, write_json
+from bandits.processes import pool_worker_init
 
 try:
     import tomllib
@@ -275,7 +276,7 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
         import multiprocessing
 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_worker_init, initargs=(os.getpid(),)) as ex:
+                                 initializer=pool_worker_init, initargs=(os.getpid(),)) as ex:
             futures = {ex.submit(task, p): p for p in todo.values()}
             progress.running(min(workers, len(futures)))
             pending = set(futures)
@@ -309,24 +310,6 @@ def _gather(futures: dict, pending: set, tries: dict, retries: int, todo: dict, 
             progress.done(p, result)
             todo.pop(p.name)
         progress.running(min(workers, len(pending)))
-
-
-def _worker_init(parent: int) -> None:
-    """In each local worker: a session of its own, so that a terminal's Ctrl-C reaches
-    only the sweep, which passes it on once (the run stops at a step boundary and
-    checkpoints; an idle worker ignores it), and the worker ends when the sweep is killed
-    (no orphan keeps writing into a point a rerun would take up)."""
-    import threading
-
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gpus: float,

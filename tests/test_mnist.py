@@ -5,6 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -441,12 +446,17 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     assert mnist.main(argv) == 0
     models = reporting.read_csv_rows(out / "models.csv")
     assert len(models) == (2 + 1) * 2
-    dirs = sorted(p.name for p in out.iterdir() if p.is_dir())
+    dirs = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name != "checkpoints")
     assert dirs == sorted(r["model"] for r in models)
     assert "prior=mixture__neg_log_sigma2=7__seed=1" in dirs
+    # one checkpoint per batch (a setting's seeds)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        "batch-0.pt", "batch-1.pt", "batch-2.pt"]
     for d in dirs:  # every model has the outputs of a single run
         s = json.loads((out / d / "summary.json").read_text())
-        assert s["batched_models"] == 6 and len(s["pruning"]) == 2
+        # a setting's seeds train as one batched model
+        assert s["batched_models"] == 2 and len(s["pruning"]) == 2
+        assert s["command_models"] == 6
         cfg = json.loads((out / d / "config.json").read_text())
         assert cfg["seeds"] == 1 and not isinstance(cfg["prior"], list)
     settings = reporting.read_csv_rows(out / "settings.csv")
@@ -477,5 +487,86 @@ def test_multi_model_run_resumes_to_the_same_result(mnist_data_dir, tmp_path, mo
         assert mnist.main([*base, "--out", str(out)]) == 130
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     assert (out / "models.csv").read_text() == (ref / "models.csv").read_text()
-    for d in (p for p in ref.iterdir() if p.is_dir()):
+    for d in (p for p in ref.iterdir() if p.is_dir() and "seed=" in p.name):
         assert _results(out / d.name) == _results(d)
+
+
+# ------------------------------------------------------------------ worker processes
+
+def _same_outputs(a: Path, b: Path) -> None:
+    """Two runs of several models wrote the same results (timings aside)."""
+    def table(path: Path) -> list[dict]:
+        return [{k: v for k, v in r.items() if "seconds" not in k}
+                for r in reporting.read_csv_rows(path)]
+    for name in ("models.csv", "settings.csv"):
+        assert table(a / name) == table(b / name), name
+    dirs = sorted(p.name for p in b.iterdir() if p.is_dir() and "seed=" in p.name)
+    assert dirs and dirs == sorted(p.name for p in a.iterdir() if p.is_dir() and "seed=" in p.name)
+    for d in dirs:
+        assert _results(a / d) == _results(b / d), d
+
+
+def test_workers_give_the_same_results(mnist_data_dir, tmp_path, monkeypatch):
+    """--workers 1 and 2 write the same results, and a grid's setting trains as the
+    command of that one setting would (its seeds are one batch either way)."""
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2", "--seeds", "2"]
+    grid = [*base, "--prior", "mixture", "gaussian"]
+    one, two, alone = tmp_path / "one", tmp_path / "two", tmp_path / "alone"
+    assert mnist.main([*grid, "--workers", "1", "--out", str(one)]) == 0
+    assert mnist.main([*grid, "--workers", "2", "--out", str(two)]) == 0
+    _same_outputs(one, two)
+    assert json.loads((two / "prior=gaussian__seed=0" / "summary.json").read_text()
+                      )["workers"] == 2
+    assert mnist.main([*base, "--prior", "gaussian", "--out", str(alone)]) == 0
+    for seed in (0, 1):
+        assert _results(alone / f"seed={seed}") == _results(one / f"prior=gaussian__seed={seed}")
+
+
+def _worker_pids(parent: int) -> list[int]:
+    """The pool's worker processes of ``parent`` (not its resource tracker)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            status = (proc / "status").read_text()
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"\nPPid:\t{parent}\n" in status and b"spawn_main" in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("how", ["kill-worker", "ctrl-c"])
+def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, tmp_path,
+                                                                 how):
+    """A worker killed with SIGKILL (or Ctrl-C in the parent) ends the run with one line
+    saying how to resume, never a hang; the checkpoints stay good and the resumed run
+    equals an uninterrupted one."""
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "100",
+            "--prior", "mixture", "gaussian", "--checkpoint-every", "0"]
+    ref, out = tmp_path / "ref", tmp_path / "run"
+    assert mnist.main([*base, "--workers", "1", "--out", str(ref)]) == 0
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.mnist", *base, "--workers", "2",
+                             "--out", str(out)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not list((out / "checkpoints").glob("batch-*.pt")) or not _worker_pids(proc.pid):
+        assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint written"
+        time.sleep(0.01)
+    if how == "ctrl-c":
+        proc.send_signal(signal.SIGINT)
+    else:
+        os.kill(_worker_pids(proc.pid)[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"python -m bandits.mnist --resume {out}" in lines[0]
+    if how == "ctrl-c":
+        assert proc.returncode == 130 and "interrupted" in lines[0]
+    else:
+        assert proc.returncode == 2 and "a worker died" in lines[0]
+    assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
+    _same_outputs(out, ref)

@@ -26,7 +26,15 @@ from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.config import QUICK, Config
 from bandits.mnist.report import redraw, report
 from bandits.mnist.speed import bench
-from bandits.mnist.train import CHECKPOINT_KIND, RESUME_FLAGS, Interrupted, identity, run
+from bandits.mnist.train import (
+    CHECKPOINT_KIND,
+    CHECKPOINTS,
+    RESUME_FLAGS,
+    Interrupted,
+    identity,
+    run,
+    threads,
+)
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
@@ -60,8 +68,8 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     given = vars(build_parser().parse_args(argv))
     refuse_with_resume(given, RESUME_FLAGS, Config)
     out = Path(given["resume"])
-    try:  # the checkpoint must be this directory's own, and intact
-        state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
+    try:  # the checkpoints must be this directory's own, and intact
+        state = _latest_checkpoint(out)
     except checkpoint.CheckpointError as e:
         raise ValueError(str(e)) from None
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
@@ -75,6 +83,23 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
         raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
                          f"checkpoint in {out} has trained")
     return cfg, state
+
+
+def _latest_checkpoint(out: Path) -> dict[str, Any]:
+    """The state of ``out``'s checkpoint (one batch), or of its batches' checkpoints the
+    one furthest on (several batches: ``out/checkpoints/``); each must be intact and
+    belong to the run ``out/config.json`` describes."""
+    batches = sorted((out / CHECKPOINTS).glob("batch-*.pt"))
+    if (out / checkpoint.NAME).is_file() or not batches:
+        return checkpoint.load_own(out, CHECKPOINT_KIND, identity)
+    try:
+        own = identity(json.loads((out / "config.json").read_text()))
+    except (OSError, ValueError):
+        raise checkpoint.CheckpointError(
+            f"{out / 'config.json'} is missing or unreadable: cannot tell whether the "
+            f"checkpoints in {out / CHECKPOINTS} belong to this directory's run") from None
+    states = [checkpoint.load(p, CHECKPOINT_KIND, own) for p in batches]
+    return max(states, key=lambda st: st["epoch"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,8 +130,8 @@ def _main(argv: list[str]) -> int:
         cfg, resume = resume_config(argv)
     else:
         cfg = parse_config(argv)
-    if cfg.threads > 0:
-        torch.set_num_threads(cfg.threads)
+    if threads(cfg) > 0:
+        torch.set_num_threads(threads(cfg))
     if cfg.redraw is not None:
         redraw(Path(cfg.redraw))
         print(f"outputs in {cfg.redraw}")

@@ -39,7 +39,7 @@ NEG_LOG_SIGMA = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
 class Config:
     """Settings of one benchmark run; every field is a kebab-case flag. A grid setting
     may take several values in one run (BBB): every combination is trained, each with
-    --seeds seeds, as one batched model."""
+    --seeds seeds as one batched model."""
 
     model: str = setting("bbb", f"one of {MODELS}")
     arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
@@ -99,10 +99,19 @@ class Config:
     seed: int = setting(
         0, "random seed (of the first seed with --seeds)", range=(0, MAX_SEED))
     seeds: int = setting(
-        1, "train N seeds (--seed, --seed + 1, ...) of every setting, all in one batched "
-        "model; results per model and mean +- std per setting", range=(1, 100_000))
+        1, "train N seeds (--seed, --seed + 1, ...) of every setting, a setting's seeds in "
+        "one batched model; results per model and mean +- std per setting",
+        range=(1, 100_000))
     device: str = setting("cpu", "cpu or cuda")
-    threads: int = setting(0, "torch CPU threads (0: torch's default)", range=(0, 1024))
+    threads: int = setting(
+        0, "torch CPU threads per process (0: 1 when the command trains several settings, "
+        "so that the results do not depend on --workers; else torch's default)",
+        range=(0, 1024))
+    workers: int | None = setting(
+        None, "processes that train the batched models (one per setting, with its seeds) "
+        "side by side; the results are the same for every value (default: "
+        "$BANDITS_WORKERS, else the cores this process may use on a CPU and 1 with --device "
+        "cuda, at most one per setting)", range=(1, 1024), type=int)
     compile: bool = setting(
         False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
     out: str | None = setting(
@@ -254,6 +263,16 @@ def expand(cfg: Config) -> list[Config]:
         for k in range(cfg.seeds):
             models.append(dataclasses.replace(cfg, **values, seed=cfg.seed + k, seeds=1))
     return models
+
+
+def batches(models: Sequence[Config]) -> list[list[int]]:
+    """The models trained together: one batch per setting (the indices into ``models`` of
+    its seeds), in the order of ``models``. Which models share a batch decides the
+    rounding of the batched kernels, so it never depends on the number of workers."""
+    groups: dict[tuple, list[int]] = {}
+    for i, m in enumerate(models):
+        groups.setdefault(tuple(getattr(m, f) for f in GRID_FIELDS), []).append(i)
+    return list(groups.values())
 
 
 def varying(models: Sequence[Config]) -> list[str]:

@@ -314,8 +314,10 @@ def _settings_markdown(cfg: Config, n_models: int, settings: list[dict[str, Any]
         lines.append(f"| {r['setting']} | {r['seeds']} | {_cell(r, 'val_error')} | "
                      f"**{_cell(r, 'test_error')}** | {_cell(r, 'test_error_sampled')} | "
                      f"{_cell(r, 'final_test_error')} | {'yes' if r['selected'] else ''} |")
+    workers = s0.get("workers", 1)
     lines += ["", f"Command: `{s0['command']}`; {s0['machine']}; {n_models} models trained "
-              f"as one batched model, {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
+              f"as {len(settings)} batched model(s) (one per setting) in {workers} worker "
+              f"process(es), {cfg.epochs} epoch(s); wall time {wall / 60:.1f} min "
               "(training and evaluation).", ""]
     return "\n".join(lines)
 
@@ -406,7 +408,7 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
     ordered by hidden size, kind and name."""
     groups: dict[tuple[str, str], list[Member]] = {}
     for d, s in found:
-        key = (str(d.parent.relative_to(root)) if s.get("batched_models", 1) > 1 else
+        key = (str(d.parent.relative_to(root)) if _in_multi_model_run(s) else
                str(d.relative_to(root)),
                json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS},
                           sort_keys=True))
@@ -416,10 +418,16 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
                                                  _row_name(*t)))
 
 
+def _in_multi_model_run(s: dict[str, Any]) -> bool:
+    """Whether a model's command trained several models (it has a directory of its own
+    under the command's ``--out``)."""
+    return s.get("command_models", s.get("batched_models", 1)) > 1
+
+
 def _row_name(key: tuple[str, str], members: list[Member]) -> str:
     """A row's name: its run directory, and the setting of a batched model's directory."""
     d = members[0][0]
-    if len(members) == 1 and members[0][1].get("batched_models", 1) == 1:
+    if len(members) == 1 and not _in_multi_model_run(members[0][1]):
         return key[0]
     setting = d.name.rsplit("__seed=", 1)[0] if "__seed=" in d.name else ""
     return f"{key[0]}/{setting}" if setting else key[0]

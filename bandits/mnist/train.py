@@ -1,5 +1,6 @@
-"""A training run: every model of a command trained as one batched model, evaluated, and
-written out; checkpoints and resuming.
+"""A training run: every model of a command trained (a setting's seeds as one batched
+model, the settings side by side in worker processes), evaluated, and written out;
+checkpoints and resuming.
 
 A run trains a two-hidden-layer ReLU classifier on MNIST, either Bayes by Backprop
 (``bbb``, Gaussian or scale-mixture prior) or a same-size baseline (``sgd``: a plain
@@ -40,9 +41,13 @@ learning rates).
 
 **Many models at once.** ``--seeds N`` and several values of the grid settings
 (``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
-``--neg-log-prior-sigma``, ``--kl-weighting``) train every (setting, seed) as one
-batched model (:mod:`bandits.mnist.classifiers`): one pass over the data feeds all of
-them, each with its own seed, prior and KL weighting, and each trains as it would alone.
+``--neg-log-prior-sigma``, ``--kl-weighting``) train every (setting, seed): the seeds of
+a setting as one batched model (:mod:`bandits.mnist.classifiers`), in which one pass over
+the data feeds all of them, each with its own seed and each training as it would alone;
+the settings one after another, or side by side in ``--workers`` processes (one torch
+thread each), with the same results for any number of workers: which models share a
+batch never depends on it. Each batch keeps its own checkpoint
+(``--out/checkpoints/batch-<k>.pt``; ``--out/checkpoint.pt`` for one batch).
 Each model then writes the files above into ``--out/<setting>__seed=<seed>/``, and
 ``--out`` gets ``models.csv`` (one row per model), ``settings.csv`` and ``table.md``
 (mean and standard deviation over the seeds per setting; the setting with the lowest
@@ -52,8 +57,14 @@ mean validation error is marked selected, as the paper chose its settings).
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import signal
+import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +77,7 @@ from bandits import checkpoint
 from bandits.mnist.classifiers import BatchedClassifiers, RunSpec, seed_streams, seeded_generator
 from bandits.mnist.config import (
     Config,
+    batches,
     expand,
     init_sigma,
     make_prior,
@@ -85,11 +97,12 @@ from bandits.mnist.report import (
     write_histograms,
 )
 from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
+from bandits.processes import available_cores, pool_worker_init
 
 CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
-                "checkpoint_every"}
+                "checkpoint_every", "workers"}
 
 
 class Interrupted(Exception):
@@ -159,17 +172,61 @@ class History:
                 self.best[k][idx] = v[idx]
 
 
+CHECKPOINTS = "checkpoints"  # the directory of the batches' checkpoints (several batches)
+
+
+def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
+    """Each batch's checkpoint: ``out/checkpoint.pt`` for one batch, else
+    ``out/checkpoints/batch-<k>.pt``."""
+    if n_batches == 1:
+        return [out / checkpoint.NAME]
+    return [out / CHECKPOINTS / f"batch-{k}.pt" for k in range(n_batches)]
+
+
+def worker_count(cfg: Config, n_batches: int) -> int:
+    """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
+    process may use (1 on a GPU); never more than the batches."""
+    want = cfg.workers
+    if want is None:
+        env = os.environ.get("BANDITS_WORKERS", "")
+        want = (int(env) if env.isdigit() and int(env) > 0
+                else 1 if cfg.device == "cuda" else available_cores())
+    return max(1, min(want, n_batches))
+
+
+def threads(cfg: Config) -> int:
+    """Torch threads per process: ``--threads``, else 1 when the command trains several
+    batches (so the results are the same for every number of workers: the rounding of
+    the matrix products depends on the threads), else 0 (torch's default)."""
+    return cfg.threads or (1 if len(batches(expand(cfg))) > 1 else 0)
+
+
+@dataclass
+class Batch:
+    """One batched model of a command: a setting's seeds (``models``), their output
+    directories, and its checkpoint file."""
+
+    cfg: Config  # the command's settings
+    models: list[Config]
+    dirs: list[Path]
+    checkpoint: Path
+    command: str
+    label: str
+
+
 def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
         ) -> dict[str, Any]:
-    """Train and evaluate every model of ``cfg`` as one batched model; write every output.
+    """Train and evaluate every model of ``cfg``; write every output.
 
-    One model (no grid, one seed) writes its files into ``--out``; several write one
-    directory per model and the tables of :func:`bandits.mnist.report.aggregate`. A
-    checkpoint is written after an epoch once ``--checkpoint-every`` seconds have passed,
-    and after the last one; ``resume`` (a checkpoint's state, see
-    :func:`bandits.mnist.cli.resume_config`) continues from it to the same result as an
-    uninterrupted run. Returns the summary of the first model (with ``"models"``: how
-    many were trained, and ``"out"``).
+    The models of a setting (its seeds) train as one batched model (:func:`train_batch`);
+    several settings are several batches, trained one after another or side by side in
+    :func:`worker_count` worker processes, with the same results either way. One model
+    (no grid, one seed) writes its files into ``--out``; several write one directory per
+    model and the tables of :func:`bandits.mnist.report.aggregate`. ``resume`` (the state
+    of one of the run's checkpoints, see :func:`bandits.mnist.cli.resume_config`) makes
+    every batch continue from its own checkpoint, to the same result as an uninterrupted
+    run. Returns the summary of the first model (with ``"models"``: how many were
+    trained, and ``"out"``).
     """
     t_start = time.perf_counter()
     # the data first: a run that cannot find its data leaves no empty output directory
@@ -185,24 +242,58 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
         write_json(saved_config(m), d / "config.json")
     if len(models) > 1:
         write_json(saved_config(cfg), out / "config.json")
+    command = command_line(argv)
+    if resume is not None:
+        command = f"{resume['command']} (resumed with: {command})"
+    groups = batches(models)
+    label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
+    fields = varying(models)
+    jobs = [Batch(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
+                  label if len(groups) == 1 else
+                  f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}")
+            for g, path in zip(groups, checkpoint_paths(out, len(groups)), strict=True)]
+    workers = worker_count(cfg, len(jobs))
+    if workers == 1:
+        done = [train_batch(job, splits, resume is not None) for job in jobs]
+    else:
+        done = _in_workers(jobs, workers, resume is not None, out)
+    summaries: list[dict[str, Any]] = [{}] * len(models)
+    for g, batch_summaries in zip(groups, done, strict=True):
+        for i, s in zip(g, batch_summaries, strict=True):
+            summaries[i] = {**s, "workers": workers, "command_models": len(models)}
+            write_json(summaries[i], dirs[i] / "summary.json")
+    if len(models) > 1:
+        wall = (time.perf_counter() - t_start if resume is None
+                else sum(b[0]["batch_wall_seconds"] for b in done))
+        aggregate(out, cfg, models, dirs, summaries, wall=wall)
+    return {**summaries[0], "models": len(models), "out": str(out)}
+
+
+def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
+                ) -> list[dict[str, Any]]:
+    """Train and evaluate one batch (:class:`Batch`); returns its models' summaries.
+
+    A checkpoint is written after an epoch once ``--checkpoint-every`` seconds have
+    passed, and after the last one; with ``resumed`` the batch continues from its
+    checkpoint (or starts, if it has none yet)."""
+    cfg, models, dirs = job.cfg, job.models, job.dirs
+    t_start = time.perf_counter()
     torch.manual_seed(cfg.seed)
     clf = build_classifiers(cfg, models)
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
                                                         cfg.lr_min)
              if cfg.lr_schedule == "cosine" else None)
-    label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     runs = len(models)
     history = History.start(clf)
     first_epoch, wall_before = 1, 0.0
-    command = command_line(argv)
-    if resume is not None:
-        command = f"{resume['command']} (resumed with: {command})"
-        clf.load_state_dict(resume["classifiers"])
+    if resumed and job.checkpoint.is_file():
+        state = checkpoint.load(job.checkpoint, CHECKPOINT_KIND, identity(saved_config(cfg)))
+        clf.load_state_dict(state["classifiers"])
         if sched is not None:
-            sched.load_state_dict(resume["scheduler"])
-        history = History(resume["rows"], resume["best_val"], resume["best_epoch"],
-                            {k: v.to(cfg.device) for k, v in resume["best"].items()})
-        first_epoch, wall_before = resume["epoch"] + 1, resume["wall_seconds"]
+            sched.load_state_dict(state["scheduler"])
+        history = History(state["rows"], state["best_val"], state["best_epoch"],
+                          {k: v.to(cfg.device) for k, v in state["best"].items()})
+        first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
     schemes = [m.kl_weighting for m in models]
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
@@ -210,11 +301,11 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
             t0 = time.perf_counter()
             lr = clf.optimizer.param_groups[0]["lr"]
             stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size,
-                                    schemes, desc=f"{label} epoch {epoch}/{cfg.epochs}",
+                                    schemes, desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
                                     progress=cfg.progress)
         except KeyboardInterrupt:
-            kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume {out}"
-                    if saved > 0 else "no checkpoint was written yet")
+            kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume "
+                    f"{cfg.out}" if saved > 0 else "no checkpoint was written yet")
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
         t_train = time.perf_counter() - t0
         if sched is not None:
@@ -231,27 +322,89 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
                 "seconds": t_train, "eval_seconds": t_eval})
             write_csv(history.rows[r], dirs[r] / "epochs.csv")
         history.update_best(epoch, val, clf)
-        print(epoch_line(label, epoch, stats, val, test, t_train), flush=True)
+        print(epoch_line(job.label, epoch, stats, val, test, t_train), flush=True)
         if (epoch < cfg.epochs
                 and time.perf_counter() - last_save < cfg.checkpoint_every):
             continue
         saved, last_save = epoch, time.perf_counter()
-        _save_checkpoint(out, cfg, epoch, clf, sched, history, command,
+        _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
                          wall_before + time.perf_counter() - t_start)
     train_wall = wall_before + time.perf_counter() - t_start
-    summaries = [_summarise(clf, r, m, d, splits, history, train_wall, command)
-                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
-    if runs > 1:
-        aggregate(out, cfg, models, dirs, summaries, wall=wall_before + time.perf_counter()
-                  - t_start)
-    return {**summaries[0], "models": runs, "out": str(out)}
+    return [_summarise(clf, r, m, d, splits, history, train_wall, job.command)
+            for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
 
 
-def _save_checkpoint(out: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
+def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
+    """:func:`train_batch` in a pool worker: its own data, one torch thread unless
+    ``--threads`` says otherwise, and Ctrl-C (passed on by the parent) on."""
+    torch.set_num_threads(threads(job.cfg))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return train_batch(job, load_splits(job.cfg), resumed)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
+                ) -> list[list[dict[str, Any]]]:
+    """Every batch of ``jobs`` in a pool of ``workers`` processes; their summaries in
+    order. Ctrl-C is passed on once to every worker (each stops after its epoch's
+    checkpoint) and ends in :class:`Interrupted`; a worker that dies ends the run with a
+    ``ValueError`` of one line (the others are stopped; every checkpoint written stays
+    good), never a hang."""
+    resume = f"python -m bandits.mnist --resume {out}"
+    # a killed worker leaves a semaphore behind, which multiprocessing's resource tracker
+    # (started with this interpreter's -W options) would report on stderr after the one
+    # line that says what happened
+    quiet = "ignore:resource_tracker:UserWarning"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
+    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch state
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=pool_worker_init,
+                             initargs=(os.getpid(),)) as ex:
+        futures = [ex.submit(_train_in_worker, job, resumed) for job in jobs]
+        interrupted = False
+        try:
+            wait(futures)
+        except KeyboardInterrupt:
+            interrupted = True
+            for f in futures:
+                f.cancel()  # batches not started yet
+            for proc in list(getattr(ex, "_processes", {}).values()):
+                try:
+                    os.kill(proc.pid, signal.SIGINT)
+                except OSError:
+                    pass
+            wait([f for f in futures if not f.cancelled()])
+    results, died, stopped = [], None, interrupted
+    for job, f in zip(jobs, futures, strict=True):
+        if f.cancelled():
+            continue
+        e = f.exception()
+        if isinstance(e, BrokenProcessPool):
+            died = died or job
+        elif isinstance(e, Interrupted | KeyboardInterrupt):  # in or between epochs
+            stopped = True
+        elif e is not None:
+            raise e
+        else:
+            results.append(f.result())
+    if died is not None:
+        raise ValueError(f"a worker died while training {died.label}; every checkpoint "
+                         f"written stays good; resume with: {resume}")
+    if stopped:
+        raise Interrupted(f"interrupted; every batch keeps its last checkpoint; resume "
+                          f"with: {resume}")
+    return results
+
+
+def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
                      sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
                      command: str, wall_seconds: float) -> None:
-    """Write ``out/checkpoint.pt``: everything :func:`run` needs to continue after ``epoch``."""
-    checkpoint.save(out / checkpoint.NAME, CHECKPOINT_KIND, {
+    """Write the checkpoint ``path``: everything :func:`train_batch` needs to continue
+    after ``epoch``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.save(path, CHECKPOINT_KIND, {
         "epoch": epoch, "classifiers": clf.state_dict(),
         "scheduler": None if sched is None else sched.state_dict(),
         "rows": history.rows, "best_val": history.best_val,
