@@ -475,6 +475,15 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     # the report builds Table 1 with mean +- std over the seeds
     text = reporting.report(tmp_path)
     assert "bbb-gaussian" in text and "+-" in text
+    # table1.csv marks, per method, the row chosen on the validation set
+    table1 = reporting.read_csv_rows(tmp_path / "table1.csv")
+    for method in ("bbb-mixture", "bbb-gaussian"):
+        mine = [r for r in table1 if r["method"] == method]
+        chosen = [r for r in mine if r["chosen"] == "True"]
+        assert len(chosen) == 1
+        assert float(chosen[0]["val_error_mean"]) == min(float(r["val_error_mean"]) for r in mine)
+    assert {r["optimizer"] for r in table1} == {"adam"}
+    assert "(chosen)" in text
 
 
 def test_multi_model_run_resumes_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch):

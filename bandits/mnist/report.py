@@ -439,9 +439,10 @@ def _table1(rows: list[Group]) -> list[str]:
              "Ours: the test error at each model's epoch of lowest validation error (BBB: the "
              "posterior-mean network, and the average of sampled networks), and at the last "
              "epoch; mean +- standard deviation over seeds.", "",
-             "| Method | Run | Units/layer | # weights | Epochs | Seeds | Test error | "
-             "BBB sampled avg | Last epoch | Paper |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| Method | Run | Units/layer | # weights | Epochs | Seeds | Validation | "
+             "Test error | BBB sampled avg | Last epoch | Paper |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    chosen = _chosen(rows)
     for key, members in rows:
         s0 = members[0][1]
         st = s0["settings"]
@@ -450,20 +451,42 @@ def _table1(rows: list[Group]) -> list[str]:
         bvs = [s.get("best_validation", s["final"]) for _, s in members]
         sampled = [b["test_error_sampled"] for b in bvs if "test_error_sampled" in b]
         paper = PAPER_TABLE1.get((_kind(s0), st["hidden"]))
+        vals = [s["best_validation"]["val_error_mean"] for _, s in members
+                if "best_validation" in s]
+        mark = " (chosen)" if key in chosen else ""
         lines.append(
-            f"| {_kind(s0)} | {_row_name(key, members)} | {st['hidden']} | {n_w / 1000:.0f}k | "
-            f"{s0['epochs']} | {len(members)} | "
-            f"{_fmt([b['test_error_mean'] for b in bvs], bold=True)} | "
+            f"| {_kind(s0)}{mark} | {_row_name(key, members)} | {st['hidden']} | "
+            f"{n_w / 1000:.0f}k | {s0['epochs']} | {len(members)} | "
+            f"{_fmt(vals) if len(vals) == len(members) else '-'} | "
+            f"{_fmt([b['test_error_mean'] for b in bvs], bold=key in chosen)} | "
             f"{_fmt(sampled) if sampled else '-'} | "
             f"{_fmt([s['final']['test_error_mean'] for _, s in members])} | "
             f"{paper if paper else '-'} |")
     return lines
 
 
+def _chosen(rows: list[Group]) -> set[tuple[str, str]]:
+    """The rows chosen on the validation set: per method, network and hidden size, the
+    row with the lowest mean validation error (rows without a validation set are never
+    chosen)."""
+    best: dict[tuple, tuple[float, tuple[str, str]]] = {}
+    for key, members in rows:
+        if any("best_validation" not in s for _, s in members):
+            continue
+        st = members[0][1]["settings"]
+        group = (_kind(members[0][1]), st.get("arch", "mlp"), st["hidden"])
+        val = _mean_val_error(members)
+        if group not in best or val < best[group][0]:
+            best[group] = (val, key)
+    return {key for _, key in best.values()}
+
+
 def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
     """Table 1 as data (``table1.csv``): per row, the test error at each model's epoch of
-    lowest validation error, mean and standard deviation over seeds."""
+    lowest validation error, mean and standard deviation over seeds; ``chosen`` marks the
+    row of each method (and network) with the lowest mean validation error."""
     out = []
+    chosen = _chosen(rows)
     for key, members in rows:
         s0 = members[0][1]
         st = s0["settings"]
@@ -478,8 +501,20 @@ def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
                     "epochs": s0["epochs"], "seeds": len(members),
                     "test_error_mean": round(float(np.mean(errs)), 4),
                     "test_error_std": round(float(np.std(errs, ddof=1)), 4)
-                    if len(errs) > 1 else 0.0})
+                    if len(errs) > 1 else 0.0,
+                    "optimizer": st.get("optimizer", "adam"), "lr": st["lr"],
+                    "prior_settings": _prior_text(st) if bbb else "",
+                    "val_error_mean": round(_mean_val_error(members), 4),
+                    "chosen": key in chosen})
     return out
+
+
+def _prior_text(st: dict[str, Any]) -> str:
+    """A BBB model's prior: ``pi=0.5 sigma1=e^-0 sigma2=e^-6`` or ``sigma=e^-0``."""
+    if st["prior"] == "gaussian":
+        return f"sigma=e^-{st['neg_log_prior_sigma']:g}"
+    return (f"pi={st['pi']:g} sigma1=e^-{st['neg_log_sigma1']:g} "
+            f"sigma2=e^-{st['neg_log_sigma2']:g}")
 
 
 def _commands(rows: list[Group], found: list[Member]) -> list[str]:
