@@ -484,6 +484,10 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
         assert float(chosen[0]["val_error_mean"]) == min(float(r["val_error_mean"]) for r in mine)
     assert {r["optimizer"] for r in table1} == {"adam"}
     assert "(chosen)" in text
+    # and what the complexity cost did in each BBB row (from the epochs' records)
+    cost_rows = [ln for ln in text.split("What the complexity cost did")[1].splitlines()
+                 if ln.startswith("| bbb-")]
+    assert len(cost_rows) == 3 and all("| adam 0.001 | blundell |" in r for r in cost_rows)
 
 
 def test_multi_model_run_resumes_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch):

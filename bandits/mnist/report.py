@@ -360,7 +360,7 @@ def report(root: Path) -> str:
     bbb = [(k, m) for k, m in rows if "pruning" in m[0][1] and "quick" not in k[0]]
     if bbb:
         best = _best_bbb(bbb)
-        lines += _table2(best) + _pruning_every_row(bbb)
+        lines += _table2(best) + _pruning_every_row(bbb) + _cost_table(bbb)
         k, members = min(best.values(), key=lambda t: _mean_val_error(t[1]))
         _plot_snr(members[0][0] / "snr_hist.csv", root / "fig4_snr.png", _row_name(k, members))
     if rows:
@@ -562,6 +562,28 @@ def _mean_cell(records: list[dict], key: str) -> str:
     """The mean of ``key`` over the records, or ``-`` when a record lacks it."""
     vals = [r[key] for r in records if key in r]
     return f"{np.mean(vals):.3f}" if vals and len(vals) == len(records) else "-"
+
+
+def _cost_table(bbb: list[Group]) -> list[str]:
+    """Whether the complexity cost acted: per BBB row, the cost (the Monte Carlo
+    estimate of KL(q || p), nats) after the first and the last epoch, their ratio, and
+    the last epoch's training NLL per image (mean over seeds)."""
+    lines = ["", "## What the complexity cost did (mean over seeds)", "",
+             "| Method | Run | Optimiser | KL weighting | Cost, epoch 1 | Cost, last epoch | "
+             "Last / first | Training NLL, last epoch |",
+             "|---|---|---|---|---:|---:|---:|---:|"]
+    for key, members in bbb:
+        epochs = [read_csv(d / "epochs.csv") for d, _ in members]
+        if not all(epochs):
+            continue
+        first = float(np.mean([e[0]["kl"] for e in epochs]))
+        last = float(np.mean([e[-1]["kl"] for e in epochs]))
+        nll = float(np.mean([e[-1]["nll"] for e in epochs]))
+        st = members[0][1]["settings"]
+        lines.append(f"| {_kind(members[0][1])} | {_row_name(key, members)} | "
+                     f"{st.get('optimizer', 'adam')} {st['lr']:g} | {st['kl_weighting']} | "
+                     f"{first:,.0f} | {last:,.0f} | {last / first:.2f} | {nll:.4f} |")
+    return lines
 
 
 def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:
