@@ -177,6 +177,31 @@ def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
     number of ``workers``, interleaved over ``rounds``; the wall time of the whole
     command (start-up, data, training, outputs), its median, and whether every CSV is
     the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
+    return _timed_by_workers(["bandits.run", "--no-progress", *extra],
+                             ["metrics.csv", "summary.csv", "phases.csv", "probes.csv"],
+                             workers, rounds)
+
+
+# A grid of two BBB settings (each a batch of two seeds) on part of MNIST: the unit
+# that --workers splits.
+MNIST_WORKERS_COMMAND = ["bandits.mnist", "--prior", "mixture", "gaussian", "--seeds", "2",
+                         "--hidden", "400", "--epochs", "3", "--train-size", "20000",
+                         "--no-progress", "--no-plots"]
+
+
+def mnist_workers(workers: list[int], rounds: int, extra: Sequence[str] = ()
+                  ) -> pd.DataFrame:
+    """End to end: ``python -m bandits.mnist`` training two settings (two seeds each) with
+    each number of ``workers``, interleaved over ``rounds``; whether ``models.csv`` and
+    ``settings.csv`` are the same bytes as with one worker. ``extra``: flags added."""
+    return _timed_by_workers([*MNIST_WORKERS_COMMAND, *extra], ["models.csv", "settings.csv"],
+                             workers, rounds)
+
+
+def _timed_by_workers(command: list[str], files: list[str], workers: list[int], rounds: int
+                      ) -> pd.DataFrame:
+    """``python -m <command> --workers W --out DIR`` for each W, interleaved over
+    ``rounds``: the median wall time and whether ``files`` are the bytes of one worker."""
     import subprocess
     import tempfile
 
@@ -186,15 +211,13 @@ def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
         for r in range(rounds):
             for w in workers:
                 d = Path(tmp) / f"w{w}-r{r}"
-                cmd = [sys.executable, "-m", "bandits.run", "--workers", str(w),
-                       "--no-progress", "--out", str(d), *extra]
+                cmd = [sys.executable, "-m", *command, "--workers", str(w), "--out", str(d)]
                 tic = time.perf_counter()
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
                 times.setdefault(w, []).append(time.perf_counter() - tic)
                 base = Path(tmp) / "w1-r0"
                 same[w] = same.get(w, True) and all(
-                    (d / f).read_bytes() == (base / f).read_bytes()
-                    for f in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"))
+                    (d / f).read_bytes() == (base / f).read_bytes() for f in files)
     rows = [{"workers": w, "wall_seconds_median": float(np.median(times[w])),
              "wall_seconds": " ".join(f"{t:.1f}" for t in times[w]),
              "same_bytes_as_1_worker": same[w]} for w in workers]
@@ -222,23 +245,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "scaling.csv and scaling.json")
     p.add_argument("--scaling-steps", type=int, nargs=2, default=[10, 60],
                    help="the two horizons whose difference is timed (--scaling)")
+    p.add_argument("--mnist-workers", action="store_true",
+                   help="instead: time `python -m bandits.mnist` training two settings (two "
+                        "seeds each, 3 epochs on 20,000 images) end to end with 1, 2, ... "
+                        "workers and check its tables are the same bytes; writes "
+                        "mnist_workers.csv and .json (needs the MNIST data)")
     p.add_argument("--default-command", action="store_true",
                    help="instead: time the default `python -m bandits.run` end to end with 1, "
                         "2, ... workers and check its CSVs are the same bytes; writes "
                         "default_command.csv and .json")
     args = p.parse_args(argv)
-    if args.default_command:
-        from bandits.parallel import available_cores
+    if args.default_command or args.mnist_workers:
+        from bandits.processes import available_cores
 
         start = time.perf_counter()
-        df = default_command(list(range(1, available_cores() + 1)), args.rounds)
+        cores = list(range(1, available_cores() + 1))
+        if args.mnist_workers:
+            df, name = mnist_workers(cores, args.rounds), "mnist_workers"
+            what = {"timed": "python -m bandits.mnist " + " ".join(MNIST_WORKERS_COMMAND[1:])}
+        else:
+            df, name = default_command(cores, args.rounds), "default_command"
+            what = {"preset": "quick (the default)"}
         args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / "default_command.csv")
+        write_csv(df, args.out / f"{name}.csv")
         write_json({"command": "python -m bandits.bench " + " ".join(
                         sys.argv[1:] if argv is None else argv),
-                    "machine": machine("cpu"), "preset": "quick (the default)",
+                    "machine": machine("cpu"), **what,
                     "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / "default_command.json")
+                    "versions": package_versions()}, args.out / f"{name}.json")
         print(df.to_string(index=False))
         return 0
     if args.scaling:

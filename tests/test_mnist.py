@@ -583,3 +583,13 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
         assert proc.returncode == 2 and "a worker died" in lines[0]
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     _same_outputs(out, ref)
+
+
+def test_bench_mnist_workers_times_each_worker_count_and_checks_the_bytes(mnist_data_dir,
+                                                                         monkeypatch):
+    from bandits import bench
+
+    monkeypatch.setenv("BANDITS_DATA_DIR", str(mnist_data_dir))
+    df = bench.mnist_workers([1, 2], rounds=1, extra=TINY_MNIST[:8] + ["--epochs", "1"])
+    assert list(df["workers"]) == [1, 2]
+    assert df["same_bytes_as_1_worker"].all() and (df["wall_seconds_median"] > 0).all()
