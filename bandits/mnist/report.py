@@ -450,12 +450,13 @@ def _table1(rows: list[Group]) -> list[str]:
                else n_parameters([st["hidden"]] * st["layers"]))
         bvs = [s.get("best_validation", s["final"]) for _, s in members]
         sampled = [b["test_error_sampled"] for b in bvs if "test_error_sampled" in b]
-        paper = PAPER_TABLE1.get((_kind(s0), st["hidden"]))
+        mlp = st.get("arch", "mlp") == "mlp"
+        paper = PAPER_TABLE1.get((_kind(s0), st["hidden"])) if mlp else None
         vals = [s["best_validation"]["val_error_mean"] for _, s in members
                 if "best_validation" in s]
         mark = " (chosen)" if key in chosen else ""
         lines.append(
-            f"| {_kind(s0)}{mark} | {_row_name(key, members)} | {st['hidden']} | "
+            f"| {_kind(s0)}{mark} | {_row_name(key, members)} | {st['hidden'] if mlp else '-'} | "
             f"{n_w / 1000:.0f}k | {s0['epochs']} | {len(members)} | "
             f"{_fmt(vals) if len(vals) == len(members) else '-'} | "
             f"{_fmt([b['test_error_mean'] for b in bvs], bold=key in chosen)} | "
