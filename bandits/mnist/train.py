@@ -348,10 +348,10 @@ def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
 def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
                 ) -> list[list[dict[str, Any]]]:
     """Every batch of ``jobs`` in a pool of ``workers`` processes; their summaries in
-    order. Ctrl-C is passed on once to every worker (each stops after its epoch's
-    checkpoint) and ends in :class:`Interrupted`; a worker that dies ends the run with a
-    ``ValueError`` of one line (the others are stopped; every checkpoint written stays
-    good), never a hang."""
+    order. Ctrl-C is passed on once to every worker (each stops where it is and keeps
+    its last checkpoint) and ends in :class:`Interrupted`; a worker that dies ends the
+    run with a ``ValueError`` of one line (the pool stops the others; every checkpoint
+    written stays good), never a hang."""
     resume = f"python -m bandits.mnist --resume {out}"
     # a killed worker leaves a semaphore behind, which multiprocessing's resource tracker
     # (started with this interpreter's -W options) would report on stderr after the one
