@@ -31,7 +31,7 @@ import pandas as pd
 
 from agents import population_groups
 from bandits.outputs import package_versions, write_atomic, write_json
-from bandits.processes import available_cores
+from bandits.processes import available_cores, requested_workers
 
 PARTS = "parts"
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
@@ -42,11 +42,7 @@ def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations."""
     pieces = len(population_groups(cfg.agent))
-    want = cfg.workers
-    if want is None:
-        env = os.environ.get("BANDITS_WORKERS", "")
-        want = int(env) if env.isdigit() and int(env) > 0 else available_cores()
-    return max(1, min(want, pieces))
+    return max(1, min(requested_workers(cfg.workers, available_cores()), pieces))
 
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:

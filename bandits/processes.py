@@ -17,6 +17,15 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def requested_workers(given: int | None, default: int) -> int:
+    """The workers asked for: ``given`` (a ``--workers`` flag), else
+    ``$BANDITS_WORKERS`` when it is a positive integer, else ``default``."""
+    if given is not None:
+        return given
+    env = os.environ.get("BANDITS_WORKERS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else default
+
+
 def pool_worker_init(parent: int) -> None:
     """In each pool worker: a session of its own, so that a terminal's Ctrl-C reaches
     only the parent, which passes it on once (a task stops at a checkpoint; an idle

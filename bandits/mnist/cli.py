@@ -130,8 +130,9 @@ def _main(argv: list[str]) -> int:
         cfg, resume = resume_config(argv)
     else:
         cfg = parse_config(argv)
-    if threads(cfg) > 0:
-        torch.set_num_threads(threads(cfg))
+    n_threads = threads(cfg)
+    if n_threads > 0:
+        torch.set_num_threads(n_threads)
     if cfg.redraw is not None:
         redraw(Path(cfg.redraw))
         print(f"outputs in {cfg.redraw}")

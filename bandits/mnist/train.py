@@ -97,7 +97,7 @@ from bandits.mnist.report import (
     write_histograms,
 )
 from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
-from bandits.processes import available_cores, pool_worker_init
+from bandits.processes import available_cores, pool_worker_init, requested_workers
 
 CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
 # flags that may be given beside --resume: they do not change the results
@@ -186,12 +186,8 @@ def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
 def worker_count(cfg: Config, n_batches: int) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use (1 on a GPU); never more than the batches."""
-    want = cfg.workers
-    if want is None:
-        env = os.environ.get("BANDITS_WORKERS", "")
-        want = (int(env) if env.isdigit() and int(env) > 0
-                else 1 if cfg.device == "cuda" else available_cores())
-    return max(1, min(want, n_batches))
+    default = 1 if cfg.device == "cuda" else available_cores()
+    return max(1, min(requested_workers(cfg.workers, default), n_batches))
 
 
 def threads(cfg: Config) -> int:
@@ -212,6 +208,8 @@ class Batch:
     checkpoint: Path
     command: str
     label: str
+    workers: int  # of the command (recorded in each summary)
+    command_models: int  # models the command trains (recorded in each summary)
 
 
 def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
@@ -248,11 +246,12 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     groups = batches(models)
     label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     fields = varying(models)
+    workers = worker_count(cfg, len(groups))
     jobs = [Batch(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
                   label if len(groups) == 1 else
-                  f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}")
+                  f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}",
+                  workers, len(models))
             for g, path in zip(groups, checkpoint_paths(out, len(groups)), strict=True)]
-    workers = worker_count(cfg, len(jobs))
     if workers == 1:
         done = [train_batch(job, splits, resume is not None) for job in jobs]
     else:
@@ -260,8 +259,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     summaries: list[dict[str, Any]] = [{}] * len(models)
     for g, batch_summaries in zip(groups, done, strict=True):
         for i, s in zip(g, batch_summaries, strict=True):
-            summaries[i] = {**s, "workers": workers, "command_models": len(models)}
-            write_json(summaries[i], dirs[i] / "summary.json")
+            summaries[i] = s
     if len(models) > 1:
         wall = (time.perf_counter() - t_start if resume is None
                 else sum(b[0]["batch_wall_seconds"] for b in done))
@@ -330,7 +328,9 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
         _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
                          wall_before + time.perf_counter() - t_start)
     train_wall = wall_before + time.perf_counter() - t_start
-    return [_summarise(clf, r, m, d, splits, history, train_wall, job.command)
+    provenance = {"command": job.command, "workers": job.workers,
+                  "command_models": job.command_models}
+    return [_summarise(clf, r, m, d, splits, history, train_wall, provenance)
             for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
 
 
@@ -416,8 +416,8 @@ def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifier
 
 
 def _summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
-               splits: dict[str, Split], history: History, train_wall: float, command: str
-               ) -> dict[str, Any]:
+               splits: dict[str, Split], history: History, train_wall: float,
+               provenance: dict[str, Any]) -> dict[str, Any]:
     """Finish model ``r`` (settings ``cfg``, directory ``out``): its evaluation and files
     (:func:`finish_model`), its ``summary.json`` with timing and provenance, its plots."""
     t_r = time.perf_counter()
@@ -431,7 +431,7 @@ def _summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
         "batched_models": runs,
         "wall_seconds": train_wall / runs + time.perf_counter() - t_r,
         "batch_wall_seconds": train_wall,
-        "device": cfg.device, "machine": machine(cfg.device), "command": command,
+        "device": cfg.device, "machine": machine(cfg.device), **provenance,
         "settings": saved_config(cfg)})
     write_json(summary, out / "summary.json")
     if cfg.plots and rows:
