@@ -27,7 +27,7 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
-from bandits.mnist import cli, config, evaluate
+from bandits.mnist import cli, config, evaluate, train
 from bandits.mnist import report as reporting
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
 from bandits.mnist.cli import parse_config
@@ -386,6 +386,43 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
     assert mnist.main(["--resume", str(short), "--epochs", "3",
                        "--data-dir", str(mnist_data_dir)]) == 0
     assert _results(short) == _results(ref)
+
+
+def _raise_on_call(monkeypatch, owner, name: str, call: int) -> None:
+    """``owner.name`` raises KeyboardInterrupt on its ``call``-th call."""
+    original, calls = getattr(owner, name), {"n": 0}
+
+    def patched(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == call:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, patched)
+
+
+@pytest.mark.parametrize("where, owner, name, call, line", [
+    # epoch 2's validation error (calls 1-2 are epoch 1's validation and test errors)
+    ("evaluation", Classifiers, "errors", 3, "interrupted in epoch 2; resume after epoch 1"),
+    ("checkpoint write", train, "_save_checkpoint", 2,
+     "interrupted in epoch 2; resume after epoch 1"),
+    ("final evaluation", train, "_summarise", 1, "interrupted; every checkpoint written"),
+])
+def test_ctrl_c_outside_the_training_step_is_one_line_and_resumes(
+        mnist_data_dir, tmp_path, monkeypatch, capsys, where, owner, name, call, line):
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2"]
+    ref = tmp_path / "ref"
+    assert mnist.main([*base, "--out", str(ref)]) == 0
+    out = tmp_path / "run"
+    with monkeypatch.context() as m:
+        _raise_on_call(m, owner, name, call)
+        capsys.readouterr()
+        assert mnist.main([*base, "--checkpoint-every", "0", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and line in err[0], (where, err)
+    assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
+    assert _results(out) == _results(ref)
 
 
 def test_resume_bad_input(tmp_path, capsys):

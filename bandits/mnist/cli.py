@@ -1,7 +1,7 @@
 """The command line ``python -m bandits.mnist``: flags into a :class:`Config`, then
 training (:func:`bandits.mnist.train.run`), resuming a run, ``--bench``, ``--report`` or
 ``--redraw``. Bad flags or settings, missing data and unwritable files end in one line
-``bandits.mnist: error: ...`` and exit status 2; Ctrl-C in training in status 130.
+``bandits.mnist: error: ...`` and exit status 2; Ctrl-C in one line and status 130.
 
 Run ``python -m bandits.mnist --help`` for the flags, ``--quick`` for a few-minute
 check, ``--bench`` to time BBB against the plain MLP (and R batched models against R
@@ -115,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "--seeds or grid")
     except Interrupted as e:
         print(f"{PROG}: {e}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # outside the epochs: loading data, the final evaluation
+        print(f"{PROG}: interrupted; every checkpoint written stays good (resume with: "
+              f"python -m bandits.mnist --resume DIR)", file=sys.stderr)
         return 130
 
 

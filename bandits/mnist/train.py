@@ -281,7 +281,6 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
     sched = (torch.optim.lr_scheduler.CosineAnnealingLR(clf.optimizer, max(cfg.epochs, 1),
                                                         cfg.lr_min)
              if cfg.lr_schedule == "cosine" else None)
-    runs = len(models)
     history = History.start(clf)
     first_epoch, wall_before = 1, 0.0
     if resumed and job.checkpoint.is_file():
@@ -295,43 +294,55 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
     schemes = [m.kl_weighting for m in models]
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
-        try:
-            t0 = time.perf_counter()
-            lr = clf.optimizer.param_groups[0]["lr"]
-            stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size,
-                                    schemes, desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
-                                    progress=cfg.progress)
+        try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
+            saved, last_save = _epoch(job, epoch, clf, sched, history, splits, dirs,
+                                      schemes, saved, last_save,
+                                      wall_before - t_start)
         except KeyboardInterrupt:
             kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume "
                     f"{cfg.out}" if saved > 0 else "no checkpoint was written yet")
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
-        t_train = time.perf_counter() - t0
-        if sched is not None:
-            sched.step()
-        val = (clf.errors(splits["val"].x, splits["val"].y) if "val" in splits
-               else torch.full((runs,), math.nan))
-        test = clf.errors(splits["test"].x, splits["test"].y)
-        t_eval = time.perf_counter() - t0 - t_train
-        for r in range(runs):
-            history.rows[r].append({
-                "epoch": epoch, "lr": lr, "nll": stats["nll"][r].item(),
-                "kl": stats["kl"][r].item(), "train_loss": stats["train_loss"][r].item(),
-                "val_error": val[r].item(), "test_error": test[r].item(),
-                "seconds": t_train, "eval_seconds": t_eval})
-            write_csv(history.rows[r], dirs[r] / "epochs.csv")
-        history.update_best(epoch, val, clf)
-        print(epoch_line(job.label, epoch, stats, val, test, t_train), flush=True)
-        if (epoch < cfg.epochs
-                and time.perf_counter() - last_save < cfg.checkpoint_every):
-            continue
-        saved, last_save = epoch, time.perf_counter()
-        _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
-                         wall_before + time.perf_counter() - t_start)
     train_wall = wall_before + time.perf_counter() - t_start
     provenance = {"command": job.command, "workers": job.workers,
                   "command_models": job.command_models}
     return [_summarise(clf, r, m, d, splits, history, train_wall, provenance)
             for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
+
+
+def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
+           sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
+           splits: dict[str, Split], dirs: list[Path], schemes: list[str], saved: int,
+           last_save: float, wall_offset: float) -> tuple[int, float]:
+    """One epoch of :func:`train_batch`: train, evaluate, log, and write the checkpoint
+    when it is due (the wall time so far is ``wall_offset + time.perf_counter()``).
+    Returns the epoch of the last checkpoint written and when it was written."""
+    cfg, runs = job.cfg, clf.runs
+    t0 = time.perf_counter()
+    lr = clf.optimizer.param_groups[0]["lr"]
+    stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size, schemes,
+                            desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
+                            progress=cfg.progress)
+    t_train = time.perf_counter() - t0
+    if sched is not None:
+        sched.step()
+    val = (clf.errors(splits["val"].x, splits["val"].y) if "val" in splits
+           else torch.full((runs,), math.nan))
+    test = clf.errors(splits["test"].x, splits["test"].y)
+    t_eval = time.perf_counter() - t0 - t_train
+    for r in range(runs):
+        history.rows[r].append({
+            "epoch": epoch, "lr": lr, "nll": stats["nll"][r].item(),
+            "kl": stats["kl"][r].item(), "train_loss": stats["train_loss"][r].item(),
+            "val_error": val[r].item(), "test_error": test[r].item(),
+            "seconds": t_train, "eval_seconds": t_eval})
+        write_csv(history.rows[r], dirs[r] / "epochs.csv")
+    history.update_best(epoch, val, clf)
+    print(epoch_line(job.label, epoch, stats, val, test, t_train), flush=True)
+    if epoch < cfg.epochs and time.perf_counter() - last_save < cfg.checkpoint_every:
+        return saved, last_save
+    _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
+                     wall_offset + time.perf_counter())
+    return epoch, time.perf_counter()
 
 
 def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
