@@ -273,6 +273,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
         "prior", "kl_weighting", "hidden", "seeds", "test_error_mean", "test_error_std"
     } <= set(table1[0])
     assert len(table1) == 1 and table1[0]["method"] == "bbb-mixture"
+    assert table1[0]["samples"] == "1" and float(table1[0]["init_rho"]) == -5.0
     assert float(table1[0]["test_error_mean"]) == pytest.approx(
         s["best_validation"]["test_error_mean"], abs=1e-4)
 

@@ -485,7 +485,8 @@ def _chosen(rows: list[Group]) -> set[tuple[str, str]]:
 def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
     """Table 1 as data (``table1.csv``): per row, the test error at each model's epoch of
     lowest validation error, mean and standard deviation over seeds; ``chosen`` marks the
-    row of each method (and network) with the lowest mean validation error."""
+    row of each method (and network) with the lowest mean validation error; ``samples``
+    and ``init_rho`` are a BBB row's Monte Carlo samples per step and initial rho."""
     out = []
     chosen = _chosen(rows)
     for key, members in rows:
@@ -506,7 +507,9 @@ def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
                     "optimizer": st.get("optimizer", "adam"), "lr": st["lr"],
                     "prior_settings": _prior_text(st) if bbb else "",
                     "val_error_mean": round(_mean_val_error(members), 4),
-                    "chosen": key in chosen})
+                    "chosen": key in chosen,
+                    "samples": st.get("samples", 1) if bbb else "",
+                    "init_rho": st.get("init_rho", -5.0) if bbb else ""})
     return out
 
 
