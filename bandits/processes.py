@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 
 def available_cores() -> int:
@@ -26,12 +27,18 @@ def requested_workers(given: int | None, default: int) -> int:
     return int(env) if env.isdigit() and int(env) > 0 else default
 
 
-def pool_worker_init(parent: int) -> None:
+_stop: Any = None  # in a pool worker: the parent's stop event (set on Ctrl-C)
+
+
+def pool_worker_init(parent: int, stop: Any = None) -> None:
     """In each pool worker: a session of its own, so that a terminal's Ctrl-C reaches
-    only the parent, which passes it on once (a task stops at a checkpoint; an idle
-    worker ignores it: SIGINT is ignored until a task turns it back on), and the worker
-    ends when the parent is killed (no orphan keeps writing into a directory a rerun
-    would take up)."""
+    only the parent, which passes it on once (:func:`interrupt_workers`: a task stops at
+    a checkpoint; an idle worker ignores it: SIGINT is ignored until a task turns it
+    back on), and the worker ends when the parent is killed (no orphan keeps writing
+    into a directory a rerun would take up). ``stop``, a ``multiprocessing`` event the
+    parent sets on Ctrl-C, is what :func:`parent_stopped` reads."""
+    global _stop
+    _stop = stop
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -41,3 +48,22 @@ def pool_worker_init(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+def parent_stopped() -> bool:
+    """In a pool worker: whether the parent was interrupted. A task checks it once its
+    own Ctrl-C handling is on: the pool hands out queued tasks that cannot be cancelled,
+    and a Ctrl-C that came while SIGINT was still ignored is lost."""
+    return _stop is not None and _stop.is_set()
+
+
+def interrupt_workers(pool: Any, stop: Any) -> None:
+    """Ctrl-C in the parent of ``pool`` (a ``ProcessPoolExecutor`` whose workers were
+    started by :func:`pool_worker_init` with ``stop``): set ``stop``, then pass SIGINT
+    once to every worker."""
+    stop.set()
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        try:
+            os.kill(proc.pid, signal.SIGINT)
+        except OSError:
+            pass

@@ -70,6 +70,7 @@ from bandits.outputs import (
     write_json,
 )
 from bandits.plot import plot_regret
+from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
@@ -821,6 +822,8 @@ class _StopOnSigint:
     def __enter__(self) -> _StopOnSigint:
         if threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGINT, self._handler)
+        # in a sweep's worker: a Ctrl-C the parent passed on before this handler was on
+        self.requested = parent_stopped()
         return self
 
     def __exit__(self, *exc) -> None:

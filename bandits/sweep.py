@@ -41,7 +41,6 @@ import json
 import math
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -55,7 +54,7 @@ import pandas as pd
 from bandits import checkpoint
 from bandits.config import to_flags
 from bandits.outputs import save_figure, write_csv, write_json
-from bandits.processes import pool_worker_init
+from bandits.processes import interrupt_workers, parent_stopped, pool_worker_init
 
 try:
     import tomllib
@@ -243,6 +242,8 @@ def run_point(point: Point) -> dict[str, Any]:
     # the sweep runs its points side by side: a point uses one process unless its own
     # settings say --workers
     os.environ["BANDITS_WORKERS"] = "1"
+    if parent_stopped():  # queued in the pool before the sweep's Ctrl-C
+        return {"point": point.name, "status": STATUS[130], "message": "not started"}
     state = point_state(point)
     if state == "done":
         return {"point": point.name, "status": "ok", "message": "finished earlier"}
@@ -275,19 +276,17 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
         # spawn: a fresh interpreter per worker, as a Ray worker is (no forked torch state)
         import multiprocessing
 
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=pool_worker_init, initargs=(os.getpid(),)) as ex:
+        ctx = multiprocessing.get_context("spawn")
+        stop = ctx.Event()
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=pool_worker_init,
+                                 initargs=(os.getpid(), stop)) as ex:
             futures = {ex.submit(task, p): p for p in todo.values()}
             progress.running(min(workers, len(futures)))
             pending = set(futures)
             try:
                 _gather(futures, pending, tries, retries, todo, workers, progress)
             except KeyboardInterrupt:  # pass it on once: each run stops at a checkpoint
-                for proc in list(getattr(ex, "_processes", {}).values()):
-                    try:
-                        os.kill(proc.pid, signal.SIGINT)
-                    except OSError:
-                        pass
+                interrupt_workers(ex, stop)  # and the points the pool has queued never start
                 ex.shutdown(wait=True, cancel_futures=True)
                 raise
 

@@ -407,7 +407,7 @@ def _raise_on_call(monkeypatch, owner, name: str, call: int) -> None:
     ("evaluation", Classifiers, "errors", 3, "interrupted in epoch 2; resume after epoch 1"),
     ("checkpoint write", train, "_save_checkpoint", 2,
      "interrupted in epoch 2; resume after epoch 1"),
-    ("final evaluation", train, "_summarise", 1, "interrupted; every checkpoint written"),
+    ("final evaluation", train, "_summarise", 1, "interrupted after the last epoch; resume with"),
 ])
 def test_ctrl_c_outside_the_training_step_is_one_line_and_resumes(
         mnist_data_dir, tmp_path, monkeypatch, capsys, where, owner, name, call, line):
@@ -589,14 +589,17 @@ def _worker_pids(parent: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
-@pytest.mark.parametrize("how", ["kill-worker", "ctrl-c"])
+@pytest.mark.parametrize("how", ["kill-worker", "ctrl-c", "ctrl-c-queued"])
 def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, tmp_path,
                                                                  how):
     """A worker killed with SIGKILL (or Ctrl-C in the parent) ends the run with one line
     saying how to resume, never a hang; the checkpoints stay good and the resumed run
-    equals an uninterrupted one."""
+    equals an uninterrupted one. With more batches than workers, Ctrl-C starts none of
+    the batches still waiting (the pool has already queued one of them)."""
     base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "100",
             "--prior", "mixture", "gaussian", "--checkpoint-every", "0"]
+    if how == "ctrl-c-queued":
+        base += ["--kl-weighting", "blundell", "uniform"]  # 4 batches for 2 workers
     ref, out = tmp_path / "ref", tmp_path / "run"
     assert mnist.main([*base, "--workers", "1", "--out", str(ref)]) == 0
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -604,10 +607,12 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
                              "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
-    while not list((out / "checkpoints").glob("batch-*.pt")) or not _worker_pids(proc.pid):
+    training = 2 if how == "ctrl-c-queued" else 1  # batches with a checkpoint: both workers'
+    while (len(list((out / "checkpoints").glob("batch-*.pt"))) < training
+           or not _worker_pids(proc.pid)):
         assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint written"
         time.sleep(0.01)
-    if how == "ctrl-c":
+    if how != "kill-worker":
         proc.send_signal(signal.SIGINT)
     else:
         os.kill(_worker_pids(proc.pid)[0], signal.SIGKILL)
@@ -615,10 +620,12 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
     lines = err.strip().splitlines()
     assert len(lines) == 1, lines
     assert f"python -m bandits.mnist --resume {out}" in lines[0]
-    if how == "ctrl-c":
+    if how != "kill-worker":
         assert proc.returncode == 130 and "interrupted" in lines[0]
     else:
         assert proc.returncode == 2 and "a worker died" in lines[0]
+    if how == "ctrl-c-queued":  # only the two batches that were training wrote anything
+        assert len([d for d in out.iterdir() if (d / "epochs.csv").is_file()]) == 2
     assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
     _same_outputs(out, ref)
 

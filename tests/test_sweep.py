@@ -304,6 +304,10 @@ def test_ctrl_c_on_a_sweep_is_one_line_and_the_rerun_continues(tmp_path):
     assert proc.returncode == 130, err
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("bandits.sweep")]
     assert "Traceback" not in err and len(lines) == 1 and "same command again" in lines[0]
+    # the two points that were running stopped; of the two waiting, none started (the
+    # pool had already queued one of them, where cancelling cannot reach it)
+    started = [p for p in out.glob("points/*") if any(p.glob("*.csv")) or any(p.glob("*.pt"))]
+    assert len(started) == 2, started
 
 
 def test_workers_die_with_a_killed_sweep(tmp_path):

@@ -117,8 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:  # outside the epochs: loading data, the final evaluation
-        print(f"{PROG}: interrupted; every checkpoint written stays good (resume with: "
-              f"python -m bandits.mnist --resume DIR)", file=sys.stderr)
+        print(f"{PROG}: interrupted outside the training epochs; a run's checkpoints, "
+              f"where one was written, stay good (resume with: python -m bandits.mnist "
+              f"--resume <its --out directory>)", file=sys.stderr)
         return 130
 
 

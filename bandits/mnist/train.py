@@ -97,7 +97,13 @@ from bandits.mnist.report import (
     write_histograms,
 )
 from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
-from bandits.processes import available_cores, pool_worker_init, requested_workers
+from bandits.processes import (
+    available_cores,
+    interrupt_workers,
+    parent_stopped,
+    pool_worker_init,
+    requested_workers,
+)
 
 CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
 # flags that may be given beside --resume: they do not change the results
@@ -305,8 +311,12 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
     train_wall = wall_before + time.perf_counter() - t_start
     provenance = {"command": job.command, "workers": job.workers,
                   "command_models": job.command_models}
-    return [_summarise(clf, r, m, d, splits, history, train_wall, provenance)
-            for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
+    try:
+        return [_summarise(clf, r, m, d, splits, history, train_wall, provenance)
+                for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
+    except KeyboardInterrupt:  # the last epoch's checkpoint is always written
+        raise Interrupted(f"interrupted after the last epoch; resume with: python -m "
+                          f"bandits.mnist --resume {cfg.out}") from None
 
 
 def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
@@ -347,10 +357,14 @@ def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
 
 def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
     """:func:`train_batch` in a pool worker: its own data, one torch thread unless
-    ``--threads`` says otherwise, and Ctrl-C (passed on by the parent) on."""
+    ``--threads`` says otherwise, and Ctrl-C (passed on by the parent) on. A batch taken
+    after the parent's Ctrl-C (the pool hands out queued batches that cannot be
+    cancelled), or whose Ctrl-C came while SIGINT was still ignored, never starts."""
     torch.set_num_threads(threads(job.cfg))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        if parent_stopped():
+            raise Interrupted(f"{job.label} not started")
         return train_batch(job, load_splits(job.cfg), resumed)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -371,8 +385,9 @@ def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
     if quiet not in sys.warnoptions:
         sys.warnoptions.append(quiet)
     ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch state
+    stop = ctx.Event()
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=pool_worker_init,
-                             initargs=(os.getpid(),)) as ex:
+                             initargs=(os.getpid(), stop)) as ex:
         futures = [ex.submit(_train_in_worker, job, resumed) for job in jobs]
         interrupted = False
         try:
@@ -380,13 +395,14 @@ def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
         except KeyboardInterrupt:
             interrupted = True
             for f in futures:
-                f.cancel()  # batches not started yet
-            for proc in list(getattr(ex, "_processes", {}).values()):
-                try:
-                    os.kill(proc.pid, signal.SIGINT)
-                except OSError:
-                    pass
-            wait([f for f in futures if not f.cancelled()])
+                f.cancel()  # batches not handed to the pool yet
+            interrupt_workers(ex, stop)  # the queued ones never start
+            # the workers stop at once; a second Ctrl-C must not leave them running
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                wait([f for f in futures if not f.cancelled()])
+            finally:
+                signal.signal(signal.SIGINT, previous)
     results, died, stopped = [], None, interrupted
     for job, f in zip(jobs, futures, strict=True):
         if f.cancelled():
