@@ -41,6 +41,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -287,7 +288,12 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
                 _gather(futures, pending, tries, retries, todo, workers, progress)
             except KeyboardInterrupt:  # pass it on once: each run stops at a checkpoint
                 interrupt_workers(ex, stop)  # and the points the pool has queued never start
-                ex.shutdown(wait=True, cancel_futures=True)
+                # the workers stop at once; a second Ctrl-C must not leave them running
+                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    ex.shutdown(wait=True, cancel_futures=True)
+                finally:
+                    signal.signal(signal.SIGINT, previous)
                 raise
 
 
