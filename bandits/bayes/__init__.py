@@ -29,6 +29,8 @@ Every name is importable from :mod:`bandits.bayes` itself.
 from bandits.bayes.conv import BayesConv2d, LeNet5, RunsConv2d, make_lenet5
 from bandits.bayes.cost import (
     KL_SCHEMES,
+    closed_form_cost,
+    closed_form_cost_grads,
     fused_mc_cost,
     gaussian_kl,
     gaussian_kl_grads,
@@ -79,6 +81,8 @@ __all__ = [
     "RunsLinear",
     "ScaleMixturePrior",
     "batched_linear",
+    "closed_form_cost",
+    "closed_form_cost_grads",
     "fused_mc_cost",
     "fused_prior_consts",
     "gaussian_kl",

@@ -9,7 +9,11 @@ bias. Two estimates:
   :class:`~bandits.bayes.priors.PriorConsts` the fused :func:`fused_mc_cost` (same value
   and gradients, a few in-place passes), :func:`log_p_minus_log_q` (its value) and
   :func:`mc_cost_grads` (its gradients, without autograd);
-* the closed-form KL for a Gaussian prior: :func:`gaussian_kl`, :func:`gaussian_kl_grads`.
+* the closed-form KL for a Gaussian prior: :func:`gaussian_kl`, :func:`gaussian_kl_grads`;
+  and for every prior with :class:`~bandits.bayes.priors.PriorConsts`,
+  :func:`closed_form_cost` and :func:`closed_form_cost_grads`: the Gaussian's KL, and for
+  the scale mixture the KL of its hierarchical form (below), deterministic where the
+  Monte Carlo estimate is noisy.
 
 Gradients with respect to ``mu`` and ``sigma`` become gradients for the trained
 parameters ``mu`` and ``rho`` through :func:`mu_rho_grads`, the one chain rule through
@@ -48,6 +52,50 @@ def gaussian_kl_grads(mu: Tensor, sigma: Tensor, inv_prior_var: float | Tensor,
     g_mu = torch.mul(mu, inv_prior_var).mul_(scale)
     g_sigma = torch.mul(sigma, inv_prior_var).sub_(sigma.reciprocal()).mul_(scale)
     return g_mu, g_sigma
+
+
+def _logit_at(w2: Tensor, mix: MixtureConsts) -> Tensor:
+    """``e0 + e1 w2``: :func:`mixture_logit` at a given ``w^2`` (clamped the same way)."""
+    return (w2 * mix.logit_w2).add_(mix.logit0).clamp_(min=-60.0)
+
+
+def closed_form_cost(mu: Tensor, sigma: Tensor, consts: PriorConsts) -> Tensor:
+    """Elementwise closed-form complexity cost of ``q = N(mu, sigma^2)`` under a prior.
+
+    For a Gaussian prior, ``KL(q || N(0, s^2))`` (:func:`gaussian_kl`). For the scale
+    mixture ``sum_k pi_k N(0, s_k^2)``, written as the hierarchical prior it is (an
+    indicator ``z`` per weight picks a component, ``p(z = k) = pi_k``,
+    ``p(w | z = k) = N(0, s_k^2)``), the KL of ``q(w) q(z)`` to ``p(w, z)`` with the best
+    ``q(z)`` for each weight::
+
+        min_q(z) KL(q(w) q(z) || p(w, z)) = -log sum_k pi_k exp(-KL(q || N(0, s_k^2)))
+
+    It is at least ``KL(q || p)`` (marginalising ``z`` can only lower a KL), with equality
+    when ``q`` sits inside one component, so ``data term + this`` is the negative of a
+    valid evidence lower bound, one without the Monte Carlo noise of the paper's estimate.
+    With :class:`~bandits.bayes.priors.PriorConsts` it is the Gaussian KL against the wide
+    component minus ``softplus(e0 + e1 (mu^2 + sigma^2))``: the Monte Carlo estimate's
+    form (:func:`log_p_minus_log_q`) with ``w^2`` replaced by its mean under ``q``.
+    """
+    m2 = sigma.square().add_(mu.square())
+    c = torch.log(sigma).neg_().add_(m2.mul(consts.inv_wide_var), alpha=0.5)
+    c.add_(consts.offset).sub_(0.5)
+    if consts.mixture is not None:
+        c.sub_(F.softplus(_logit_at(m2, consts.mixture)))
+    return c
+
+
+def closed_form_cost_grads(mu: Tensor, sigma: Tensor, consts: PriorConsts,
+                           scale: Tensor | float) -> tuple[Tensor, Tensor]:
+    """Gradients of ``sum(scale * closed_form_cost(mu, sigma, consts))`` with respect to
+    ``mu`` and ``sigma``: with ``r = sigmoid(e0 + e1 (mu^2 + sigma^2))`` (the best
+    ``q(z = narrow)``) and ``v = (1 - r) / s_W^2 + r / s_N^2``, they are ``scale mu v``
+    and ``scale (sigma v - 1 / sigma)`` (:func:`gaussian_kl_grads` with ``1 / s^2 = v``)."""
+    inv_var, mix = consts.inv_wide_var, consts.mixture
+    if mix is not None:
+        r = torch.sigmoid(_logit_at(sigma.square().add_(mu.square()), mix))
+        inv_var = r.mul_(mix.inv_narrow_var - inv_var).add_(inv_var)
+    return gaussian_kl_grads(mu, sigma, inv_var, scale)
 
 
 # --------------------------------------------------------------------------- Monte Carlo

@@ -38,9 +38,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bandits.bayes._checks import check_positive, is_count
-from bandits.bayes.cost import fused_mc_cost, gaussian_kl, mc_cost_terms
+from bandits.bayes.cost import closed_form_cost, fused_mc_cost, mc_cost_terms
 from bandits.bayes.priors import (
-    GaussianPrior,
     Prior,
     ScaleMixturePrior,
     fused_prior_consts,
@@ -302,7 +301,9 @@ class BayesLinear(_RunsLayer):
         Args:
             kind: ``"mc"``: the Monte Carlo estimate at the weights of the last
                 sampled forward call (the paper's estimator, eq. 2; works for
-                every prior). ``"kl"``: the closed-form KL, Gaussian prior only.
+                every prior). ``"kl"``: the closed form (:func:`bandits.bayes.closed_form_cost`):
+                the KL for a Gaussian prior, the KL of the hierarchical form for a
+                scale mixture (an upper bound on its KL, without Monte Carlo noise).
 
         Returns:
             A scalar, or a ``(runs,)`` tensor: one cost per run.
@@ -314,11 +315,13 @@ class BayesLinear(_RunsLayer):
             parts.append((self.bias_mu, self.bias_sigma, 1))
         mask = self.weight_mask
         if kind == "kl":
-            if not isinstance(self.prior, GaussianPrior):
-                raise ValueError(f"closed-form KL needs a GaussianPrior, not {self.prior}")
+            consts = fused_prior_consts(self.prior)
+            if consts is None:
+                raise ValueError(f"no closed-form cost for {self.prior}: a scale mixture "
+                                 "needs 0 < pi < 1 (for pi of 0 or 1 use a GaussianPrior)")
             total = 0
             for mu, sigma, i in parts:
-                kl = gaussian_kl(mu, sigma, self.prior.sigma)
+                kl = closed_form_cost(mu, sigma, consts)
                 total = total + self._sum(kl * mask if i == 0 else kl)
             return total
         if kind != "mc":
