@@ -12,6 +12,7 @@ from bandits.bayes import (
     GaussianPrior,
     ScaleMixturePrior,
     fused_prior_consts,
+    kl_weights,
     log_p_minus_log_q,
     mc_cost_grads,
     runs_prior_consts,
@@ -56,15 +57,14 @@ def test_batched_runs_equal_separate_runs(kind):
 
 
 @pytest.mark.parametrize("complexity,optimizer", [("mc", "adam"), ("kl", "adam"),
-                                                  ("mc", "sgd")])
+                                                  ("mc", "sgd"), ("kl", "sgd")])
 def test_step_gradients_equal_autograd_through_the_library(complexity, optimizer):
     """The hand-written step's gradients are autograd's through bandits.bayes.MLP, per run,
     for each run's prior and KL weight: eq. 8 divided by the batch size (Adam), or eq. 8
     itself (SGD, which steps on the summed loss)."""
     torch.manual_seed(0)
     x, y = torch.rand(2, 20, 784) * 2, torch.randint(0, 10, (2, 20))
-    specs = ([RunSpec(0, OTHER_MIXTURE), RunSpec(1, GAUSSIAN)] if complexity == "mc"
-             else [RunSpec(0, GaussianPrior(0.3)), RunSpec(1, GAUSSIAN)])
+    specs = [RunSpec(0, OTHER_MIXTURE), RunSpec(1, GAUSSIAN)]
     clf = Classifiers("bbb", [16, 8], specs, complexity=complexity, init_sigma=0.05,
                       optimizer=optimizer)
     div = 20 if optimizer == "adam" else 1
@@ -183,8 +183,8 @@ def test_same_seed_same_result_and_bad_input():
     assert torch.equal(a.params()["mu"], b.params()["mu"])
     with pytest.raises(ValueError, match="kind"):
         Classifiers("mlp", [8], [RunSpec(0)])
-    with pytest.raises(ValueError, match="Gaussian"):
-        Classifiers("bbb", [8], [RunSpec(0, MIXTURE)], complexity="kl")
+    with pytest.raises(ValueError, match="complexity"):
+        Classifiers("bbb", [8], [RunSpec(0, MIXTURE)], complexity="exact")
 
 
 @pytest.mark.slow
@@ -197,3 +197,15 @@ def test_compiled_step_equals_the_eager_step():
     for key in ("mu", "rho"):
         torch.testing.assert_close(runs[0].params()[key], runs[1].params()[key],
                                    rtol=1e-4, atol=1e-5)
+
+
+def test_kl_factor_multiplies_every_minibatchs_kl_weight():
+    x, y = _data(100)
+    clf = Classifiers("bbb", [8], SPECS[:2])
+    seen = []
+    clf.step = lambda xb, yb, w, want_kl=False: (seen.append(w.clone()), (
+        torch.zeros(2), None))[1]
+    clf.train_epoch(x, y, 25, ["uniform", "blundell"], kl_factor=0.25)
+    got = torch.cat(seen, dim=1)  # (R, M)
+    want = 0.25 * torch.tensor([kl_weights(4, "uniform"), kl_weights(4, "blundell")])
+    torch.testing.assert_close(got, want)

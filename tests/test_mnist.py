@@ -67,7 +67,7 @@ def test_quick_preset_and_overrides():
     assert parse_config([]).epochs == Config().epochs
 
 
-@pytest.mark.parametrize("argv", [["--model", "mlp"], ["--complexity", "kl"],
+@pytest.mark.parametrize("argv", [["--model", "mlp"], ["--complexity", "exact"],
                                   ["--kl-weighting", "x"], ["--device", "tpu"]])
 def test_bad_settings_rejected(argv):
     with pytest.raises(ValueError):
@@ -468,7 +468,8 @@ def test_grid_flags_expand_to_every_setting_and_seed():
     (["--seeds", "0"], "--seeds must be in [1, 100,000]"),
     (["--prior", "mixture", "cauchy"], "--prior must be one of"),
     (["--kl-weighting", "uniform", "later"], "--kl-weighting must be"),
-    (["--prior", "gaussian", "mixture", "--complexity", "kl"], "--complexity kl needs"),
+    (["--complexity", "exact"], "--complexity must be 'mc' or 'kl'"),
+    (["--kl-factor", "-1"], "--kl-factor must be in [0, 1e+06]"),
 ])
 def test_bad_grid_values_are_one_line_with_status_2(argv, message, capsys):
     assert mnist.main([*argv, "--no-progress"]) == 2
@@ -638,3 +639,47 @@ def test_bench_mnist_workers_times_each_worker_count_and_checks_the_bytes(mnist_
     df = bench.mnist_workers([1, 2], rounds=1, extra=TINY_MNIST[:8] + ["--epochs", "1"])
     assert list(df["workers"]) == [1, 2]
     assert df["same_bytes_as_1_worker"].all() and (df["wall_seconds_median"] > 0).all()
+
+
+# --------------------------------------------------------------------------- --adam-probe
+
+
+def test_adam_probe_records_adams_step_scale_per_prior(mnist_data_dir, tmp_path):
+    """One row per setting and epoch; the scale mixture's posterior means under Blundell's
+    KL weights have an Adam scale sqrt(v) far above the Gaussian prior's (the narrow
+    component's gradient in v), which is the data gradient's size for the Gaussian."""
+    out = tmp_path / "probe"
+    argv = ["--adam-probe", "--prior", "gaussian", "mixture", "--kl-weighting", "blundell",
+            "--epochs", "2", "--data-dir", str(mnist_data_dir), "--out", str(out),
+            "--train-size", "1000", "--test-size", "200", "--hidden", "32", "--no-progress"]
+    assert mnist.main(argv) == 0
+    rows = reporting.read_csv_rows(out / "adam_probe.csv")
+    assert [(r["setting"], r["epoch"]) for r in rows] == [
+        ("prior=gaussian", "1"), ("prior=mixture", "1"), ("prior=gaussian", "2"),
+        ("prior=mixture", "2")]
+    gauss, mix = rows[2], rows[3]
+    assert gauss["share_in_narrow"] == "nan" and 0 < float(mix["share_in_narrow"]) < 1
+    for r in (gauss, mix):
+        assert 0 < float(r["adam_scale_q10"]) <= float(r["adam_scale_q50"]) <= float(
+            r["adam_scale_q90"])
+        assert float(r["data_grad_rms"]) > 0 and float(r["val_error"]) < 90
+    assert float(gauss["adam_scale_q50"]) < 10 * float(gauss["data_grad_rms"])
+    assert float(mix["adam_scale_q50"]) > 10 * float(gauss["adam_scale_q50"])
+    assert "--adam-probe" in json.loads((out / "adam_probe.json").read_text())["command"]
+
+
+def test_adam_probe_data_gradient_changes_nothing():
+    from bandits.mnist.adam_probe import data_gradient_scale
+    torch.manual_seed(0)
+    x, y = torch.rand(3, 1, 20, 784) * 2, torch.randint(0, 10, (3, 1, 20))
+    clf = Classifiers("bbb", [16], [train.RunSpec(0, config.make_prior(Config()))])
+    clf.train_epoch(x[0, 0], y[0, 0], 10, ["blundell"])
+    before = {k: v.clone() for k, v in clf.params().items()}
+    adam = {k: v.clone() for k, v in clf.optimizer.state[clf.net.mu].items()}
+    noise = clf.noise_gens[0].get_state()
+    first = data_gradient_scale(clf, x, y)
+    assert first.shape == (1,) and first.item() > 0
+    assert torch.equal(first, data_gradient_scale(clf, x, y))  # the same noise both times
+    assert all(torch.equal(v, clf.params()[k]) for k, v in before.items())
+    assert all(torch.equal(v, clf.optimizer.state[clf.net.mu][k]) for k, v in adam.items())
+    assert torch.equal(noise, clf.noise_gens[0].get_state())

@@ -37,10 +37,9 @@ from tqdm import tqdm
 from bandits.bayes import (
     MLP,
     FlatMLP,
-    GaussianPrior,
     Prior,
-    gaussian_kl,
-    gaussian_kl_grads,
+    closed_form_cost,
+    closed_form_cost_grads,
     kl_weights,
     log_p_minus_log_q,
     make_mlp,
@@ -115,15 +114,15 @@ class EpochTrainer:
 
     def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
                     kl_every: int = 10, desc: str = "", progress: bool = False,
-                    max_batches: int = 0) -> dict[str, Tensor]:
+                    max_batches: int = 0, kl_factor: float = 1.0) -> dict[str, Tensor]:
         """One epoch of every run over the training images ``x (n, 784)``, ``y (n,)``.
 
         Each run draws its own order of the images. ``kl_schemes[r]`` is run ``r``'s KL
-        weighting; the complexity cost is recorded every ``kl_every`` minibatches (its
-        value is not needed to train). ``max_batches`` > 0 stops early (benchmarks).
-        Returns per-run ``(R,)`` CPU tensors: ``nll`` (mean per image), ``kl`` (mean over
-        the recorded minibatches) and ``train_loss`` (``nll + kl / n``, the negative ELBO
-        per image).
+        weighting, its weights multiplied by ``kl_factor`` (1: the ELBO); the complexity
+        cost is recorded every ``kl_every`` minibatches (its value is not needed to train).
+        ``max_batches`` > 0 stops early (benchmarks). Returns per-run ``(R,)`` CPU
+        tensors: ``nll`` (mean per image), ``kl`` (mean over the recorded minibatches) and
+        ``train_loss`` (``nll + kl / n``, the negative ELBO per image).
         """
         n = len(y)
         n_batches = math.ceil(n / batch_size)
@@ -132,7 +131,7 @@ class EpochTrainer:
         weights = None
         if self.bayesian:
             weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
-                                   dtype=x.dtype, device=self.device)  # (R, M)
+                                   dtype=x.dtype, device=self.device).mul_(kl_factor)  # (R, M)
         tot_nll = torch.zeros(self.runs, device=self.device)
         tot_kl = torch.zeros(self.runs, device=self.device)
         n_kl, seen = 0, 0
@@ -163,8 +162,9 @@ class BatchedClassifiers(EpochTrainer):
         init_sigma: BBB's initial posterior standard deviation.
         dropout: The dropout probability (``"dropout"`` only).
         samples: BBB weight samples per training step (their gradients are averaged).
-        complexity: ``"mc"`` (the paper's Monte Carlo estimate) or ``"kl"`` (closed form,
-            Gaussian priors only).
+        complexity: ``"mc"`` (the paper's Monte Carlo estimate) or ``"kl"`` (the closed
+            form, :func:`bandits.bayes.closed_form_cost`: the KL for a Gaussian prior, the
+            KL of the hierarchical form for a scale mixture).
         lr: The learning rate (shared by the runs).
         optimizer: ``"adam"`` steps on each run's loss per image, ``F_i / B``; ``"sgd"``
             (plain gradient descent, the paper's) on the minibatch's summed loss ``F_i``
@@ -190,9 +190,6 @@ class BatchedClassifiers(EpochTrainer):
             raise ValueError("BatchedClassifiers needs at least one run")
         if complexity not in ("mc", "kl"):
             raise ValueError(f"complexity must be 'mc' or 'kl', got {complexity!r}")
-        if kind == "bbb" and complexity == "kl" and not all(
-                isinstance(s.prior, GaussianPrior) for s in specs):
-            raise ValueError("the closed-form KL (complexity 'kl') needs Gaussian priors")
         self.kind, self.hidden, self.specs = kind, list(hidden), list(specs)
         self.bayesian = kind == "bbb"
         self.init_sigma, self.dropout = init_sigma, dropout
@@ -335,14 +332,15 @@ class BatchedClassifiers(EpochTrainer):
         net = self.net
         if self.complexity == "mc":
             return list(self._grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
-        g_mu, g_sigma = gaussian_kl_grads(net.mu, sigma, net.prior_consts.inv_wide_var, scale)
+        g_mu, g_sigma = closed_form_cost_grads(net.mu, sigma, net.prior_consts, scale)
         return list(mu_rho_grads(g_mu, g_sigma, net.rho, g_w, eps))
 
     def complexity_cost(self, w: Tensor, sigma: Tensor, eps: Tensor) -> Tensor:
-        """The complexity cost per run ``(R,)``: MC ``log q(w) - log p(w)`` at ``w``, or the KL."""
+        """The complexity cost per run ``(R,)``: MC ``log q(w) - log p(w)`` at ``w``, or the
+        closed form (:func:`bandits.bayes.closed_form_cost`)."""
         consts = self.net.prior_consts
-        if self.complexity == "kl":  # Gaussian priors: consts[0] = 1 / s^2
-            return gaussian_kl(self.net.mu, sigma, consts[0] ** -0.5).sum(dim=1)
+        if self.complexity == "kl":
+            return closed_form_cost(self.net.mu, sigma, consts).sum(dim=1)
         log_ratio, _ = log_p_minus_log_q(w, sigma, eps, consts)
         return log_ratio.sum(dim=1).neg_()
 

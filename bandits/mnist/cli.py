@@ -23,6 +23,7 @@ import torch
 from bandits import checkpoint
 from bandits.config import UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
+from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import QUICK, Config
 from bandits.mnist.report import redraw, report
 from bandits.mnist.speed import bench
@@ -152,6 +153,10 @@ def _main(argv: list[str]) -> int:
         raise ValueError("--device cuda: no CUDA device is available to this torch "
                          f"{torch.__version__}; use --device cpu")
     print(f"torch threads: {torch.get_num_threads()} (--threads N changes it)", flush=True)
+    if cfg.adam_probe:
+        probe(cfg, argv)
+        print(f"outputs in {cfg.out or 'results/mnist/adam-probe'}")
+        return 0
     if cfg.bench:
         bench(cfg, argv)
         print(f"outputs in {cfg.out or 'results/mnist'}")

@@ -46,7 +46,7 @@ class BatchedConvNets(EpochTrainer):
         init_sigma: BBB's initial posterior standard deviation.
         estimator: BBB's estimator (:data:`bandits.bayes.ESTIMATORS`).
         samples: Forward passes per step (their gradients are averaged).
-        complexity: ``"mc"`` or ``"kl"`` (closed form, Gaussian priors).
+        complexity: ``"mc"`` or ``"kl"`` (closed form: :func:`bandits.bayes.closed_form_cost`).
         lr: The learning rate.
         optimizer: ``"adam"`` or ``"sgd"`` (on the summed loss, see
             :class:`~bandits.mnist.classifiers.BatchedClassifiers`).

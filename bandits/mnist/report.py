@@ -489,8 +489,10 @@ def _chosen(rows: list[Group]) -> set[tuple[str, str]]:
 def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
     """Table 1 as data (``table1.csv``): per row, the test error at each model's epoch of
     lowest validation error, mean and standard deviation over seeds; ``chosen`` marks the
-    row of each method (and network) with the lowest mean validation error; ``samples``
-    and ``init_rho`` are a BBB row's Monte Carlo samples per step and initial rho."""
+    row of each method (and network) with the lowest mean validation error; ``samples``,
+    ``init_rho``, ``complexity`` and ``kl_factor`` are a BBB row's Monte Carlo samples per
+    step, initial rho, complexity cost ('mc' or the closed form 'kl') and the factor on its
+    KL weights (1: the ELBO)."""
     out = []
     chosen = _chosen(rows)
     for key, members in rows:
@@ -513,7 +515,9 @@ def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
                     "val_error_mean": round(_mean_val_error(members), 4),
                     "chosen": key in chosen,
                     "samples": st.get("samples", 1) if bbb else "",
-                    "init_rho": st.get("init_rho", -5.0) if bbb else ""})
+                    "init_rho": st.get("init_rho", -5.0) if bbb else "",
+                    "complexity": st.get("complexity", "mc") if bbb else "",
+                    "kl_factor": st.get("kl_factor", 1.0) if bbb else ""})
     return out
 
 
@@ -573,9 +577,9 @@ def _mean_cell(records: list[dict], key: str) -> str:
 
 
 def _cost_table(bbb: list[Group]) -> list[str]:
-    """Whether the complexity cost acted: per BBB row, the cost (the Monte Carlo
-    estimate of KL(q || p), nats) after the first and the last epoch, their ratio, and
-    the last epoch's training NLL per image (mean over seeds)."""
+    """Whether the complexity cost acted: per BBB row, the cost (nats: the Monte Carlo
+    estimate of KL(q || p), or the closed form) after the first and the last epoch, their
+    ratio, and the last epoch's training NLL per image (mean over seeds)."""
     lines = ["", "## What the complexity cost did (mean over seeds)", "",
              "| Method | Run | Optimiser | KL weighting | Cost, epoch 1 | Cost, last epoch | "
              "Last / first | Training NLL, last epoch |",
@@ -589,9 +593,20 @@ def _cost_table(bbb: list[Group]) -> list[str]:
         nll = float(np.mean([e[-1]["nll"] for e in epochs]))
         st = members[0][1]["settings"]
         lines.append(f"| {_kind(members[0][1])} | {_row_name(key, members)} | "
-                     f"{st.get('optimizer', 'adam')} {st['lr']:g} | {st['kl_weighting']} | "
+                     f"{st.get('optimizer', 'adam')} {st['lr']:g} | {_weighting_text(st)} | "
                      f"{first:,.0f} | {last:,.0f} | {last / first:.2f} | {nll:.4f} |")
     return lines
+
+
+def _weighting_text(st: dict[str, Any]) -> str:
+    """A BBB row's KL weighting, with its factor and a closed-form cost where not the
+    defaults: ``uniform``, ``uniform x 0.1``, ``uniform, closed form``."""
+    text = st["kl_weighting"]
+    if st.get("kl_factor", 1.0) != 1.0:
+        text += f" x {st['kl_factor']:g}"
+    if st.get("complexity", "mc") == "kl":
+        text += ", closed form"
+    return text
 
 
 def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:

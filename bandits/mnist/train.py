@@ -331,7 +331,7 @@ def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
     lr = clf.optimizer.param_groups[0]["lr"]
     stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size, schemes,
                             desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
-                            progress=cfg.progress)
+                            progress=cfg.progress, kl_factor=cfg.kl_factor)
     t_train = time.perf_counter() - t0
     if sched is not None:
         sched.step()
