@@ -209,3 +209,11 @@ def test_kl_factor_multiplies_every_minibatchs_kl_weight():
     got = torch.cat(seen, dim=1)  # (R, M)
     want = 0.25 * torch.tensor([kl_weights(4, "uniform"), kl_weights(4, "blundell")])
     torch.testing.assert_close(got, want)
+    # one factor per run (a --kl-factor grid trains each value in its own runs)
+    seen.clear()
+    clf.train_epoch(x, y, 25, ["uniform", "uniform"], kl_factor=[1.0, 0.1])
+    got = torch.cat(seen, dim=1)
+    want = torch.tensor([kl_weights(4, "uniform"), [0.1 * w for w in kl_weights(4, "uniform")]])
+    torch.testing.assert_close(got, want)
+    with pytest.raises(ValueError, match="2 runs need as many KL schemes and factors"):
+        clf.train_epoch(x, y, 25, ["uniform", "uniform"], kl_factor=[1.0])

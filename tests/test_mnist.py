@@ -455,6 +455,13 @@ def test_grid_flags_expand_to_every_setting_and_seed():
     assert len(names) == (2 + 1) * 2 == len(set(names))
     assert "prior=gaussian__kl_weighting=blundell" in names
     assert "prior=mixture__neg_log_sigma2=7__kl_weighting=uniform" in names
+    # so does a tempered ELBO: each --kl-factor value is a setting of every prior
+    cfg = parse_config(["--prior", "mixture", "gaussian", "--kl-factor", "1", "0.1"])
+    models = config.expand(cfg)
+    names = [config.setting_name(m, config.varying(models)) for m in models]
+    assert names == ["prior=mixture__kl_factor=1", "prior=mixture__kl_factor=0.1",
+                     "prior=gaussian__kl_factor=1", "prior=gaussian__kl_factor=0.1"]
+    assert len(config.batches(models)) == 4
     # one value is a plain setting, as before
     assert parse_config(["--pi", "0.25"]).pi == 0.25 and len(config.expand(Config())) == 1
 
@@ -470,6 +477,9 @@ def test_grid_flags_expand_to_every_setting_and_seed():
     (["--kl-weighting", "uniform", "later"], "--kl-weighting must be"),
     (["--complexity", "exact"], "--complexity must be 'mc' or 'kl'"),
     (["--kl-factor", "-1"], "--kl-factor must be in [0, 1e+06]"),
+    (["--kl-factor", "1", "0.1", "1"], "--kl-factor lists a value twice"),
+    (["--model", "dropout", "--kl-factor", "1", "0.1"],
+     "--kl-factor takes several values only with --model bbb"),
 ])
 def test_bad_grid_values_are_one_line_with_status_2(argv, message, capsys):
     assert mnist.main([*argv, "--no-progress"]) == 2
@@ -573,6 +583,29 @@ def test_workers_give_the_same_results(mnist_data_dir, tmp_path, monkeypatch):
     assert mnist.main([*base, "--prior", "gaussian", "--out", str(alone)]) == 0
     for seed in (0, 1):
         assert _results(alone / f"seed={seed}") == _results(one / f"prior=gaussian__seed={seed}")
+
+
+def test_a_kl_factor_grid_trains_each_factor_as_its_own_command(mnist_data_dir, tmp_path,
+                                                                monkeypatch):
+    """``--kl-factor 1 0.1`` trains each factor as the command of that one factor would,
+    and the report tells the rows apart by their factor."""
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2", "--seeds", "2",
+            "--kl-weighting", "uniform", "--workers", "1"]
+    grid, alone = tmp_path / "grid", tmp_path / "alone"
+    assert mnist.main([*base, "--kl-factor", "1", "0.1", "--out", str(grid)]) == 0
+    assert mnist.main([*base, "--kl-factor", "0.1", "--out", str(alone)]) == 0
+    for seed in (0, 1):
+        assert _results(alone / f"seed={seed}") == _results(
+            grid / f"kl_factor=0.1__seed={seed}")
+    cold, elbo = (grid / f"kl_factor={f}__seed=0" for f in ("0.1", "1"))
+    assert json.loads((cold / "summary.json").read_text())["settings"]["kl_factor"] == 0.1
+    assert json.loads((elbo / "summary.json").read_text())["settings"]["kl_factor"] == 1.0
+    # the factor acts: the tempered run's loss counts a tenth of the cost
+    assert _results(cold)[0][-1]["train_loss"] != _results(elbo)[0][-1]["train_loss"]
+    reporting.report(grid)
+    table1 = reporting.read_csv_rows(grid / "table1.csv")
+    assert sorted(float(r["kl_factor"]) for r in table1) == [0.1, 1.0]
 
 
 def _worker_pids(parent: int) -> list[int]:

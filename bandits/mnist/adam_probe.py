@@ -102,7 +102,7 @@ def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
     for epoch in range(1, cfg.epochs + 1):
         stats = clf.train_epoch(train.x, train.y, cfg.batch_size,
                                 [m.kl_weighting for m in models], desc=f"epoch {epoch}",
-                                progress=cfg.progress, kl_factor=cfg.kl_factor)
+                                progress=cfg.progress, kl_factor=[m.kl_factor for m in models])
         errors = clf.errors(val.x, val.y)
         scales = adam_scales(clf).cpu()
         data = data_gradient_scale(clf, train.x[probe_idx], train.y[probe_idx]).cpu()

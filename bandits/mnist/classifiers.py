@@ -114,11 +114,13 @@ class EpochTrainer:
 
     def train_epoch(self, x: Tensor, y: Tensor, batch_size: int, kl_schemes: Sequence[str],
                     kl_every: int = 10, desc: str = "", progress: bool = False,
-                    max_batches: int = 0, kl_factor: float = 1.0) -> dict[str, Tensor]:
+                    max_batches: int = 0, kl_factor: float | Sequence[float] = 1.0
+                    ) -> dict[str, Tensor]:
         """One epoch of every run over the training images ``x (n, 784)``, ``y (n,)``.
 
         Each run draws its own order of the images. ``kl_schemes[r]`` is run ``r``'s KL
-        weighting, its weights multiplied by ``kl_factor`` (1: the ELBO); the complexity
+        weighting, its weights multiplied by ``kl_factor`` (1: the ELBO; one number for
+        every run, or one per run); the complexity
         cost is recorded every ``kl_every`` minibatches (its value is not needed to train).
         ``max_batches`` > 0 stops early (benchmarks). Returns per-run ``(R,)`` CPU
         tensors: ``nll`` (mean per image), ``kl`` (mean over the recorded minibatches) and
@@ -130,8 +132,14 @@ class EpochTrainer:
         perms = perms.to(self.device)  # (R, n): one host-to-device copy per epoch
         weights = None
         if self.bayesian:
-            weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
-                                   dtype=x.dtype, device=self.device).mul_(kl_factor)  # (R, M)
+            factors = ([float(kl_factor)] * self.runs if isinstance(kl_factor, int | float)
+                       else [float(f) for f in kl_factor])
+            if len(factors) != self.runs or len(kl_schemes) != self.runs:
+                raise ValueError(f"train_epoch: {self.runs} runs need as many KL schemes and "
+                                 f"factors, got {len(kl_schemes)} and {len(factors)}")
+            weights = torch.tensor([[w * f for w in kl_weights(n_batches, s)]
+                                    for s, f in zip(kl_schemes, factors, strict=True)],
+                                   dtype=x.dtype, device=self.device)  # (R, M)
         tot_nll = torch.zeros(self.runs, device=self.device)
         tot_kl = torch.zeros(self.runs, device=self.device)
         n_kl, seen = 0, 0

@@ -70,9 +70,10 @@ class Config:
         "blundell", "KL weight per minibatch: 'blundell' (2^(M-i)/(2^M-1), section 3.4; "
         "better than 'uniform' for both priors over 3 seeds, see results/mnist) or "
         "'uniform' (1/M, eq. 8)", grid=True)
-    kl_factor: float = setting(
+    kl_factor: float | list[float] = setting(
         1.0, "multiplies every minibatch's KL weight: 1 is the ELBO; a smaller factor is a "
-        "tempered ELBO (the complexity cost counts less than the data)", range=(0.0, 1e6))
+        "tempered ELBO (the complexity cost counts less than the data)", range=(0.0, 1e6),
+        grid=True)
     hidden: int = setting(400, "units in each of the hidden layers", range=(1, MAX_INT))
     layers: int = setting(2, "number of hidden layers", range=(1, 1000))
     dropout: float = setting(
@@ -292,7 +293,7 @@ def varying(models: Sequence[Config]) -> list[str]:
 
 def setting_name(cfg: Config, fields: Sequence[str]) -> str:
     """A model's setting as a name: ``prior=mixture__pi=0.25`` (``fields`` that matter)."""
-    used = [f for f in fields if f in ("prior", "kl_weighting")
+    used = [f for f in fields if f in ("prior", "kl_weighting", "kl_factor")
             or f in PRIOR_FIELDS.get(cfg.prior, ())]
     return "__".join(f"{f}={getattr(cfg, f):g}" if isinstance(getattr(cfg, f), float)
                      else f"{f}={getattr(cfg, f)}" for f in used) or "base"
