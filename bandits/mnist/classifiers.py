@@ -137,9 +137,9 @@ class EpochTrainer:
             if len(factors) != self.runs or len(kl_schemes) != self.runs:
                 raise ValueError(f"train_epoch: {self.runs} runs need as many KL schemes and "
                                  f"factors, got {len(kl_schemes)} and {len(factors)}")
-            weights = torch.tensor([[w * f for w in kl_weights(n_batches, s)]
-                                    for s, f in zip(kl_schemes, factors, strict=True)],
+            weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
                                    dtype=x.dtype, device=self.device)  # (R, M)
+            weights.mul_(torch.tensor(factors, dtype=x.dtype, device=self.device)[:, None])
         tot_nll = torch.zeros(self.runs, device=self.device)
         tot_kl = torch.zeros(self.runs, device=self.device)
         n_kl, seen = 0, 0
