@@ -132,14 +132,13 @@ class EpochTrainer:
         perms = perms.to(self.device)  # (R, n): one host-to-device copy per epoch
         weights = None
         if self.bayesian:
-            factors = ([float(kl_factor)] * self.runs if isinstance(kl_factor, int | float)
-                       else [float(f) for f in kl_factor])
-            if len(factors) != self.runs or len(kl_schemes) != self.runs:
+            factors = torch.as_tensor(kl_factor, dtype=x.dtype, device=self.device)
+            if len(kl_schemes) != self.runs or factors.numel() != self.runs and factors.dim():
                 raise ValueError(f"train_epoch: {self.runs} runs need as many KL schemes and "
-                                 f"factors, got {len(kl_schemes)} and {len(factors)}")
+                                 f"factors, got {len(kl_schemes)} and {factors.numel()}")
+            factors = factors.reshape(-1, 1)  # (1, 1): every run, or (R, 1): one per run
             weights = torch.tensor([kl_weights(n_batches, s) for s in kl_schemes],
-                                   dtype=x.dtype, device=self.device)  # (R, M)
-            weights.mul_(torch.tensor(factors, dtype=x.dtype, device=self.device)[:, None])
+                                   dtype=x.dtype, device=self.device).mul_(factors)  # (R, M)
         tot_nll = torch.zeros(self.runs, device=self.device)
         tot_kl = torch.zeros(self.runs, device=self.device)
         n_kl, seen = 0, 0

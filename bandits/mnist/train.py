@@ -297,12 +297,13 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
         history = History(state["rows"], state["best_val"], state["best_epoch"],
                           {k: v.to(cfg.device) for k, v in state["best"].items()})
         first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
-    schemes = [(m.kl_weighting, m.kl_factor) for m in models]
+    schemes = [m.kl_weighting for m in models]
+    factors = [m.kl_factor for m in models]
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
             saved, last_save = _epoch(job, epoch, clf, sched, history, splits, dirs,
-                                      schemes, saved, last_save,
+                                      schemes, factors, saved, last_save,
                                       wall_before - t_start)
         except KeyboardInterrupt:
             kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume "
@@ -321,19 +322,18 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
 
 def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
            sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
-           splits: dict[str, Split], dirs: list[Path], schemes: list[tuple[str, float]],
-           saved: int,
-           last_save: float, wall_offset: float) -> tuple[int, float]:
+           splits: dict[str, Split], dirs: list[Path], schemes: list[str],
+           factors: list[float], saved: int, last_save: float, wall_offset: float
+           ) -> tuple[int, float]:
     """One epoch of :func:`train_batch`: train, evaluate, log, and write the checkpoint
     when it is due (the wall time so far is ``wall_offset + time.perf_counter()``).
     Returns the epoch of the last checkpoint written and when it was written."""
     cfg, runs = job.cfg, clf.runs
     t0 = time.perf_counter()
     lr = clf.optimizer.param_groups[0]["lr"]
-    stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size,
-                            [s for s, _ in schemes],
+    stats = clf.train_epoch(splits["train"].x, splits["train"].y, cfg.batch_size, schemes,
                             desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
-                            progress=cfg.progress, kl_factor=[f for _, f in schemes])
+                            progress=cfg.progress, kl_factor=factors)
     t_train = time.perf_counter() - t0
     if sched is not None:
         sched.step()
