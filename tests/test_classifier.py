@@ -25,6 +25,17 @@ OTHER_MIXTURE = ScaleMixturePrior(0.25, math.exp(-1), math.exp(-7))
 GAUSSIAN = GaussianPrior(0.5)
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """One torch thread, as every batch of a grid command trains: with several, a batched
+    model and a lone one split their matmuls differently, and the comparisons below
+    would depend on the machine's cores and on which test set the thread count before."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _data(n: int = 300, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     centres = torch.rand(10, 784, generator=g) * 2
