@@ -16,7 +16,10 @@ import pytest
 import torch
 
 from bandits import mnist
+from bandits.bayes import ScaleMixturePrior
 from bandits.mnist import cli, config, train
+from bandits.mnist.autograd_nets import AutogradNets
+from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
 
 PREFIX = "bandits.mnist: error: "
 
@@ -285,9 +288,49 @@ def test_lenet5_trains_resumes_and_reports(tmp_path, mnist_data_dir, estimator):
     assert (again / "models.csv").read_text() == (out / "models.csv").read_text()
 
 
+@pytest.mark.parametrize("estimator", ["lrt", "flipout"])
+def test_mlp_with_noise_per_image_trains_resumes_prunes_and_reports(tmp_path, mnist_data_dir,
+                                                                    estimator):
+    out = tmp_path / "mlp"
+    base = ["--estimator", estimator, "--prior", "mixture", "--complexity", "kl",
+            "--kl-weighting", "uniform", "--kl-factor", "0.001", "--lr", "3e-3",
+            "--hidden", "16", "--seeds", "2", "--train-size", "512", "--test-size", "256",
+            "--threads", "1", "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir)]
+    assert mnist.main([*base, "--epochs", "1", "--out", str(out)]) == 0
+    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress", "--no-plots",
+                       "--data-dir", str(mnist_data_dir)]) == 0
+    models = pd.read_csv(out / "models.csv")
+    assert len(models) == 2 and (models["test_error"] < 80).all()
+    summary = json.loads((out / "seed=0" / "summary.json").read_text())
+    assert summary["settings"]["estimator"] == estimator and summary["epochs"] == 2
+    pruning = pd.read_csv(out / "seed=0" / "pruning.csv")
+    assert list(pruning["removed_pct"][:2]) == [0.0, 50.0]
+    assert pruning["test_error_mean"].iloc[0] == pytest.approx(
+        summary["best_validation"]["test_error_mean"])
+    assert summary["label"] == f"bbb-mixture-2x16-{estimator}"
+    again = tmp_path / "again"
+    assert mnist.main([*base, "--epochs", "2", "--out", str(again)]) == 0
+    assert (again / "models.csv").read_text() == (out / "models.csv").read_text()
+
+
+def test_the_autograd_mlp_starts_from_the_fused_trainers_weights():
+    """``--estimator lrt`` trains the MLP by autograd; each seed starts where the
+    hand-written ('reparam') trainer's would, so only the noise differs."""
+    specs = [RunSpec(s, ScaleMixturePrior(), "uniform") for s in (3, 4)]
+    fused = BatchedClassifiers("bbb", [16, 16], specs, init_sigma=0.01)
+    auto = AutogradNets("bbb", specs, hidden=[16, 16], init_sigma=0.01, estimator="lrt")
+    for r in range(2):
+        a, b = fused.to_mlp(r), auto.to_mlp(r)
+        for (name, x), (_, y) in zip(a.named_parameters(), b.named_parameters(), strict=True):
+            assert torch.equal(x, y), name
+        assert b.layers[0].estimator == "lrt"
+
+
 @pytest.mark.parametrize("args, message", [
     (["--arch", "lenet5", "--model", "dropout"], "--arch lenet5 trains --model bbb or sgd"),
-    (["--estimator", "flipout"], "needs --arch lenet5"),
+    (["--estimator", "flipout", "--model", "sgd"], "use it with --model bbb"),
+    (["--estimator", "lrt", "--compile"], "--compile fuses the MLP's 'reparam' step"),
+    (["--estimator", "lrt", "--adam-probe"], "--adam-probe needs"),
     (["--arch", "resnet"], "--arch must be one of"),
 ])
 def test_lenet5_bad_settings_are_one_line(args, message, capsys):

@@ -426,6 +426,7 @@ def make_mlp(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
     dtype: torch.dtype | None = None,
+    estimator: str = "reparam",
 ) -> MLP:
     """Build an MLP ``in -> hidden[0] -> ... -> out``.
 
@@ -440,13 +441,15 @@ def make_mlp(
         dropout: Dropout probability after each hidden activation.
         init_sigma: Initial posterior standard deviation (Bayesian layers).
         generator: Noise source shared by the Bayesian layers.
+        estimator: How the Bayesian layers draw their noise (:data:`ESTIMATORS`).
     """
     sizes = [in_features, *hidden, out_features]
     layers: list[nn.Module] = []
     for a, b in zip(sizes[:-1], sizes[1:]):
         if bayesian:
             layers.append(BayesLinear(a, b, runs=runs, prior=prior, init_sigma=init_sigma,
-                                      generator=generator, device=device, dtype=dtype))
+                                      generator=generator, device=device, dtype=dtype,
+                                      estimator=estimator))
         else:
             layers.append(RunsLinear(a, b, runs=runs, device=device, dtype=dtype))
     return MLP(layers, activation=activation, dropout=dropout)

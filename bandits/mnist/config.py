@@ -45,9 +45,11 @@ class Config:
     arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
                                "paper's) or 'lenet5' (LeNet-5: two convolutions, 120, 84; "
                                "--model bbb or sgd)")
-    estimator: str = setting("reparam", "BBB with --arch lenet5: how the weight noise is "
-                                        "drawn: 'reparam' (one sample per minibatch), "
-                                        "'lrt' (local reparameterisation) or 'flipout'")
+    estimator: str = setting("reparam", "BBB: how the weight noise is drawn: 'reparam' (one "
+                                        "weight sample per minibatch, the paper's), 'lrt' "
+                                        "(local reparameterisation: noise per image) or "
+                                        "'flipout'; the MLP trains 'lrt' and 'flipout' by "
+                                        "autograd")
     prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True)
     pi: float | list[float] = setting(
         0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True)
@@ -202,11 +204,14 @@ class Config:
              f"--estimator must be one of {ESTIMATORS}, got {self.estimator!r}"),
             (self.arch == "mlp" or self.model in ("bbb", "sgd"),
              f"--arch lenet5 trains --model bbb or sgd, got --model {self.model}"),
-            (self.arch == "lenet5" or self.estimator == "reparam",
-             "--estimator lrt or flipout needs --arch lenet5 (the MLP trains with 'reparam')"),
+            (self.arch == "lenet5" or self.estimator == "reparam" or self.model == "bbb",
+             f"--estimator {self.estimator} draws BBB's weight noise: use it with --model bbb"),
+            (not self.compile or (self.arch == "mlp" and self.estimator == "reparam"),
+             "--compile fuses the MLP's 'reparam' step: leave it out with --arch lenet5 "
+             "or --estimator lrt/flipout"),
             (not self.adam_probe or (self.model == "bbb" and self.optimizer == "adam"
-                                     and self.arch == "mlp"),
-             "--adam-probe needs --model bbb --optimizer adam --arch mlp"),
+                                     and self.arch == "mlp" and self.estimator == "reparam"),
+             "--adam-probe needs --model bbb --optimizer adam --arch mlp --estimator reparam"),
             (self.arch == "mlp" or not self.bench,
              "--bench times the MLP; leave out --arch lenet5"),
         ]
@@ -304,7 +309,8 @@ def run_label(cfg: Config) -> str:
     kind = f"bbb-{'+'.join(grid_values(cfg, 'prior'))}" if cfg.model == "bbb" else cfg.model
     if cfg.arch == "lenet5":
         return f"{kind}-lenet5" + (f"-{cfg.estimator}" if cfg.model == "bbb" else "")
-    return f"{kind}-{cfg.layers}x{cfg.hidden}"
+    est = f"-{cfg.estimator}" if cfg.model == "bbb" and cfg.estimator != "reparam" else ""
+    return f"{kind}-{cfg.layers}x{cfg.hidden}{est}"
 
 
 def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:

@@ -31,7 +31,8 @@ def build_model(cfg: Config, generator: torch.Generator | None = None) -> MLP:
     hidden = [cfg.hidden] * cfg.layers
     if cfg.model == "bbb":
         return make_mlp(IN_FEATURES, hidden, CLASSES, bayesian=True, prior=make_prior(cfg),
-                        init_sigma=init_sigma(cfg), generator=generator, device=cfg.device)
+                        init_sigma=init_sigma(cfg), generator=generator, device=cfg.device,
+                        estimator=cfg.estimator)
     drop = cfg.dropout if cfg.model == "dropout" else 0.0
     return make_mlp(IN_FEATURES, hidden, CLASSES, bayesian=False, dropout=drop,
                     device=cfg.device)

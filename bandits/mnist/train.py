@@ -74,7 +74,14 @@ import torch
 from torch import Tensor
 
 from bandits import checkpoint
-from bandits.mnist.classifiers import BatchedClassifiers, RunSpec, seed_streams, seeded_generator
+from bandits.mnist.autograd_nets import AutogradNets
+from bandits.mnist.classifiers import (
+    BatchedClassifiers,
+    EpochTrainer,
+    RunSpec,
+    seed_streams,
+    seeded_generator,
+)
 from bandits.mnist.config import (
     Config,
     batches,
@@ -85,7 +92,6 @@ from bandits.mnist.config import (
     setting_name,
     varying,
 )
-from bandits.mnist.convnets import BatchedConvNets
 from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
 from bandits.mnist.report import (
@@ -122,15 +128,16 @@ def identity(config: dict[str, Any]) -> str:
                                    if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}})
 
 
-def build_classifiers(cfg: Config, models: Sequence[Config]) -> BatchedClassifiers:
+def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
     """The batched classifiers of ``models`` (see :func:`bandits.mnist.config.expand`)."""
     specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
              for m in models]
-    if cfg.arch == "lenet5":
-        return BatchedConvNets(cfg.model, specs, init_sigma=init_sigma(cfg),
-                               estimator=cfg.estimator, samples=cfg.samples,
-                               complexity=cfg.complexity, lr=cfg.lr,
-                               optimizer=cfg.optimizer, device=cfg.device)
+    if cfg.arch == "lenet5" or cfg.estimator != "reparam":
+        hidden = None if cfg.arch == "lenet5" else [cfg.hidden] * cfg.layers
+        return AutogradNets(cfg.model, specs, hidden=hidden, init_sigma=init_sigma(cfg),
+                            estimator=cfg.estimator, samples=cfg.samples,
+                            complexity=cfg.complexity, lr=cfg.lr,
+                            optimizer=cfg.optimizer, device=cfg.device)
     return BatchedClassifiers(cfg.model, [cfg.hidden] * cfg.layers, specs,
                               init_sigma=init_sigma(cfg), dropout=cfg.dropout,
                               samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,

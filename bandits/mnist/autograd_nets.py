@@ -1,17 +1,21 @@
-"""``R`` LeNet-5 classifiers trained together (``--arch lenet5``), by autograd.
+"""``R`` classifiers trained together by autograd: LeNet-5 (``--arch lenet5``), or the
+MLP when its Bayesian layers draw noise per example (``--estimator lrt`` or ``flipout``).
 
-:class:`BatchedConvNets` has the interface of
+:class:`AutogradNets` has the interface of
 :class:`bandits.mnist.classifiers.BatchedClassifiers` (``train_epoch``, ``errors``,
 ``params``, ``to_mlp``, state), so the trainer, the checkpoints, the evaluation and
-the report treat both alike. The network is :func:`bandits.bayes.make_lenet5` with the
-runs dimension: Bayes by Backprop (``bbb``) with each run's prior and KL weighting and
-the layers' ``estimator`` (``reparam``, ``lrt`` or ``flipout``), or ordinary weights
-(``sgd``). The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8)
+the report treat both alike. The network is :func:`bandits.bayes.make_lenet5` or
+:func:`bandits.bayes.make_mlp` with the runs dimension: Bayes by Backprop (``bbb``) with
+each run's prior and KL weighting and the layers' ``estimator`` (``reparam``, ``lrt`` or
+``flipout``), or ordinary weights (``sgd``). The MLP starts from the weights
+:class:`~bandits.mnist.classifiers.BatchedClassifiers` starts from, whose hand-written
+backward pass covers one weight sample per minibatch (``reparam``) only.
+The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8)
 for Adam and ``pi_i KL_r + NLL_r`` for plain SGD, averaged over ``samples`` forward
 passes; one optimiser step updates every run at once.
 
 Run ``r``'s initial weights are those of ``torch.manual_seed`` of its seed's ``init``
-stream (:func:`bandits.mnist.classifiers.seed_streams`) then a LeNet-5 of its own, its
+stream (:func:`bandits.mnist.classifiers.seed_streams`) then a network of its own, its
 minibatch order comes from its ``shuffle`` stream; the weight noise of all runs comes
 from one generator of the first run's ``noise`` stream, so a run
 trained beside others is a different (equally valid) draw from the run trained alone.
@@ -26,8 +30,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from bandits.bayes import LeNet5, make_lenet5
+from bandits.bayes import MLP, make_lenet5, make_mlp
 from bandits.mnist.classifiers import (
+    CLASSES,
+    IN_FEATURES,
     EpochTrainer,
     RunSpec,
     make_optimizer,
@@ -36,11 +42,12 @@ from bandits.mnist.classifiers import (
 )
 
 
-class BatchedConvNets(EpochTrainer):
-    """``R`` LeNet-5 classifiers of one kind (``"bbb"`` or ``"sgd"``), trained together.
+class AutogradNets(EpochTrainer):
+    """``R`` classifiers of one kind (``"bbb"`` or ``"sgd"``), trained together.
 
     Args:
         kind: ``"bbb"`` or ``"sgd"``.
+        hidden: The MLP's hidden sizes (``784 -> hidden -> 10``), or ``None`` for LeNet-5.
         specs: One :class:`~bandits.mnist.classifiers.RunSpec` per run (BBB: its prior
             and KL weighting).
         init_sigma: BBB's initial posterior standard deviation.
@@ -53,12 +60,14 @@ class BatchedConvNets(EpochTrainer):
         device: Where the parameters and the data live.
     """
 
-    def __init__(self, kind: str, specs: Sequence[RunSpec], *, init_sigma: float = 0.0067,
+    def __init__(self, kind: str, specs: Sequence[RunSpec], *,
+                 hidden: Sequence[int] | None = None, init_sigma: float = 0.0067,
                  estimator: str = "reparam", samples: int = 1, complexity: str = "mc",
                  lr: float = 1e-3, optimizer: str = "adam",
                  device: torch.device | str = "cpu") -> None:
         if kind not in ("bbb", "sgd"):
-            raise ValueError(f"LeNet-5 trains as 'bbb' or 'sgd', got {kind!r}")
+            raise ValueError(f"the autograd trainer trains 'bbb' or 'sgd', got {kind!r}")
+        self.hidden = None if hidden is None else list(hidden)
         self.kind, self.specs, self.bayesian = kind, list(specs), kind == "bbb"
         self.runs, self.device = len(self.specs), torch.device(device)
         self.init_sigma, self.estimator = init_sigma, estimator
@@ -80,7 +89,11 @@ class BatchedConvNets(EpochTrainer):
         self.optimizer = make_optimizer(optimizer, self.net.parameters(), lr)
 
     def _make(self, runs: int | None, spec: RunSpec,
-              generator: torch.Generator | None = None) -> LeNet5:
+              generator: torch.Generator | None = None) -> MLP:
+        if self.hidden is not None:
+            return make_mlp(IN_FEATURES, self.hidden, CLASSES, bayesian=self.bayesian,
+                            runs=runs, prior=spec.prior, init_sigma=self.init_sigma,
+                            estimator=self.estimator, generator=generator)
         return make_lenet5(bayesian=self.bayesian, runs=runs, prior=spec.prior,
                            init_sigma=self.init_sigma, estimator=self.estimator,
                            generator=generator)
@@ -104,8 +117,9 @@ class BatchedConvNets(EpochTrainer):
         return {k: v.detach() for k, v in self.net.named_parameters()}
 
     def to_mlp(self, r: int, params: dict[str, Tensor] | None = None,
-               generator: torch.Generator | None = None) -> LeNet5:
-        """Run ``r`` as one :class:`bandits.bayes.LeNet5` without a runs dimension."""
+               generator: torch.Generator | None = None) -> MLP:
+        """Run ``r`` as one network (an :class:`bandits.bayes.MLP` or
+        :class:`bandits.bayes.LeNet5`) without a runs dimension."""
         params = self.params() if params is None else params
         model = self._make(None, self.specs[r], generator).to(self.device)
         with torch.no_grad():
