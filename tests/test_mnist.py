@@ -23,6 +23,8 @@ from bandits.bayes import (
     BayesLinear,
     GaussianPrior,
     ScaleMixturePrior,
+    closed_form_cost,
+    fused_prior_consts,
     mc_cost_terms,
     prune_by_snr,
     snr,
@@ -716,3 +718,37 @@ def test_adam_probe_data_gradient_changes_nothing():
     assert all(torch.equal(v, clf.params()[k]) for k, v in before.items())
     assert all(torch.equal(v, clf.optimizer.state[clf.net.mu][k]) for k, v in adam.items())
     assert torch.equal(noise, clf.noise_gens[0].get_state())
+
+
+def test_a_mixture_whose_narrow_component_is_out_of_reach_is_warned_about(capsys, monkeypatch):
+    """Under the closed-form cost, sigma2 = e^-8 against an initial sigma of e^-5 gives
+    the Gaussian N(0, sigma1^2)'s gradients (so the warning is true); e^-6 does not, and
+    neither does an initial sigma inside the narrow component."""
+    warned = config.unreachable_spikes(cli.parse_config(
+        ["--complexity", "kl", "--neg-log-sigma2", "6", "8"]))
+    assert len(warned) == 1 and warned[0].startswith("--neg-log-sigma2 8 ")
+    assert "--init-rho of at most -6.9" in warned[0]
+    assert not config.unreachable_spikes(cli.parse_config(
+        ["--complexity", "kl", "--neg-log-sigma2", "8", "--init-rho=-8"]))
+    assert not config.unreachable_spikes(cli.parse_config(["--neg-log-sigma2", "8"]))  # mc
+
+    def grads(prior):
+        mu = (torch.rand(1000, generator=torch.Generator().manual_seed(0)) - 0.5) * 0.1
+        mu.requires_grad_(True)
+        rho = torch.full((1000,), -5.0, requires_grad=True)
+        closed_form_cost(mu, F.softplus(rho), fused_prior_consts(prior)).sum().backward()
+        return mu.grad, rho.grad
+
+    wide = grads(GaussianPrior(1.0))
+    for sigma2, same in ((math.exp(-8), True), (math.exp(-6), False)):
+        got = grads(ScaleMixturePrior(0.5, 1.0, sigma2))
+        assert all(torch.allclose(g, w, rtol=1e-6, atol=0) for g, w in zip(got, wide)) == same
+
+    def refuse(*args):  # stands in for the training, which the warning comes before
+        raise ValueError("not trained")
+
+    monkeypatch.setattr(cli, "run", refuse)
+    assert mnist.main(["--complexity", "kl", "--neg-log-sigma2", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("bandits.mnist: warning: --neg-log-sigma2 8 ") and len(err) == 2
+    assert err[1] == "bandits.mnist: error: not trained"

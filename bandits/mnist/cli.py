@@ -24,7 +24,7 @@ from bandits import checkpoint
 from bandits.config import UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.adam_probe import probe
-from bandits.mnist.config import QUICK, Config
+from bandits.mnist.config import QUICK, Config, unreachable_spikes
 from bandits.mnist.report import redraw, report
 from bandits.mnist.speed import bench
 from bandits.mnist.train import (
@@ -161,6 +161,9 @@ def _main(argv: list[str]) -> int:
         bench(cfg, argv)
         print(f"outputs in {cfg.out or 'results/mnist'}")
         return 0
+    if resume is None:
+        for message in unreachable_spikes(cfg):
+            print(f"{PROG}: warning: {message}", file=sys.stderr)
     summary = run(cfg, argv, resume)
     if summary["models"] > 1:
         print((Path(summary["out"]) / "table.md").read_text())

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5
+from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5, sigma_to_rho
 from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.mnist.classifiers import IN_FEATURES, KINDS, OPTIMIZERS, n_parameters
 from bandits.outputs import machine_memory
@@ -323,6 +323,38 @@ def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:
 def init_sigma(cfg: Config) -> float:
     """BBB's initial posterior standard deviation, ``softplus(--init-rho)``."""
     return F.softplus(torch.tensor(cfg.init_rho)).item()
+
+
+# A mixture component whose responsibility starts below e^-UNREACHABLE_NATS never acts.
+UNREACHABLE_NATS = 50.0
+
+
+def unreachable_spikes(cfg: Config) -> list[str]:
+    """Warnings for the scale mixtures of ``cfg``'s grid that train as their wide
+    component alone: under the closed-form cost (``--complexity kl``) a posterior weight
+    ``N(mu, s^2)`` takes the narrow component with responsibility at most
+    ``pi2 N-ratio exp(-(KL(q || N(0, sigma2^2)) - KL(q || N(0, sigma1^2))))``, and from the
+    initial ``s`` that gap (at ``mu = 0``, its smallest) can be so large that the cost is
+    the Gaussian's KL plus a constant: same gradients, same training, epoch by epoch."""
+    if cfg.model != "bbb" or cfg.complexity != "kl":
+        return []
+    s = init_sigma(cfg)
+    out = []
+    for m in expand(dataclasses.replace(cfg, seeds=1)):
+        if m.prior != "mixture" or not 0 < m.pi < 1:
+            continue
+        s1, s2 = math.exp(-m.neg_log_sigma1), math.exp(-m.neg_log_sigma2)
+        gap = (math.log(s2 / s1) + s * s / 2 * (1 / s2**2 - 1 / s1**2)
+               + math.log(m.pi / (1 - m.pi)))
+        if gap > UNREACHABLE_NATS:
+            out.append(
+                f"--neg-log-sigma2 {m.neg_log_sigma2:g} (sigma2 = {s2:.2g}) lies far below the "
+                f"initial posterior sigma {s:.2g} (--init-rho {cfg.init_rho:g}): under "
+                f"--complexity kl the narrow component's responsibility starts below "
+                f"e^-{gap:.0f}, so this mixture trains as its wide component "
+                f"N(0, sigma1^2) alone; an --init-rho of at most "
+                f"{sigma_to_rho(3 * s2):.1f} starts the posterior within its reach")
+    return out
 
 
 QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs": 10,
