@@ -356,8 +356,9 @@ def report(root: Path) -> str:
     """
     found = [(p.parent, json.loads(p.read_text())) for p in sorted(root.rglob("summary.json"))]
     rows = _groups(root, found)
-    lines = _table1(rows) + _commands(rows, found) + _ood_table(rows)
-    write_csv(_table1_rows(rows), root / "table1.csv")
+    chosen = _chosen(rows)
+    lines = _table1(rows, chosen) + _commands(rows, found) + _ood_table(rows)
+    write_csv(_table1_rows(rows, chosen), root / "table1.csv")
     bbb = [(k, m) for k, m in rows if "pruning" in m[0][1] and "quick" not in k[0]]
     if bbb:
         best = _best_bbb(bbb)
@@ -365,8 +366,8 @@ def report(root: Path) -> str:
         k, members = min(best.values(), key=lambda t: _mean_val_error(t[1]))
         _plot_snr(members[0][0] / "snr_hist.csv", root / "fig4_snr.png", _row_name(k, members))
     if rows:
-        _plot_test_errors(rows, root / "fig2_test_error.png")
-        chosen = _chosen(rows)  # Figure 3 as the paper draws it: one histogram per method
+        _plot_test_errors(rows, chosen, root / "fig2_test_error.png")
+        # Figure 3 as the paper draws it: one histogram per method
         shown = [(k, m) for k, m in rows if "quick" not in k[0]]
         shown = [(k, m) for k, m in shown if k in chosen] or shown
         _plot_weight_hists({_row_name(k, m): m[0][0] for k, m in shown},
@@ -437,8 +438,9 @@ def _row_name(key: tuple[str, str], members: list[Member]) -> str:
     return f"{key[0]}/{setting}" if setting else key[0]
 
 
-def _table1(rows: list[Group]) -> list[str]:
-    """Table 1: the test error of each row, beside the paper's."""
+def _table1(rows: list[Group], chosen: set[tuple[str, str]]) -> list[str]:
+    """Table 1: the test error of each row, beside the paper's; ``chosen``: see
+    :func:`_chosen`."""
     lines = ["## Table 1: MNIST test error (%)", "",
              "Ours: the test error at each model's epoch of lowest validation error (BBB: the "
              "posterior-mean network, and the average of sampled networks), and at the last "
@@ -446,7 +448,6 @@ def _table1(rows: list[Group]) -> list[str]:
              "| Method | Run | Units/layer | # weights | Epochs | Seeds | Validation | "
              "Test error | BBB sampled avg | Last epoch | Paper |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    chosen = _chosen(rows)
     for key, members in rows:
         s0 = members[0][1]
         st = s0["settings"]
@@ -470,6 +471,12 @@ def _table1(rows: list[Group]) -> list[str]:
     return lines
 
 
+def _method_key(members: list[Member]) -> tuple[str, str, int]:
+    """What one row is chosen among: the method, the network and its hidden size."""
+    s0 = members[0][1]
+    return _kind(s0), s0["settings"].get("arch", "mlp"), s0["settings"]["hidden"]
+
+
 def _chosen(rows: list[Group]) -> set[tuple[str, str]]:
     """The rows chosen on the validation set: per method, network and hidden size, the
     row with the lowest mean validation error (rows without a validation set are never
@@ -478,15 +485,14 @@ def _chosen(rows: list[Group]) -> set[tuple[str, str]]:
     for key, members in rows:
         if any("best_validation" not in s for _, s in members):
             continue
-        st = members[0][1]["settings"]
-        group = (_kind(members[0][1]), st.get("arch", "mlp"), st["hidden"])
+        group = _method_key(members)
         val = _mean_val_error(members)
         if group not in best or val < best[group][0]:
             best[group] = (val, key)
     return {key for _, key in best.values()}
 
 
-def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
+def _table1_rows(rows: list[Group], chosen: set[tuple[str, str]]) -> list[dict[str, Any]]:
     """Table 1 as data (``table1.csv``): per row, the test error at each model's epoch of
     lowest validation error, mean and standard deviation over seeds; ``chosen`` marks the
     row of each method (and network) with the lowest mean validation error; ``samples``,
@@ -494,7 +500,6 @@ def _table1_rows(rows: list[Group]) -> list[dict[str, Any]]:
     step, initial rho, complexity cost ('mc' or the closed form 'kl') and the factor on its
     KL weights (1: the ELBO)."""
     out = []
-    chosen = _chosen(rows)
     for key, members in rows:
         s0 = members[0][1]
         st = s0["settings"]
@@ -609,12 +614,12 @@ def _weighting_text(st: dict[str, Any]) -> str:
     return text
 
 
-def _best_bbb(bbb: list[Group]) -> dict[tuple[str, int], Group]:
-    """Per BBB kind and hidden size, the row with the lowest mean validation error (the
-    model chosen as everything else is: never on the test set)."""
-    best: dict[tuple[str, int], Group] = {}
+def _best_bbb(bbb: list[Group]) -> dict[tuple[str, str, int], Group]:
+    """Per BBB kind, network and hidden size, the row with the lowest mean validation
+    error (the model chosen as everything else is: never on the test set)."""
+    best: dict[tuple[str, str, int], Group] = {}
     for k, m in sorted(bbb, key=lambda t: _mean_val_error(t[1])):
-        best.setdefault((_kind(m[0][1]), m[0][1]["settings"]["hidden"]), (k, m))
+        best.setdefault(_method_key(m), (k, m))
     return best
 
 
@@ -625,7 +630,7 @@ def _network(settings: dict[str, Any]) -> str:
     return f"{settings['layers']} x {settings['hidden']}"
 
 
-def _table2(best: dict[tuple[str, int], Group]) -> list[str]:
+def _table2(best: dict[tuple[str, str, int], Group]) -> list[str]:
     """Table 2 (pruning by SNR) of each of the ``best`` rows, beside the paper's."""
     lines: list[str] = []
     for k, members in best.values():
@@ -663,11 +668,10 @@ def _pruning_every_row(bbb: list[Group]) -> list[str]:
     return lines
 
 
-def _plot_test_errors(rows: list[Group], path: Path) -> None:
+def _plot_test_errors(rows: list[Group], chosen: set[tuple[str, str]], path: Path) -> None:
     """Figure 2: the test error against the epoch of the first seed of each row chosen
     on validation (as the paper draws one curve per method; every row when none has a
     validation set)."""
-    chosen = _chosen(rows)
     drawn = [(k, m) for k, m in rows if k in chosen] or rows
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
