@@ -159,13 +159,20 @@ def build_parser(cls, prog: str, description: str,
     return p
 
 
-def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
-                argv: Sequence[str] | None) -> set[str]:
-    """The settings named on the command line ``argv`` (not filled by a default)."""
+def given_values(make_parser: Callable[[], argparse.ArgumentParser],
+                 argv: Sequence[str] | None) -> dict[str, Any]:
+    """The settings named on the command line ``argv``, with their parsed values (none
+    filled by a default)."""
     p = make_parser()
     for action in p._actions:
         action.default = argparse.SUPPRESS
-    return set(vars(p.parse_args(argv)))
+    return vars(p.parse_args(argv))
+
+
+def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
+                argv: Sequence[str] | None) -> set[str]:
+    """The settings named on the command line ``argv`` (not filled by a default)."""
+    return set(given_values(make_parser, argv))
 
 
 def refuse_with_resume(given: Collection[str], allowed: Collection[str],

@@ -531,16 +531,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _base_from_flags(extra: list[str]) -> dict[str, Any]:
     """Base settings from ``bandits.run`` flags (``-- --agent bbb --seeds 3``)."""
     from bandits import run as runner
+    from bandits.config import given_values
 
     if not extra:
         return {}
     try:
-        given = runner.given_flags(extra)
-        args = vars(runner.build_parser().parse_args(extra))
+        given = given_values(runner.build_parser, extra)  # one parse, no defaults filled in
     except runner.UsageError as e:
         raise SweepError(str(e)) from None
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-            for k, v in args.items() if k in given}
+            for k, v in given.items()}
 
 
 def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
