@@ -752,3 +752,19 @@ def test_a_mixture_whose_narrow_component_is_out_of_reach_is_warned_about(capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("bandits.mnist: warning: --neg-log-sigma2 8 ") and len(err) == 2
     assert err[1] == "bandits.mnist: error: not trained"
+
+
+def test_a_commands_time_is_its_wall_time_only_where_that_is_known():
+    """Batches in one process add up; batches side by side in worker processes take the
+    longest one's time; more batches than processes: only the sum is known."""
+    def batch(wall, models, workers):
+        return [{"batch_wall_seconds": wall, "wall_seconds": wall * 60 / models,
+                 "workers": workers} for _ in range(models)]
+
+    assert reporting._time_text(batch(1.0, 3, 1) + batch(2.0, 3, 1)) == "wall time 3.0 min"
+    assert reporting._time_text(batch(1.0, 3, 2) + batch(2.0, 3, 2)) == (
+        "wall time 2.0 min (2 batches side by side in 2 processes; 3.0 min of batch time "
+        "in all)")
+    assert reporting._time_text(batch(1.0, 2, 2) + batch(2.0, 2, 2) + batch(4.0, 2, 2)) == (
+        "7.0 min of batch time in all (3 batches in 2 processes side by side)")
+    assert reporting._time_text([{"wall_seconds": 90.0}]) == "wall time 1.5 min"  # old runs

@@ -536,7 +536,7 @@ def _prior_text(st: dict[str, Any]) -> str:
 
 def _commands(rows: list[Group], found: list[Member]) -> list[str]:
     """Each command once: its models, machine and wall time."""
-    lines = ["", "Commands, machine and wall time (training + evaluation of all the models "
+    lines = ["", "Commands, machine and time (training + evaluation of all the models "
              "of the command):", ""]
     seen_cmd: set[str] = set()
     for _key, members in rows:
@@ -544,12 +544,31 @@ def _commands(rows: list[Group], found: list[Member]) -> list[str]:
         if s0["command"] in seen_cmd:
             continue
         seen_cmd.add(s0["command"])
-        wall = sum(s["wall_seconds"] for _, s in found if s["command"] == s0["command"])
-        n = sum(1 for _, s in found if s["command"] == s0["command"])
-        lines.append(f"- `{s0['command']}`: {n} model(s); {s0['machine']}; wall time "
-                     f"{wall / 60:.1f} min ({s0['seconds_per_epoch']:.1f} s per training epoch "
-                     "and model)")
+        mine = [s for _, s in found if s["command"] == s0["command"]]
+        lines.append(f"- `{s0['command']}`: {len(mine)} model(s); {s0['machine']}; "
+                     f"{_time_text(mine)}; {s0['seconds_per_epoch']:.1f} s per training epoch "
+                     "and model")
     return lines
+
+
+def _time_text(summaries: list[dict[str, Any]]) -> str:
+    """The time one command took. Its batches (the models that trained together share a
+    ``batch_wall_seconds``) ran one after another in one process, so their times add up
+    to the wall time; in several worker processes they ran side by side, so with no
+    more batches than processes the wall time is the longest batch's."""
+    batches: dict[float, float] = {}
+    for s in summaries:
+        key = s.get("batch_wall_seconds", id(s))
+        batches[key] = batches.get(key, 0.0) + s["wall_seconds"]
+    total = sum(batches.values()) / 60
+    workers = min(summaries[0].get("workers", 1), len(batches))
+    if workers <= 1:
+        return f"wall time {total:.1f} min"
+    if len(batches) <= workers:
+        return (f"wall time {max(batches.values()) / 60:.1f} min ({len(batches)} batches "
+                f"side by side in {workers} processes; {total:.1f} min of batch time in all)")
+    return (f"{total:.1f} min of batch time in all ({len(batches)} batches in {workers} "
+            "processes side by side)")
 
 
 OOD_INPUTS = ("test", "rotated_30", "rotated_60", "rotated_90", "inverted", "noise")
