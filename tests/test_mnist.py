@@ -768,3 +768,15 @@ def test_a_commands_time_is_its_wall_time_only_where_that_is_known():
     assert reporting._time_text(batch(1.0, 2, 2) + batch(2.0, 2, 2) + batch(4.0, 2, 2)) == (
         "7.0 min of batch time in all (3 batches in 2 processes side by side)")
     assert reporting._time_text([{"wall_seconds": 90.0}]) == "wall time 1.5 min"  # old runs
+
+
+def test_the_reports_paper_note_gives_the_numbers_for_its_own_widths():
+    """A 2 x 1200 report sets the paper's 2 x 1200 numbers beside its rows, not the 2 x 400
+    ones; a report without an MLP names only the pruning table."""
+    note = reporting._paper_note([1200])
+    assert "2 x 1200: SGD 1.88, dropout 1.36, BBB Gaussian 2.04, BBB scale mixture 1.32" in note
+    assert "2 x 400" not in note
+    both = reporting._paper_note([400, 1200])
+    assert "2 x 400: SGD 1.83" in both and "2 x 1200: SGD 1.88" in both
+    assert "Table 1 (" not in reporting._paper_note([])
+    assert "Table 1 (" not in reporting._paper_note([100])  # a width the paper did not train
