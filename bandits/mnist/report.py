@@ -387,9 +387,10 @@ def _paper_note(widths: list[int]) -> str:
                                           for k in names)
                  for w in widths if ("sgd", w) in PAPER_TABLE1]
     table1 = f"Table 1 ({'; '.join(per_width)}) and " if per_width else ""
+    table2 = ", ".join(f"{err:.2f}" for _, err in PAPER_TABLE2.values())
     return (f"- Paper: Blundell et al. (2015), {table1}Table 2 (pruning of the 2 x 1200 "
-            "scale-mixture model: 1.24, 1.24, 1.24, 1.29, 1.39; the paper's own Table 1 "
-            "gives 1.32 for that model).")
+            f"scale-mixture model: {table2}; the paper's own Table 1 gives "
+            f"{PAPER_TABLE1[('bbb-mixture', 1200)]:.2f} for that model).")
 
 
 def _kind(s: dict[str, Any]) -> str:
