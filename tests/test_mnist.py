@@ -33,7 +33,7 @@ from bandits.mnist import cli, config, evaluate, train
 from bandits.mnist import report as reporting
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
 from bandits.mnist.cli import parse_config
-from bandits.mnist.config import Config
+from bandits.mnist.config import Config, kl_factor_at
 from bandits.mnist.data import Split
 from bandits.mnist.evaluate import build_model, predict
 from bandits.mnist.speed import train_epoch
@@ -780,3 +780,44 @@ def test_the_reports_paper_note_gives_the_numbers_for_its_own_widths():
     assert "2 x 400: SGD 1.83" in both and "2 x 1200: SGD 1.88" in both
     assert "Table 1 (" not in reporting._paper_note([])
     assert "Table 1 (" not in reporting._paper_note([100])  # a width the paper did not train
+
+
+def test_kl_factor_at_moves_geometrically_from_the_first_epoch_to_the_last():
+    cfg = Config(model="bbb", epochs=5, kl_factor=0.01, kl_factor_final=1.0)
+    got = [kl_factor_at(cfg, e) for e in range(1, 6)]
+    assert got == pytest.approx([0.01, 0.01 ** 0.75, 0.1, 0.01 ** 0.25, 1.0])
+    assert [kl_factor_at(Config(model="bbb", epochs=5, kl_factor=0.3), e)
+            for e in (1, 5)] == [0.3, 0.3]  # no schedule: constant
+    assert kl_factor_at(Config(model="bbb", epochs=1, kl_factor=0.1, kl_factor_final=1.0),
+                        1) == 1.0  # one epoch is the last
+
+
+def test_a_kl_factor_schedule_trains_each_epoch_at_its_factor(mnist_data_dir, tmp_path,
+                                                              monkeypatch, capsys):
+    """``--kl-factor 0.1 --kl-factor-final 1``: the first epoch is the constant 0.1 run's,
+    the later ones differ; ``epochs.csv`` and ``table1.csv`` record the schedule, and a
+    resume may not stretch it."""
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "3", "--seeds", "2",
+            "--kl-weighting", "uniform", "--kl-factor", "0.1", "--workers", "1",
+            "--checkpoint-every", "0"]
+    ramp, flat = tmp_path / "ramp", tmp_path / "flat"
+    assert mnist.main([*base, "--kl-factor-final", "1", "--out", str(ramp)]) == 0
+    assert mnist.main([*base, "--out", str(flat)]) == 0
+    ramp_rows, flat_rows = (_results(d / "seed=0")[0] for d in (ramp, flat))
+    assert [r["kl_factor"] for r in ramp_rows] == pytest.approx([0.1, 0.1 ** 0.5, 1.0])
+    assert [r["kl_factor"] for r in flat_rows] == [0.1, 0.1, 0.1]
+    assert ramp_rows[0] == {**flat_rows[0], "kl_factor": 0.1}
+    # from the second epoch on the schedule's stronger cost trains other weights
+    assert ramp_rows[1]["nll"] != flat_rows[1]["nll"]
+    assert ramp_rows[2]["kl"] != flat_rows[2]["kl"]
+    reporting.report(ramp)
+    (row,) = reporting.read_csv_rows(ramp / "table1.csv")
+    assert (float(row["kl_factor"]), float(row["kl_factor_final"])) == (0.1, 1.0)
+    assert "uniform x 0.1 -> 1" in (ramp / "tables.md").read_text()
+    capsys.readouterr()
+    assert mnist.main(["--resume", str(ramp), "--epochs", "4"]) == 2
+    assert "--kl-factor-final" in capsys.readouterr().err
+    assert mnist.main([*base, "--model", "sgd", "--kl-factor-final", "1",
+                       "--out", str(tmp_path / "sgd")]) == 2
+    assert "--kl-factor-final schedules BBB" in capsys.readouterr().err

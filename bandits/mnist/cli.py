@@ -80,6 +80,10 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     if cfg.epochs != state["config"]["epochs"] and cfg.lr_schedule == "cosine":
         raise ValueError("--epochs cannot change with --resume under --lr-schedule cosine: the "
                          "schedule is laid out over the epochs the run started with")
+    if cfg.epochs != state["config"]["epochs"] and cfg.kl_factor_final is not None:
+        raise ValueError("--epochs cannot change with --resume under --kl-factor-final: the "
+                         "KL factor's schedule is laid out over the epochs the run started "
+                         "with")
     if cfg.epochs < state["epoch"]:
         raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
                          f"checkpoint in {out} has trained")

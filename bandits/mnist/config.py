@@ -76,6 +76,11 @@ class Config:
         1.0, "multiplies every minibatch's KL weight: 1 is the ELBO; a smaller factor is a "
         "tempered ELBO (the complexity cost counts less than the data)", range=(0.0, 1e6),
         grid=True)
+    kl_factor_final: float | None = setting(
+        None, "schedule the KL factor: it moves geometrically from --kl-factor at the first "
+        "epoch to this value at the last (e.g. --kl-factor 0.03 --kl-factor-final 1: a "
+        "tempered ELBO that becomes the ELBO by the end; default: --kl-factor throughout)",
+        range=(OPEN(0.0), 1e6), type=float)
     hidden: int = setting(400, "units in each of the hidden layers", range=(1, MAX_INT))
     layers: int = setting(2, "number of hidden layers", range=(1, 1000))
     dropout: float = setting(
@@ -214,6 +219,10 @@ class Config:
              "--adam-probe needs --model bbb --optimizer adam --arch mlp --estimator reparam"),
             (self.arch == "mlp" or not self.bench,
              "--bench times the MLP; leave out --arch lenet5"),
+            (self.kl_factor_final is None or (self.model == "bbb" and not self.adam_probe
+                                              and min(grid_values(self, "kl_factor")) > 0),
+             "--kl-factor-final schedules BBB's training: use it with --model bbb, a "
+             "--kl-factor above 0 (the schedule is geometric) and without --adam-probe"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -318,6 +327,17 @@ def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:
     if cfg.prior == "gaussian":
         return GaussianPrior(math.exp(-cfg.neg_log_prior_sigma))
     return ScaleMixturePrior(cfg.pi, math.exp(-cfg.neg_log_sigma1), math.exp(-cfg.neg_log_sigma2))
+
+
+def kl_factor_at(cfg: Config, epoch: int) -> float:
+    """The KL factor of one model's ``epoch`` (1 to ``cfg.epochs``): ``--kl-factor``, or
+    with ``--kl-factor-final`` the geometric path from one to the other (the first epoch
+    at ``--kl-factor``, the last at ``--kl-factor-final``)."""
+    start, final = cfg.kl_factor, cfg.kl_factor_final
+    if final is None or cfg.epochs <= 1:
+        return start if final is None else final
+    t = (epoch - 1) / (cfg.epochs - 1)
+    return start * (final / start) ** t
 
 
 def init_sigma(cfg: Config) -> float:

@@ -508,9 +508,10 @@ def _table1_rows(rows: list[Group], chosen: set[tuple[str, str]]) -> list[dict[s
     """Table 1 as data (``table1.csv``): per row, the test error at each model's epoch of
     lowest validation error, mean and standard deviation over seeds; ``chosen`` marks the
     row of each method (and network) with the lowest mean validation error; ``samples``,
-    ``init_rho``, ``complexity`` and ``kl_factor`` are a BBB row's Monte Carlo samples per
-    step, initial rho, complexity cost ('mc' or the closed form 'kl') and the factor on its
-    KL weights (1: the ELBO)."""
+    ``init_rho``, ``complexity``, ``kl_factor`` and ``kl_factor_final`` are a BBB row's
+    Monte Carlo samples per step, initial rho, complexity cost ('mc' or the closed form
+    'kl'), the factor on its KL weights (1: the ELBO) and, for a scheduled factor, its
+    value at the last epoch (empty: constant)."""
     out = []
     for key, members in rows:
         s0 = members[0][1]
@@ -534,7 +535,8 @@ def _table1_rows(rows: list[Group], chosen: set[tuple[str, str]]) -> list[dict[s
                     "samples": st.get("samples", 1) if bbb else "",
                     "init_rho": st.get("init_rho", -5.0) if bbb else "",
                     "complexity": st.get("complexity", "mc") if bbb else "",
-                    "kl_factor": st.get("kl_factor", 1.0) if bbb else ""})
+                    "kl_factor": st.get("kl_factor", 1.0) if bbb else "",
+                    "kl_factor_final": (st.get("kl_factor_final") or "") if bbb else ""})
     return out
 
 
@@ -638,7 +640,9 @@ def _weighting_text(st: dict[str, Any]) -> str:
     """A BBB row's KL weighting, with its factor and a closed-form cost where not the
     defaults: ``uniform``, ``uniform x 0.1``, ``uniform, closed form``."""
     text = st["kl_weighting"]
-    if st.get("kl_factor", 1.0) != 1.0:
+    if st.get("kl_factor_final") is not None:
+        text += f" x {st.get('kl_factor', 1.0):g} -> {st['kl_factor_final']:g}"
+    elif st.get("kl_factor", 1.0) != 1.0:
         text += f" x {st['kl_factor']:g}"
     if st.get("complexity", "mc") == "kl":
         text += ", closed form"

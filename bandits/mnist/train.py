@@ -9,8 +9,9 @@ off at test time), and writes into ``--out``:
 
 * ``config.json``: the settings; ``epochs.csv``: per epoch the training loss,
   the NLL (mean per image) and KL terms (the complexity cost, estimated at every
-  tenth minibatch), validation and test error of the posterior-mean network, and
-  the seconds of the epoch (of all the models trained together);
+  tenth minibatch), BBB's KL factor (``--kl-factor``, or its schedule), validation
+  and test error of the posterior-mean network, and the seconds of the epoch (of
+  all the models trained together);
 * ``summary.json``: final and best-validation test error (BBB: posterior mean
   and the average of ``--eval-samples`` sampled networks), the out-of-distribution
   entropy check, the pruning table, wall time, device, command and machine;
@@ -87,6 +88,7 @@ from bandits.mnist.config import (
     batches,
     expand,
     init_sigma,
+    kl_factor_at,
     make_prior,
     run_label,
     setting_name,
@@ -305,12 +307,12 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
                           {k: v.to(cfg.device) for k, v in state["best"].items()})
         first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
     schemes = [m.kl_weighting for m in models]
-    factors = [m.kl_factor for m in models]
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
             saved, last_save = _epoch(job, epoch, clf, sched, history, splits, dirs,
-                                      schemes, factors, saved, last_save,
+                                      schemes, [kl_factor_at(m, epoch) for m in models],
+                                      saved, last_save,
                                       wall_before - t_start)
         except KeyboardInterrupt:
             kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume "
@@ -352,6 +354,7 @@ def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
         history.rows[r].append({
             "epoch": epoch, "lr": lr, "nll": stats["nll"][r].item(),
             "kl": stats["kl"][r].item(), "train_loss": stats["train_loss"][r].item(),
+            **({"kl_factor": factors[r]} if clf.bayesian else {}),
             "val_error": val[r].item(), "test_error": test[r].item(),
             "seconds": t_train, "eval_seconds": t_eval})
         write_csv(history.rows[r], dirs[r] / "epochs.csv")
