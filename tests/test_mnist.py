@@ -821,3 +821,12 @@ def test_a_kl_factor_schedule_trains_each_epoch_at_its_factor(mnist_data_dir, tm
     assert mnist.main([*base, "--model", "sgd", "--kl-factor-final", "1",
                        "--out", str(tmp_path / "sgd")]) == 2
     assert "--kl-factor-final schedules BBB" in capsys.readouterr().err
+
+
+def test_a_checkpoint_from_before_the_kl_schedule_keeps_its_identity():
+    """A run without ``--kl-factor-final`` has the fingerprint it had before the setting
+    existed (so its checkpoint still resumes); a scheduled run has another."""
+    cfg = reporting.saved_config(Config())
+    old = {k: v for k, v in cfg.items() if k != "kl_factor_final"}
+    assert train.identity(cfg) == train.identity(old)
+    assert train.identity({**cfg, "kl_factor_final": 1.0}) != train.identity(old)
