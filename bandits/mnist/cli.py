@@ -77,13 +77,13 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     settings.update({k: v for k, v in given.items() if k != "resume"})
     cfg = Config(**settings)
     cfg.validate()
-    if cfg.epochs != state["config"]["epochs"] and cfg.lr_schedule == "cosine":
-        raise ValueError("--epochs cannot change with --resume under --lr-schedule cosine: the "
-                         "schedule is laid out over the epochs the run started with")
-    if cfg.epochs != state["config"]["epochs"] and cfg.kl_factor_final is not None:
-        raise ValueError("--epochs cannot change with --resume under --kl-factor-final: the "
-                         "KL factor's schedule is laid out over the epochs the run started "
-                         "with")
+    # schedules laid out over the epochs the run started with
+    schedules = [flag for flag, on in (("--lr-schedule cosine", cfg.lr_schedule == "cosine"),
+                                       ("--kl-factor-final", cfg.kl_factor_final is not None))
+                 if on]
+    if cfg.epochs != state["config"]["epochs"] and schedules:
+        raise ValueError(f"--epochs cannot change with --resume under {' and '.join(schedules)}"
+                         ": the schedule is laid out over the epochs the run started with")
     if cfg.epochs < state["epoch"]:
         raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
                          f"checkpoint in {out} has trained")
