@@ -830,3 +830,27 @@ def test_a_checkpoint_from_before_the_kl_schedule_keeps_its_identity():
     old = {k: v for k, v in cfg.items() if k != "kl_factor_final"}
     assert train.identity(cfg) == train.identity(old)
     assert train.identity({**cfg, "kl_factor_final": 1.0}) != train.identity(old)
+
+
+def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, tmp_path,
+                                                               monkeypatch):
+    """Seeds 0-1 in ``exp/a`` and seed 2 (``--seed 2``) in ``exp/b`` with the same settings
+    form one row of three seeds, with both commands listed; a repeat of seed 0 in
+    ``exp/c`` stays a row of its own."""
+    _no_network(monkeypatch)
+    base = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "1",
+            "--checkpoint-every", "0"]
+    exp = tmp_path / "exp"
+    assert mnist.main([*base, "--seeds", "2", "--out", str(exp / "a")]) == 0
+    assert mnist.main([*base, "--seed", "2", "--out", str(exp / "b")]) == 0
+    assert mnist.main([*base, "--out", str(exp / "c")]) == 0
+    reporting.report(tmp_path)
+    rows = {r["run"]: r for r in reporting.read_csv_rows(tmp_path / "table1.csv")}
+    assert sorted(rows) == ["exp/a + exp/b", "exp/c"]
+    joined = rows["exp/a + exp/b"]
+    errs = [json.loads((d / "summary.json").read_text())["best_validation"]["test_error_mean"]
+            for d in (exp / "a" / "seed=0", exp / "a" / "seed=1", exp / "b")]
+    assert int(joined["seeds"]) == 3 and int(rows["exp/c"]["seeds"]) == 1
+    assert float(joined["test_error_mean"]) == pytest.approx(sum(errs) / 3, abs=1e-4)
+    text = (tmp_path / "tables.md").read_text()
+    assert "--out " + str(exp / "a") in text and "--out " + str(exp / "b") in text

@@ -430,9 +430,41 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
                json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS},
                           sort_keys=True))
         groups.setdefault(key, []).append((d, s))
-    return sorted(groups.items(), key=lambda t: (t[1][0][1]["settings"]["hidden"],
-                                                 _KIND_ORDER.get(_kind(t[1][0][1]), 9), t[0][0],
-                                                 _row_name(*t)))
+    merged = _merge_seed_runs(groups)
+    return sorted(merged, key=lambda t: (t[1][0][1]["settings"]["hidden"],
+                                         _KIND_ORDER.get(_kind(t[1][0][1]), 9), t[0][0],
+                                         _row_name(*t)))
+
+
+def _seed(member: Member) -> int:
+    return int(member[1]["settings"]["seed"])
+
+
+def _merge_seed_runs(groups: dict[tuple[str, str], list[Member]]) -> list[Group]:
+    """One row for a setting whose seeds were trained by several commands: run
+    directories side by side (the same parent directory) with the same settings and no
+    seed in common, such as ``ramp`` (seeds 0-2) and ``ramp-seeds-3-5`` (``--seed 3``).
+    The row's run is the directories' names joined by `` + ``; its models are ordered by
+    seed. Directories that share a seed stay separate rows (a repeat, not more seeds)."""
+    by_setting: dict[tuple[str, str], list[tuple[tuple[str, str], list[Member]]]] = {}
+    for key, members in sorted(groups.items()):
+        by_setting.setdefault((str(Path(key[0]).parent), key[1]), []).append((key, members))
+    out: list[Group] = []
+    for runs in by_setting.values():
+        rows: list[tuple[list[str], list[Member]]] = []
+        for (run, _), members in runs:
+            seeds = {_seed(m) for m in members}
+            for names, row in rows:
+                if not seeds & {_seed(m) for m in row}:
+                    names.append(run)
+                    row.extend(members)
+                    break
+            else:
+                rows.append(([run], list(members)))
+        for names, row in rows:
+            key = (" + ".join(names), runs[0][0][1])
+            out.append((key, sorted(row, key=_seed)))
+    return out
 
 
 def _in_multi_model_run(s: dict[str, Any]) -> bool:
@@ -444,7 +476,7 @@ def _in_multi_model_run(s: dict[str, Any]) -> bool:
 def _row_name(key: tuple[str, str], members: list[Member]) -> str:
     """A row's name: its run directory, and the setting of a batched model's directory."""
     d = members[0][0]
-    if len(members) == 1 and not _in_multi_model_run(members[0][1]):
+    if (len(members) == 1 and not _in_multi_model_run(members[0][1])) or " + " in key[0]:
         return key[0]
     setting = d.name.rsplit("__seed=", 1)[0] if "__seed=" in d.name else ""
     return f"{key[0]}/{setting}" if setting else key[0]
@@ -554,14 +586,14 @@ def _commands(rows: list[Group], found: list[Member]) -> list[str]:
              "of the command):", ""]
     seen_cmd: set[str] = set()
     for _key, members in rows:
-        s0 = members[0][1]
-        if s0["command"] in seen_cmd:
-            continue
-        seen_cmd.add(s0["command"])
-        mine = [s for _, s in found if s["command"] == s0["command"]]
-        lines.append(f"- `{s0['command']}`: {len(mine)} model(s); {s0['machine']}; "
-                     f"{_time_text(mine)}; {s0['seconds_per_epoch']:.1f} s per training epoch "
-                     "and model")
+        for _, s0 in members:
+            if s0["command"] in seen_cmd:
+                continue
+            seen_cmd.add(s0["command"])
+            mine = [s for _, s in found if s["command"] == s0["command"]]
+            lines.append(f"- `{s0['command']}`: {len(mine)} model(s); {s0['machine']}; "
+                         f"{_time_text(mine)}; {s0['seconds_per_epoch']:.1f} s per training "
+                         "epoch and model")
     return lines
 
 
