@@ -854,3 +854,12 @@ def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, t
     assert float(joined["test_error_mean"]) == pytest.approx(sum(errs) / 3, abs=1e-4)
     text = (tmp_path / "tables.md").read_text()
     assert "--out " + str(exp / "a") in text and "--out " + str(exp / "b") in text
+    # a setting of a command that trained several joins more seeds of that setting alone
+    two = ["--kl-weighting", "uniform", "--checkpoint-every", "0"]
+    assert mnist.main([*base, *two, "--kl-factor", "1", "0.5", "--workers", "2",
+                       "--out", str(tmp_path / "exp2" / "grid")]) == 0
+    assert mnist.main([*base, *two, "--kl-factor", "0.5", "--seed", "1",
+                       "--out", str(tmp_path / "exp2" / "more")]) == 0
+    reporting.report(tmp_path / "exp2")
+    rows = {r["run"]: r["seeds"] for r in reporting.read_csv_rows(tmp_path / "exp2" / "table1.csv")}
+    assert rows == {"grid/kl_factor=1": "1", "grid/kl_factor=0.5 + more": "2"}

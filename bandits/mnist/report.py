@@ -330,9 +330,9 @@ Member = tuple[Path, dict[str, Any]]
 Group = tuple[tuple[str, str], list[Member]]
 
 # settings that do not change what a model learns (left out when grouping seeds)
-_NOT_SETTINGS = {"seed", "seeds", "out", "overwrite", "progress", "plots", "threads", "device",
-                 "data_dir", "download", "checkpoint_every", "resume", "report", "redraw",
-                 "bench", "bench_rounds", "quick"}
+_NOT_SETTINGS = {"seed", "seeds", "out", "overwrite", "progress", "plots", "threads", "workers",
+                 "device", "data_dir", "download", "checkpoint_every", "resume", "report",
+                 "redraw", "bench", "bench_rounds", "quick"}
 _KIND_ORDER = {"sgd": 0, "dropout": 1, "bbb-gaussian": 2, "bbb-mixture": 3}
 _NOTES = [
     "- 0.1 % is 10 of the 10,000 test images.",
@@ -444,26 +444,26 @@ def _merge_seed_runs(groups: dict[tuple[str, str], list[Member]]) -> list[Group]
     """One row for a setting whose seeds were trained by several commands: run
     directories side by side (the same parent directory) with the same settings and no
     seed in common, such as ``ramp`` (seeds 0-2) and ``ramp-seeds-3-5`` (``--seed 3``).
-    The row's run is the directories' names joined by `` + ``; its models are ordered by
-    seed. Directories that share a seed stay separate rows (a repeat, not more seeds)."""
+    The row's run is the rows' names joined by `` + ``; its models are ordered by seed.
+    Directories that share a seed stay separate rows (a repeat, not more seeds)."""
     by_setting: dict[tuple[str, str], list[tuple[tuple[str, str], list[Member]]]] = {}
     for key, members in sorted(groups.items()):
         by_setting.setdefault((str(Path(key[0]).parent), key[1]), []).append((key, members))
     out: list[Group] = []
     for runs in by_setting.values():
-        rows: list[tuple[list[str], list[Member]]] = []
-        for (run, _), members in runs:
+        rows: list[list[Group]] = []  # the runs joined into each row
+        for key, members in runs:
             seeds = {_seed(m) for m in members}
-            for names, row in rows:
-                if not seeds & {_seed(m) for m in row}:
-                    names.append(run)
-                    row.extend(members)
+            for row in rows:
+                if not seeds & {_seed(m) for _, ms in row for m in ms}:
+                    row.append((key, members))
                     break
             else:
-                rows.append(([run], list(members)))
-        for names, row in rows:
-            key = (" + ".join(names), runs[0][0][1])
-            out.append((key, sorted(row, key=_seed)))
+                rows.append([(key, members)])
+        for row in rows:
+            key = row[0][0] if len(row) == 1 else (
+                " + ".join(_row_name(k, ms) for k, ms in row), row[0][0][1])
+            out.append((key, sorted((m for _, ms in row for m in ms), key=_seed)))
     return out
 
 
