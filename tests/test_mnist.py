@@ -863,3 +863,20 @@ def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, t
     reporting.report(tmp_path / "exp2")
     rows = {r["run"]: r["seeds"] for r in reporting.read_csv_rows(tmp_path / "exp2" / "table1.csv")}
     assert rows == {"grid/kl_factor=1": "1", "grid/kl_factor=0.5 + more": "2"}
+
+
+def test_a_run_made_before_a_setting_existed_joins_a_later_run_at_its_neutral_value(tmp_path):
+    """Seeds of the same setting join a row when the earlier run's summary lacks a setting
+    added since (``kl_factor_final``), as long as the later run left it at its neutral
+    value; a later run that changed it is another row."""
+    st = {"model": "bbb", "prior": "mixture", "hidden": 400, "kl_factor": 0.03}
+
+    def member(run, seed, **extra):
+        settings = {**st, **extra, "seed": seed}
+        return tmp_path / "exp" / run, {"settings": settings, "command_models": 1}
+
+    found = [member("old", 0), member("new", 1, kl_factor_final=None),
+             member("ramp", 2, kl_factor_final=1.0)]
+    rows = {key[0]: [m[1]["settings"]["seed"] for m in members]
+            for key, members in reporting._groups(tmp_path, found)}
+    assert rows == {"exp/new + exp/old": [0, 1], "exp/ramp": [2]}

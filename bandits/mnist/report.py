@@ -333,6 +333,11 @@ Group = tuple[tuple[str, str], list[Member]]
 _NOT_SETTINGS = {"seed", "seeds", "out", "overwrite", "progress", "plots", "threads", "workers",
                  "device", "data_dir", "download", "checkpoint_every", "resume", "report",
                  "redraw", "bench", "bench_rounds", "quick"}
+# settings added after the first runs, with the value a run made before them had: a
+# setting at that value and a setting left out group together
+_ABSENT = {"arch": "mlp", "estimator": "reparam", "optimizer": "adam", "samples": 1,
+           "init_rho": -5.0, "complexity": "mc", "kl_factor": 1.0, "kl_factor_final": None,
+           "adam_probe": False}
 _KIND_ORDER = {"sgd": 0, "dropout": 1, "bbb-gaussian": 2, "bbb-mixture": 3}
 _NOTES = [
     "- 0.1 % is 10 of the 10,000 test images.",
@@ -427,8 +432,8 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
     for d, s in found:
         key = (str(d.parent.relative_to(root)) if _in_multi_model_run(s) else
                str(d.relative_to(root)),
-               json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS},
-                          sort_keys=True))
+               json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS
+                           and not (k in _ABSENT and v == _ABSENT[k])}, sort_keys=True))
         groups.setdefault(key, []).append((d, s))
     merged = _merge_seed_runs(groups)
     return sorted(merged, key=lambda t: (t[1][0][1]["settings"]["hidden"],
