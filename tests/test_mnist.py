@@ -535,6 +535,13 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
         assert float(chosen[0]["val_error_mean"]) == min(float(r["val_error_mean"]) for r in mine)
     assert {r["optimizer"] for r in table1} == {"adam"}
     assert "(chosen)" in text
+    # the two priors' chosen rows, seed by seed
+    picked = {r["method"]: r["run"].rsplit("/", 1)[1] for r in table1 if r["chosen"] == "True"}
+    err = {(m["setting"], int(m["seed"])): float(m["test_error"]) for m in models}
+    diffs = [err[(picked["bbb-mixture"], k)] - err[(picked["bbb-gaussian"], k)] for k in (0, 1)]
+    pair = [ln for ln in text.split("seed by seed")[1].splitlines() if ln.startswith("| 32 |")]
+    assert len(pair) == 1 and f"| 2 | {sum(d < 0 for d in diffs)} | {sum(diffs) / 2:+.3f} |" \
+        in pair[0]
     # and what the complexity cost did in each BBB row (from the epochs' records)
     cost_rows = [ln for ln in text.split("What the complexity cost did")[1].splitlines()
                  if ln.startswith("| bbb-")]
