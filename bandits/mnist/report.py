@@ -443,6 +443,7 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
 
 
 def _seed(member: Member) -> int:
+    """A model's seed."""
     return int(member[1]["settings"]["seed"])
 
 
