@@ -3,11 +3,28 @@ worker that Ctrl-C and a killed parent are handled for."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
+
+
+@contextlib.contextmanager
+def ctrl_c_on() -> Iterator[None]:
+    """Inside, Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread even in a
+    process started with SIGINT ignored (a shell script starts a command with ``&`` so):
+    ``kill -INT`` then stops the work at a checkpoint, as it stops ``bandits.run``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def available_cores() -> int:

@@ -55,7 +55,7 @@ import pandas as pd
 from bandits import checkpoint
 from bandits.config import to_flags
 from bandits.outputs import save_figure, write_csv, write_json
-from bandits.processes import interrupt_workers, parent_stopped, pool_worker_init
+from bandits.processes import ctrl_c_on, interrupt_workers, parent_stopped, pool_worker_init
 
 try:
     import tomllib
@@ -522,7 +522,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.redraw is not None:
             print(redraw(args.redraw).to_string(index=False))
             return 0
-        return sweep(args, extra, command)
+        with ctrl_c_on():
+            return sweep(args, extra, command)
     except SweepError as e:
         print(f"bandits.sweep: error: {e}", file=sys.stderr)
         return 2

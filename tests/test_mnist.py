@@ -631,6 +631,10 @@ def _worker_pids(parent: int) -> list[int]:
     return pids
 
 
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("how", ["kill-worker", "ctrl-c", "ctrl-c-queued"])
 def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, tmp_path,
@@ -646,9 +650,11 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
     ref, out = tmp_path / "ref", tmp_path / "run"
     assert mnist.main([*base, "--workers", "1", "--out", str(ref)]) == 0
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    # started with SIGINT ignored, as a shell script's `cmd &` starts it: kill -INT still works
     proc = subprocess.Popen([sys.executable, "-m", "bandits.mnist", *base, "--workers", "2",
                              "--out", str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_sigint_ignored)
     deadline = time.monotonic() + 120
     training = 2 if how == "ctrl-c-queued" else 1  # batches with a checkpoint: both workers'
     while (len(list((out / "checkpoints").glob("batch-*.pt"))) < training

@@ -283,9 +283,14 @@ def _sweep_process(out: Path, steps: int) -> subprocess.Popen:
            "--out", str(out), "--workers", "2", "--no-progress", *SMALL[:-8], "--steps",
            str(steps), "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1",
            "--checkpoint-every", "0"]
+    # started with SIGINT ignored, as a shell script's `cmd &` starts it: kill -INT still works
     return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_ignored)
+
+
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _wait_for_checkpoints(out: Path, n: int, timeout: float = 120) -> None:

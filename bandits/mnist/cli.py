@@ -36,6 +36,7 @@ from bandits.mnist.train import (
     run,
     threads,
 )
+from bandits.processes import ctrl_c_on
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
@@ -111,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m bandits.mnist``; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return _main(argv)
+        with ctrl_c_on():
+            return _main(argv)
     except (UsageError, ValueError, OSError, checkpoint.CheckpointError) as e:
         # bad flags or settings, missing or damaged data, a file that cannot be written
         return _error(str(e))
