@@ -31,7 +31,7 @@ import pandas as pd
 
 from agents import population_groups
 from bandits.outputs import package_versions, write_atomic, write_json
-from bandits.processes import available_cores, requested_workers
+from bandits.processes import available_cores, ctrl_c_on, requested_workers
 
 PARTS = "parts"
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
@@ -186,38 +186,32 @@ def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed
     bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
                desc=f"{cfg.env} x{cfg.seeds}, {len(procs)} workers", dynamic_ncols=True)
     interrupts = 0
-    old = signal.signal(signal.SIGINT, signal.default_int_handler) if _main_thread() else None
     dead: list[int] = []
     try:
-        while any(p.poll() is None for p in procs):
-            try:
-                time.sleep(0.2)
-                slowest = min(_read_steps(f) for f in progress_files)  # steps all have done
-                if slowest > bar.n:
-                    bar.update(slowest - bar.n)
-                for k, p in enumerate(procs):
-                    if p.returncode is not None and p.returncode not in (0, 2, 3, 130) \
-                            and k not in dead:
-                        dead.append(k)  # a worker died: stop the others at a checkpoint
-                        _signal_all(procs, signal.SIGINT)
-            except KeyboardInterrupt:
-                interrupts += 1
-                _signal_all(procs, signal.SIGINT)  # each stops at a step boundary
+        with ctrl_c_on():  # even when started with Ctrl-C ignored
+            while any(p.poll() is None for p in procs):
+                try:
+                    time.sleep(0.2)
+                    # the steps all the workers have done
+                    slowest = min(_read_steps(f) for f in progress_files)
+                    if slowest > bar.n:
+                        bar.update(slowest - bar.n)
+                    for k, p in enumerate(procs):
+                        if p.returncode is not None and p.returncode not in (0, 2, 3, 130) \
+                                and k not in dead:
+                            # a worker died: stop the others at a checkpoint
+                            dead.append(k)
+                            _signal_all(procs, signal.SIGINT)
+                except KeyboardInterrupt:
+                    interrupts += 1
+                    _signal_all(procs, signal.SIGINT)  # each stops at a step boundary
     finally:
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
         bar.close()
         for log in logs:
             log.close()
     codes = [p.returncode for p in procs]
     wall = round(previous_wall + time.perf_counter() - start, 2)
     return _gather(cfg, out, config, codes, wall, interrupts > 0)
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def _signal_all(procs, sig) -> None:

@@ -13,18 +13,25 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def ctrl_c_on() -> Iterator[None]:
-    """Inside, Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread even in a
-    process started with SIGINT ignored (a shell script starts a command with ``&`` so):
-    ``kill -INT`` then stops the work at a checkpoint, as it stops ``bandits.run``."""
+def sigint_handler(handler: Any) -> Iterator[None]:
+    """Inside, SIGINT goes to ``handler`` (a function, or ``signal.SIG_IGN``); the
+    previous handler comes back on leaving. Only the main thread can set one: elsewhere
+    nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    old = signal.signal(signal.SIGINT, handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def ctrl_c_on() -> contextlib.AbstractContextManager[None]:
+    """Inside, Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread even in a
+    process started with SIGINT ignored (a shell script starts a command with ``&`` so):
+    ``kill -INT`` then stops the work at a checkpoint, as it stops ``bandits.run``."""
+    return sigint_handler(signal.default_int_handler)
 
 
 def available_cores() -> int:

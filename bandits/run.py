@@ -19,7 +19,6 @@ draws for its seed (common random numbers). Populations may run in worker proces
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import math
@@ -70,7 +69,7 @@ from bandits.outputs import (
     write_json,
 )
 from bandits.plot import plot_regret
-from bandits.processes import parent_stopped
+from bandits.processes import parent_stopped, sigint_handler
 from bandits.regret import RegretLog
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
@@ -715,7 +714,8 @@ def run(cfg: Config, out: Path, resume: dict | None = None, command: str | None 
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
                   checkpoint_step=checkpoints.step)
     try:
-        with _ignore_sigint():  # a second Ctrl-C must not leave half the outputs
+        # a second Ctrl-C must not leave half the outputs
+        with sigint_handler(signal.SIG_IGN):
             write_outputs(cfg, out, log, wall, last_losses(populations), config, probe)
     except OSError as e:
         kept = (f"the checkpoint of step {checkpoints.step} is kept"
@@ -791,19 +791,6 @@ def print_summary(out: Path) -> None:
 def _plain(data: dict) -> dict:
     """``data`` as JSON would give it back (paths as strings): safe to store in a checkpoint."""
     return json.loads(json.dumps(data, default=str))
-
-
-@contextlib.contextmanager
-def _ignore_sigint():
-    """Ctrl-C is ignored inside (in the main thread): for the final writes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
 
 
 class _StopOnSigint:
