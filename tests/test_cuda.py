@@ -79,9 +79,11 @@ def test_batched_classifiers_on_cuda_equal_separate_runs(kind):
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(200, 784, generator=g) * 2).cuda()
     y = torch.randint(0, 10, (200,), generator=g).cuda()
-    specs = [RunSpec(0, ScaleMixturePrior(0.5, 1.0, 0.0025)), RunSpec(1, GaussianPrior(0.5))]
+    # each run's KL weighting is its spec's, in the batch and alone
+    specs = [RunSpec(0, ScaleMixturePrior(0.5, 1.0, 0.0025), "uniform"),
+             RunSpec(1, GaussianPrior(0.5), "blundell")]
     together = BatchedClassifiers(kind, [32], specs, device="cuda")
-    stats = together.train_epoch(x, y, 50, ["uniform", "blundell"])
+    stats = together.train_epoch(x, y, 50, [s.kl_weighting for s in specs])
     assert stats["nll"].device.type == "cpu" and torch.isfinite(stats["nll"]).all()
     for r, spec in enumerate(specs):
         alone = BatchedClassifiers(kind, [32], [spec], device="cuda")
