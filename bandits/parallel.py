@@ -185,26 +185,9 @@ def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None))
     bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
                desc=f"{cfg.env} x{cfg.seeds}, {len(procs)} workers", dynamic_ncols=True)
-    interrupts = 0
-    dead: list[int] = []
     try:
         with ctrl_c_on():  # even when started with Ctrl-C ignored
-            while any(p.poll() is None for p in procs):
-                try:
-                    time.sleep(0.2)
-                    # the steps all the workers have done
-                    slowest = min(_read_steps(f) for f in progress_files)
-                    if slowest > bar.n:
-                        bar.update(slowest - bar.n)
-                    for k, p in enumerate(procs):
-                        if p.returncode is not None and p.returncode not in (0, 2, 3, 130) \
-                                and k not in dead:
-                            # a worker died: stop the others at a checkpoint
-                            dead.append(k)
-                            _signal_all(procs, signal.SIGINT)
-                except KeyboardInterrupt:
-                    interrupts += 1
-                    _signal_all(procs, signal.SIGINT)  # each stops at a step boundary
+            interrupts = _watch(procs, progress_files, bar)
     finally:
         bar.close()
         for log in logs:
@@ -212,6 +195,27 @@ def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed
     codes = [p.returncode for p in procs]
     wall = round(previous_wall + time.perf_counter() - start, 2)
     return _gather(cfg, out, config, codes, wall, interrupts > 0)
+
+
+def _watch(procs, progress_files, bar) -> int:
+    """Follow the workers until every one has ended, the bar at the steps all have done. A
+    worker that dies, or Ctrl-C, stops the others at a checkpoint (each at a step
+    boundary). Returns how many times Ctrl-C came."""
+    interrupts, dead = 0, set()
+    while any(p.poll() is None for p in procs):
+        try:
+            time.sleep(0.2)
+            slowest = min(_read_steps(f) for f in progress_files)
+            if slowest > bar.n:
+                bar.update(slowest - bar.n)
+            for k, p in enumerate(procs):
+                if p.returncode not in (None, 0, 2, 3, 130) and k not in dead:
+                    dead.add(k)
+                    _signal_all(procs, signal.SIGINT)
+        except KeyboardInterrupt:
+            interrupts += 1
+            _signal_all(procs, signal.SIGINT)
+    return interrupts
 
 
 def _signal_all(procs, sig) -> None:

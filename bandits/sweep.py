@@ -55,7 +55,13 @@ import pandas as pd
 from bandits import checkpoint
 from bandits.config import to_flags
 from bandits.outputs import save_figure, write_csv, write_json
-from bandits.processes import ctrl_c_on, interrupt_workers, parent_stopped, pool_worker_init
+from bandits.processes import (
+    ctrl_c_on,
+    interrupt_workers,
+    parent_stopped,
+    pool_worker_init,
+    sigint_handler,
+)
 
 try:
     import tomllib
@@ -289,11 +295,8 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
             except KeyboardInterrupt:  # pass it on once: each run stops at a checkpoint
                 interrupt_workers(ex, stop)  # and the points the pool has queued never start
                 # the workers stop at once; a second Ctrl-C must not leave them running
-                previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-                try:
+                with sigint_handler(signal.SIG_IGN):
                     ex.shutdown(wait=True, cancel_futures=True)
-                finally:
-                    signal.signal(signal.SIGINT, previous)
                 raise
 
 

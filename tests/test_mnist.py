@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -631,10 +632,6 @@ def _worker_pids(parent: int) -> list[int]:
     return pids
 
 
-def _sigint_ignored() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("how", ["kill-worker", "ctrl-c", "ctrl-c-queued"])
 def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, tmp_path,
@@ -654,7 +651,7 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
     proc = subprocess.Popen([sys.executable, "-m", "bandits.mnist", *base, "--workers", "2",
                              "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=_sigint_ignored)
+                            preexec_fn=partial(signal.signal, signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 120
     training = 2 if how == "ctrl-c-queued" else 1  # batches with a checkpoint: both workers'
     while (len(list((out / "checkpoints").glob("batch-*.pt"))) < training

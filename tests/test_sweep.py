@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -286,11 +287,8 @@ def _sweep_process(out: Path, steps: int) -> subprocess.Popen:
     # started with SIGINT ignored, as a shell script's `cmd &` starts it: kill -INT still works
     return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_sigint_ignored)
-
-
-def _sigint_ignored() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+                            start_new_session=True,
+                            preexec_fn=partial(signal.signal, signal.SIGINT, signal.SIG_IGN))
 
 
 def _wait_for_checkpoints(out: Path, n: int, timeout: float = 120) -> None:

@@ -111,6 +111,7 @@ from bandits.processes import (
     parent_stopped,
     pool_worker_init,
     requested_workers,
+    sigint_handler,
 )
 
 CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
@@ -422,11 +423,8 @@ def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
                 f.cancel()  # batches not handed to the pool yet
             interrupt_workers(ex, stop)  # the queued ones never start
             # the workers stop at once; a second Ctrl-C must not leave them running
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
+            with sigint_handler(signal.SIG_IGN):
                 wait([f for f in futures if not f.cancelled()])
-            finally:
-                signal.signal(signal.SIGINT, previous)
     results, died, stopped = [], None, interrupted
     for job, f in zip(jobs, futures, strict=True):
         if f.cancelled():
