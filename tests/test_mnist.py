@@ -543,6 +543,18 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     pair = [ln for ln in text.split("seed by seed")[1].splitlines() if ln.startswith("| 32 |")]
     assert len(pair) == 1 and f"| 2 | {sum(d < 0 for d in diffs)} | {sum(diffs) / 2:+.3f} |" \
         in pair[0]
+    # every mixture row against the Gaussian trained the same way: both sigma2 settings
+    same = [ln for ln in text.split("under the same training")[1].splitlines()
+            if ln.startswith("| 32 |")]
+    assert len(same) == 2
+    for setting, line in zip(("prior=mixture__neg_log_sigma2=6",
+                              "prior=mixture__neg_log_sigma2=7"), same):
+        d = [err[(setting, k)] - err[("prior=gaussian", k)] for k in (0, 1)]
+        se = abs(d[0] - d[1]) / 2  # the standard error of the mean of two
+        mean = sum(d) / 2
+        assert f"/{setting} |" in line and "/prior=gaussian |" in line
+        assert (f"| 2 | {sum(x < 0 for x in d)} | {mean:+.3f} | {se:.3f} | "
+                f"{mean - 12.706 * se:+.2f} .. {mean + 12.706 * se:+.2f} |") in line
     # and what the complexity cost did in each BBB row (from the epochs' records)
     cost_rows = [ln for ln in text.split("What the complexity cost did")[1].splitlines()
                  if ln.startswith("| bbb-")]
@@ -908,3 +920,13 @@ def test_at_equal_validation_error_the_row_with_more_seeds_is_chosen(tmp_path):
     assert reporting._chosen([three, six]) == reporting._chosen([six, three]) == {("six", "")}
     lower = row("lower", [1.5, 1.5, 1.5])
     assert reporting._chosen([six, lower]) == {("lower", "")}
+
+
+@pytest.mark.parametrize("df", [1, 2, 5, 30])
+def test_t_quantile_covers_95_percent(df):
+    """The report's 95 % interval: Student's t density integrated over +-t975(df)."""
+    q = reporting.t975(df)
+    x = torch.linspace(-q, q, 200_001, dtype=torch.float64)
+    density = torch.distributions.StudentT(df).log_prob(x).exp()
+    assert torch.trapezoid(density, x).item() == pytest.approx(0.95, abs=2e-4)
+    assert reporting.t975(31) == 1.96

@@ -522,10 +522,56 @@ def _table1(rows: list[Group], chosen: set[tuple[str, str]]) -> list[str]:
     return lines
 
 
+# two-sided 95 % quantiles of Student's t with 1-30 degrees of freedom
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201,
+         2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+         2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+# the settings that make a BBB model's prior (everything else is its training)
+_PRIOR_SETTINGS = {"prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma"}
+
+
+def t975(df: int) -> float:
+    """The two-sided 95 % quantile of Student's t with ``df`` degrees of freedom (the
+    normal's 1.96 beyond 30)."""
+    return _T975[df - 1] if df <= len(_T975) else 1.96
+
+
+def paired_difference(mixture: list[Member], gaussian: list[Member]
+                      ) -> dict[str, float] | None:
+    """The scale mixture's test error minus the Gaussian's, seed by seed, over the seeds
+    both rows trained (a seed's two models share their initialisation and minibatch
+    order, so the per-seed difference is free of most of the seed-to-seed spread): the
+    number of seeds, on how many the mixture is lower, the mean difference, its standard
+    error and 95 % interval (Student's t), and the mean difference of the validation
+    errors. None below two common seeds."""
+    def errors(members: list[Member], key: str) -> dict[int, float]:
+        return {_seed(m): m[1]["best_validation"][key] for m in members
+                if "best_validation" in m[1]}
+    test_g, val_g = errors(gaussian, "test_error_mean"), errors(gaussian, "val_error_mean")
+    test_m, val_m = errors(mixture, "test_error_mean"), errors(mixture, "val_error_mean")
+    seeds = sorted(set(test_m) & set(test_g))
+    if len(seeds) < 2:
+        return None
+    diffs = [test_m[k] - test_g[k] for k in seeds]
+    mean, sd = mean_std(diffs)
+    se = sd / math.sqrt(len(diffs))
+    return {"seeds": len(seeds), "lower": sum(d < 0 for d in diffs), "mean": mean, "se": se,
+            "low": mean - t975(len(diffs) - 1) * se, "high": mean + t975(len(diffs) - 1) * se,
+            "val_mean": float(np.mean([val_m[k] - val_g[k] for k in seeds]))}
+
+
+def _pair_cells(d: dict[str, float]) -> str:
+    """The cells of one seed-by-seed comparison (see :func:`paired_difference`)."""
+    return (f"{d['seeds']} | {d['lower']} | {d['mean']:+.3f} | {d['se']:.3f} | "
+            f"{d['low']:+.2f} .. {d['high']:+.2f} | {d['val_mean']:+.3f} |")
+
+
+_PAIR_HEADER = ("Seeds | Mixture lower on | Difference: mean | Standard error | "
+                "95 % interval | Validation difference |")
+
+
 def _prior_pairs(rows: list[Group], chosen: set[tuple[str, str]]) -> list[str]:
-    """The two priors' chosen rows compared seed by seed: a seed's two models share their
-    initialisation and minibatch order (the seed's streams), so the per-seed
-    difference of their test errors is free of most of the seed-to-seed spread."""
+    """The two priors' chosen rows compared seed by seed (:func:`paired_difference`)."""
     picked: dict[tuple[str, int], Group] = {}
     for key, members in rows:
         kind, arch, hidden = _method_key(members)
@@ -536,22 +582,61 @@ def _prior_pairs(rows: list[Group], chosen: set[tuple[str, str]]) -> list[str]:
         if ("bbb-mixture", hidden) not in picked or ("bbb-gaussian", hidden) not in picked:
             continue
         (km, mix), (kg, gau) = picked[("bbb-mixture", hidden)], picked[("bbb-gaussian", hidden)]
-        err_g = {_seed(m): m[1]["best_validation"]["test_error_mean"] for m in gau}
-        diffs = [m[1]["best_validation"]["test_error_mean"] - err_g[_seed(m)]
-                 for m in mix if _seed(m) in err_g]
-        if len(diffs) < 2:
+        d = paired_difference(mix, gau)
+        if d is None:
             continue
-        mean, sd = mean_std(diffs)
         if not lines:
             lines = ["", "## Scale mixture against Gaussian, seed by seed", "",
                      "The chosen rows of the two priors, test error of the mixture minus the "
-                     "Gaussian's for each seed both trained (points).", "",
-                     "| Units/layer | Mixture row | Gaussian row | Seeds | Mixture lower on | "
-                     "Difference: mean | Standard error |", "|---:|---|---|---:|---:|---:|---:|"]
-        lines.append(f"| {hidden} | {_row_name(km, mix)} | {_row_name(kg, gau)} | {len(diffs)} | "
-                     f"{sum(d < 0 for d in diffs)} | {mean:+.3f} | "
-                     f"{sd / math.sqrt(len(diffs)):.3f} |")
-    return lines
+                     "Gaussian's for each seed both trained (points; 95 % interval of the "
+                     "mean difference by Student's t; the validation difference is the same "
+                     "for the validation errors).", "",
+                     f"| Units/layer | Mixture row | Gaussian row | {_PAIR_HEADER}",
+                     "|---:|---|---|---:|---:|---:|---:|---|---:|"]
+        lines.append(f"| {hidden} | {_row_name(km, mix)} | {_row_name(kg, gau)} | "
+                     f"{_pair_cells(d)}")
+    return lines + _same_training_pairs(rows)
+
+
+def _training_key(members: list[Member]) -> str:
+    """A BBB row's training: its settings less its prior's (and less what never changes
+    what a model learns)."""
+    st = members[0][1]["settings"]
+    return json.dumps({k: v for k, v in st.items() if k not in _NOT_SETTINGS
+                       and k not in _PRIOR_SETTINGS
+                       and not (k in _ABSENT and v == _ABSENT[k])}, sort_keys=True)
+
+
+def _same_training_pairs(rows: list[Group]) -> list[str]:
+    """Every scale-mixture row against every Gaussian row trained the same way (the same
+    settings but the prior's, in any run directory), seed by seed."""
+    by_training: dict[str, dict[str, list[Group]]] = {}
+    for key, members in rows:
+        kind, arch, _ = _method_key(members)
+        if kind.startswith("bbb-") and arch == "mlp":
+            by_training.setdefault(_training_key(members), {}).setdefault(kind, []).append(
+                (key, members))
+    lines: list[str] = []
+    for kinds in by_training.values():
+        for km, mix in kinds.get("bbb-mixture", []):
+            for kg, gau in kinds.get("bbb-gaussian", []):
+                d = paired_difference(mix, gau)
+                if d is None:
+                    continue
+                st, sg = mix[0][1]["settings"], gau[0][1]["settings"]
+                lines.append(f"| {st['hidden']} | {_row_name(km, mix)} | {_prior_text(st)} | "
+                             f"{_row_name(kg, gau)} | {_prior_text(sg)} | "
+                             f"{st.get('optimizer', 'adam')} {st['lr']:g}, "
+                             f"{_weighting_text(st)}, {st['epochs']} epochs | {_pair_cells(d)}")
+    if not lines:
+        return []
+    return ["", "## Scale mixture against Gaussian under the same training, seed by seed", "",
+            "Every pair of rows whose settings differ only in the prior, test error of the "
+            "mixture minus the Gaussian's at each model's best-validation epoch, for each seed "
+            "both trained (points; columns as above).", "",
+            "| Units/layer | Mixture row | Mixture prior | Gaussian row | Gaussian prior | "
+            f"Training | {_PAIR_HEADER}",
+            "|---:|---|---|---|---|---|---:|---:|---:|---:|---|---:|", *lines]
 
 
 def _method_key(members: list[Member]) -> tuple[str, str, int]:
