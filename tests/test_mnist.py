@@ -525,6 +525,9 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     table = (out / "table.md").read_text()
     assert "| prior=gaussian | 2 |" in table and "yes" in table
     # the report builds Table 1 with mean +- std over the seeds
+    drawn = []
+    monkeypatch.setattr(reporting, "_plot_snr", lambda curves, path, title: drawn.append(
+        (dict(curves), path)))
     text = reporting.report(tmp_path)
     assert "bbb-gaussian" in text and "+-" in text
     # table1.csv marks, per method, the row chosen on the validation set
@@ -543,6 +546,12 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     pair = [ln for ln in text.split("seed by seed")[1].splitlines() if ln.startswith("| 32 |")]
     assert len(pair) == 1 and f"| 2 | {sum(d < 0 for d in diffs)} | {sum(diffs) / 2:+.3f} |" \
         in pair[0]
+    # Figure 4: seed 0 of the chosen scale-mixture row (the paper's Table 2 network),
+    # beside seed 0 of the chosen Gaussian
+    assert drawn == [({"scale mixture, seed 0": out / f"{picked['bbb-mixture']}__seed=0"
+                       / "snr_hist.csv",
+                       "Gaussian, seed 0": out / "prior=gaussian__seed=0" / "snr_hist.csv"},
+                      tmp_path / "fig4_snr.png")]
     # every mixture row against the Gaussian trained the same way: both sigma2 settings
     same = [ln for ln in text.split("under the same training")[1].splitlines()
             if ln.startswith("| 32 |")]

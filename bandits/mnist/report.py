@@ -176,7 +176,7 @@ def plot_run(out: Path, label: str) -> None:
     plt.close(fig)
     _plot_weight_hists({label: out}, out / "weights.png")
     if (out / "snr_hist.csv").exists():
-        _plot_snr(out / "snr_hist.csv", out / "snr.png", label)
+        _plot_snr({label: out / "snr_hist.csv"}, out / "snr.png", label)
 
 
 def _plain_log_ticks(ax: Any) -> None:
@@ -210,18 +210,22 @@ def _plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
     plt.close(fig)
 
 
-def _plot_snr(csv_path: Path, path: Path, label: str) -> None:
-    """Figure 4: density and CDF of the signal-to-noise ratios (from ``snr_hist.csv``)."""
+def _plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
+    """Figure 4: density and CDF of the signal-to-noise ratios, one curve per label (from
+    each ``snr_hist.csv``)."""
     plt = _pyplot()
-    rows = read_csv(csv_path)
-    centres = np.array([(r["left_db"] + r["right_db"]) / 2 for r in rows])
-    counts = np.array([r["count"] for r in rows])
-    width = rows[0]["right_db"] - rows[0]["left_db"]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
-    a1.plot(centres, counts / counts.sum() / width)
-    a1.set(xlabel="signal-to-noise ratio (dB)", ylabel="density", title=f"SNR density, {label}")
-    a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum())
+    for label, csv_path in curves.items():
+        rows = read_csv(csv_path)
+        centres = np.array([(r["left_db"] + r["right_db"]) / 2 for r in rows])
+        counts = np.array([r["count"] for r in rows])
+        width = rows[0]["right_db"] - rows[0]["left_db"]
+        a1.plot(centres, counts / counts.sum() / width, label=label)
+        a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum(), label=label)
+    a1.set(xlabel="signal-to-noise ratio (dB)", ylabel="density", title=f"SNR density, {title}")
     a2.set(xlabel="signal-to-noise ratio (dB)", ylabel="CDF", title="SNR CDF (Figure 4)")
+    if len(curves) > 1:
+        a2.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     save_figure(fig, path, dpi=100)
     plt.close(fig)
@@ -344,7 +348,8 @@ _NOTES = [
     "- Figures: fig2_test_error.png (Figure 2; the row of each method chosen on "
     "validation), fig3_weights.png (Figure 3, the same rows; BBB: one "
     "sample of the weights), fig4_snr.png (Figure 4, the SNR 10 log10(|mu|/sigma) in "
-    "dB of the best BBB row's first seed).",
+    "dB of the first seed of the scale-mixture row chosen on validation, the paper's "
+    "Table 2 network, beside the Gaussian row chosen on validation).",
 ]
 
 
@@ -365,8 +370,7 @@ def report(root: Path) -> str:
     if bbb:
         best = _best_bbb(bbb)
         lines += _table2(best) + _pruning_every_row(bbb) + _cost_table(bbb)
-        k, members = min(best.values(), key=lambda t: _selection(t[1]))
-        _plot_snr(members[0][0] / "snr_hist.csv", root / "fig4_snr.png", _row_name(k, members))
+        _plot_fig4(best, root / "fig4_snr.png")
     if rows:
         _plot_test_errors(rows, chosen, root / "fig2_test_error.png")
         # Figure 3 as the paper draws it: one histogram per method
@@ -819,6 +823,28 @@ def _best_bbb(bbb: list[Group]) -> dict[tuple[str, str, int], Group]:
     for k, m in sorted(bbb, key=lambda t: _selection(t[1])):
         best.setdefault(_method_key(m), (k, m))
     return best
+
+
+def _plot_fig4(best: dict[tuple[str, str, int], Group], path: Path) -> None:
+    """Figure 4 for the paper's model: the first seed of the scale-mixture row chosen on
+    validation (the paper's Table 2 network; of the widest MLP with one), beside the
+    Gaussian row chosen on validation at that width; without a scale-mixture MLP row, the
+    BBB row with the lowest validation error."""
+    mlp = {key: v for key, v in best.items() if key[1] == "mlp"}
+    widths = sorted({h for kind, _, h in mlp if kind == "bbb-mixture"})
+    if not widths:
+        k, members = min(best.values(), key=lambda t: _selection(t[1]))
+        _plot_snr({_row_name(k, members): members[0][0] / "snr_hist.csv"}, path,
+                  _row_name(k, members))
+        return
+    hidden = widths[-1]
+    names = {"bbb-mixture": "scale mixture", "bbb-gaussian": "Gaussian"}
+    curves = {}
+    for kind, name in names.items():
+        if (kind, "mlp", hidden) in mlp:
+            members = mlp[(kind, "mlp", hidden)][1]
+            curves[f"{name}, seed {_seed(members[0])}"] = members[0][0] / "snr_hist.csv"
+    _plot_snr(curves, path, f"2 x {hidden}, chosen rows")
 
 
 def _network(settings: dict[str, Any]) -> str:
