@@ -17,7 +17,14 @@ import torch
 
 from bandits.bayes import MLP, snr
 from bandits.mnist.classifiers import n_parameters
-from bandits.mnist.config import Config, lenet5_parameters, run_label, setting_name, varying
+from bandits.mnist.config import (
+    PRIOR_FIELDS,
+    Config,
+    lenet5_parameters,
+    run_label,
+    setting_name,
+    varying,
+)
 from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
 from bandits.outputs import save_figure, write_atomic, write_csv
 
@@ -436,14 +443,20 @@ def _groups(root: Path, found: list[Member]) -> list[Group]:
     groups: dict[tuple[str, str], list[Member]] = {}
     for d, s in found:
         key = (str(d.parent.relative_to(root)) if _in_multi_model_run(s) else
-               str(d.relative_to(root)),
-               json.dumps({k: v for k, v in s["settings"].items() if k not in _NOT_SETTINGS
-                           and not (k in _ABSENT and v == _ABSENT[k])}, sort_keys=True))
+               str(d.relative_to(root)), _settings_key(s["settings"]))
         groups.setdefault(key, []).append((d, s))
     merged = _merge_seed_runs(groups)
     return sorted(merged, key=lambda t: (t[1][0][1]["settings"]["hidden"],
                                          _KIND_ORDER.get(_kind(t[1][0][1]), 9), t[0][0],
                                          _row_name(*t)))
+
+
+def _settings_key(settings: dict[str, Any], leave_out: frozenset[str] = frozenset()) -> str:
+    """What a model learns from, as JSON: its settings less those that never change it
+    (and less ``leave_out``), a setting at its value before it existed left out too."""
+    return json.dumps({k: v for k, v in settings.items()
+                       if k not in _NOT_SETTINGS and k not in leave_out
+                       and not (k in _ABSENT and v == _ABSENT[k])}, sort_keys=True)
 
 
 def _seed(member: Member) -> int:
@@ -531,7 +544,7 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
          2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 # the settings that make a BBB model's prior (everything else is its training)
-_PRIOR_SETTINGS = {"prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma"}
+_PRIOR_SETTINGS = frozenset({"prior"}.union(*PRIOR_FIELDS.values()))
 
 
 def t975(df: int) -> float:
@@ -605,10 +618,7 @@ def _prior_pairs(rows: list[Group], chosen: set[tuple[str, str]]) -> list[str]:
 def _training_key(members: list[Member]) -> str:
     """A BBB row's training: its settings less its prior's (and less what never changes
     what a model learns)."""
-    st = members[0][1]["settings"]
-    return json.dumps({k: v for k, v in st.items() if k not in _NOT_SETTINGS
-                       and k not in _PRIOR_SETTINGS
-                       and not (k in _ABSENT and v == _ABSENT[k])}, sort_keys=True)
+    return _settings_key(members[0][1]["settings"], _PRIOR_SETTINGS)
 
 
 def _same_training_pairs(rows: list[Group]) -> list[str]:
