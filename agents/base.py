@@ -56,6 +56,10 @@ class AgentConfig:
     refresh_every: int = 50
     lrt: bool = False
     kl_scale: str = "buffer"  # complexity cost per datum: / items in the buffer, or / "seen"
+    # the reward's likelihood: "fixed" (BBB: Gaussian noise noise_sigma; the others: squared
+    # error) or "learned" (heteroscedastic: the network also predicts the noise of each
+    # context and action, sigma = noise_sigma + softplus(s), trained by Gaussian NLL)
+    likelihood: str = "fixed"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,12 @@ per datum so the learning rate does not depend on the buffer size (with
 the whole history, and the posterior keeps narrowing once the buffer is full). Runs are
 independent: their losses are summed, so each run's gradient is its own.
 
+With ``likelihood = "learned"`` the network has a second output ``s`` and the data
+term is the heteroscedastic Gaussian negative log-likelihood
+``(r_b - mu_b)^2 / (2 sigma_b^2) + log sigma_b`` with ``sigma_b = noise_sigma +
+softplus(s_b)``: the noise is learned per context and action, never below
+``noise_sigma`` (:func:`agents.neural.gaussian_nll_output_grads`).
+
 The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and
 its complexity cost (a test checks it), computed on the flat parameters: the network's
 backward pass by hand (:meth:`bandits.bayes.FlatMLP.backward`), then, in a few
@@ -39,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agents.neural import NeuralAgent
+from agents.neural import NeuralAgent, gaussian_nll_output_grads
 from bandits.bayes import (
     MLP,
     GaussianPrior,
@@ -71,7 +77,7 @@ class BBBAgent(NeuralAgent):
             raise ValueError(f"act_samples must be >= 1, got {c.act_samples!r}")
         if c.noise_sigma <= 0:
             raise ValueError(f"noise_sigma must be > 0, got {c.noise_sigma!r}")
-        return make_mlp(in_features, c.hidden, 1, runs=self.runs_per_member, prior=prior,
+        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member, prior=prior,
                         init_sigma=c.init_sigma)
 
     def noise(self) -> Tensor:
@@ -86,7 +92,7 @@ class BBBAgent(NeuralAgent):
         scores = self.model(x, self.model.sample(self.noise()))
         for _ in range(self.config.act_samples - 1):
             scores = scores + self.model(x, self.model.sample(self.noise()))
-        return scores.squeeze(-1).argmax(dim=1)  # (runs,)
+        return self.means(scores).argmax(dim=1)  # (runs,)
 
     @torch.no_grad()
     def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
@@ -101,8 +107,8 @@ class BBBAgent(NeuralAgent):
         for _ in range(samples):
             eps = torch.randn(self.runs, self.model.n_params, device=self.device,
                               generator=generator)
-            out.append(self.model(x, self.model.sample(eps)).reshape(self.runs, n,
-                                                                     self.n_actions))
+            out.append(self.means(self.model(x, self.model.sample(eps))).reshape(
+                self.runs, n, self.n_actions))
         return torch.stack(out, dim=1)
 
     @torch.no_grad()
@@ -114,24 +120,28 @@ class BBBAgent(NeuralAgent):
         scale = 0.5 / self.config.noise_sigma**2
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
         if self.config.lrt:
-            err, g_mu_data, g_rho_data = self.lrt_data_grads(x, rewards, scale)
+            nll, g_mu_data, g_rho_data = self.lrt_data_grads(x, rewards, scale)
             g_mu, g_rho = mu_rho_grads(*mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n),
                                        m.rho)
             g_mu.add_(g_mu_data)  # the data term's gradients are already for mu and rho
             g_rho.add_(g_rho_data)
         else:
             inputs: list[Tensor] = []
-            pred = m.apply_layers(x, m.split(w), inputs).squeeze(-1)  # (runs, batch)
-            err = pred - rewards  # (runs, batch)
-            # nll = scale * mean_b err^2 per run, up to a constant; its gradient at the output:
-            d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
+            out = m.apply_layers(x, m.split(w), inputs)  # (runs, batch, outputs)
+            if self.learned_noise:
+                d_out, per_datum = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma)
+                nll = per_datum.mean(dim=1)
+            else:
+                err = out.squeeze(-1) - rewards  # (runs, batch)
+                # nll = scale * mean_b err^2 per run, up to a constant; its output gradient:
+                d_out = err.mul(2.0 * scale / err.shape[1]).unsqueeze(-1)  # (runs, batch, 1)
+                nll = err.square().mean(dim=1).mul_(scale) if want_loss else None
             g_w = m.backward(inputs, w, d_out, torch.empty_like(w))
             g_mu, g_rho = self.maybe_compiled(posterior_grads)(g_w, w, sigma, eps, m.rho, inv_n,
                                                       m.prior_consts)
         loss = None
         if want_loss:
             log_ratio, _ = log_p_minus_log_q(w, sigma, eps, m.prior_consts)
-            nll = err.square().mean(dim=1).mul_(scale)
             loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
         return [g_mu, g_rho], loss
 
@@ -154,12 +164,18 @@ class BBBAgent(NeuralAgent):
 
     def lrt_data_grads(self, x: Tensor, rewards: Tensor, scale: float
                        ) -> tuple[Tensor, Tensor, Tensor]:
-        """The data term's error and its gradients for ``mu`` and ``rho`` under the local
-        reparameterisation trick (autograd through :meth:`lrt_forward`)."""
+        """The data term per run ``(runs,)`` and its gradients for ``mu`` and ``rho`` under
+        the local reparameterisation trick (autograd through :meth:`lrt_forward`)."""
         m = self.model
         with torch.enable_grad():
             mu, rho = m.mu.detach().requires_grad_(), m.rho.detach().requires_grad_()
-            err = self.lrt_forward(x, mu, rho).squeeze(-1) - rewards  # (runs, batch)
-            nll = err.square().mean(dim=1).mul(scale)
+            out = self.lrt_forward(x, mu, rho)  # (runs, batch, outputs)
+            if self.learned_noise:
+                sigma = F.softplus(out[..., 1]) + self.config.noise_sigma
+                per_datum = (out[..., 0] - rewards).square() / (2 * sigma.square()) + sigma.log()
+                nll = per_datum.mean(dim=1)
+            else:
+                err = out.squeeze(-1) - rewards  # (runs, batch)
+                nll = err.square().mean(dim=1).mul(scale)
             g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
-        return err.detach(), g_mu, g_rho
+        return nll.detach(), g_mu, g_rho

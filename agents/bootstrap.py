@@ -38,7 +38,7 @@ class BootstrapAgent(NeuralAgent):
     def build_model(self, in_features: int) -> MLP:
         if self.config.heads < 1:
             raise ValueError(f"heads must be >= 1, got {self.config.heads!r}")
-        return make_mlp(in_features, self.config.hidden, 1,
+        return make_mlp(in_features, self.config.hidden, self.n_outputs,
                         runs=self.runs_per_member * self.config.heads, bayesian=False)
 
     @torch.no_grad()
@@ -46,7 +46,7 @@ class BootstrapAgent(NeuralAgent):
         k = self.config.heads
         x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
         x = x.repeat_interleave(k, dim=0)  # (runs * heads, n_actions, in)
-        scores = self.model(x).squeeze(-1).view(self.runs, k, self.n_actions)
+        scores = self.means(self.model(x)).view(self.runs, k, self.n_actions)
         u = self.fill_random_(torch.empty(self.runs, device=self.device), "uniform")
         head = (u * k).to(torch.int64).clamp_(max=k - 1)  # one network per run
         return scores[torch.arange(self.runs, device=self.device), head].argmax(dim=1)

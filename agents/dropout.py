@@ -24,7 +24,7 @@ class DropoutAgent(NeuralAgent):
     def build_model(self, in_features: int) -> MLP:
         if not 0.0 < self.config.dropout < 1.0:
             raise ValueError(f"dropout must be in (0, 1), got {self.config.dropout!r}")
-        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
+        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs_per_member,
                         bayesian=False)
 
     def masks(self, rows: int) -> list[Tensor]:
@@ -43,7 +43,7 @@ class DropoutAgent(NeuralAgent):
         m = self.model
         # one mask per run, shared by every action: one sampled network
         scores = m.apply_layers(x, m.split(m.mu), masks=self.masks(1))
-        return scores.squeeze(-1).argmax(dim=1)
+        return self.means(scores).argmax(dim=1)
 
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:

@@ -34,12 +34,12 @@ class EpsilonGreedyAgent(NeuralAgent):
         for m in self.members:
             if not 0.0 <= m.config.epsilon <= 1.0:
                 raise ValueError(f"epsilon must be in [0, 1], got {m.config.epsilon!r}")
-        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
+        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs_per_member,
                         bayesian=False)
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
-        scores = self.model(self.all_action_inputs(contexts)).squeeze(-1)  # (runs, n_actions)
+        scores = self.means(self.model(self.all_action_inputs(contexts)))  # (runs, n_actions)
         u = self.fill_random_(torch.empty(self.runs, 2, device=self.device), "uniform")
         explore = u[:, 0] < self._epsilon
         random_actions = (u[:, 1] * self.n_actions).to(torch.int64).clamp_(max=self.n_actions - 1)
@@ -53,5 +53,5 @@ class EpsilonGreedyAgent(NeuralAgent):
         x = self.all_action_inputs(contexts)  # (N, n_actions, in)
         n = x.shape[0]
         x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
-        pred = self.model(x).reshape(self.runs, 1, n, self.n_actions)
+        pred = self.means(self.model(x)).reshape(self.runs, 1, n, self.n_actions)
         return pred.expand(-1, samples, -1, -1)

@@ -23,11 +23,38 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from agents.base import Agent
 from bandits.bayes import MLP, FlatMLP
 from bandits.buffer import ReplayBuffer
+
+LIKELIHOODS = ("fixed", "learned")
+
+
+def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
+                              weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """The heteroscedastic likelihood of a network's two outputs ``out (runs, batch, 2)``:
+    the mean ``mu`` and ``s``, with noise ``sigma = floor + softplus(s)``. Returns the
+    gradient of ``mean_b w_b nll_b`` at the outputs, ``(runs, batch, 2)``, and the per-datum
+    ``nll_b = (r_b - mu_b)^2 / (2 sigma_b^2) + log sigma_b``, ``(runs, batch)``.
+
+    The floor keeps the noise from explaining every outcome away (it is the noise of an
+    exact reward); a noisy outcome's pull on the mean is divided by its ``sigma^2``, so the
+    network averages noisy outcomes over similar inputs instead of fitting each one."""
+    mu, s = out[..., 0], out[..., 1]
+    sigma = F.softplus(s).add_(floor)
+    err = mu - rewards
+    inv_var = sigma.pow(-2)
+    nll = err.square().mul(inv_var).mul_(0.5).add_(sigma.log())
+    d_mu = err * inv_var
+    d_sigma = (1.0 - err.square() * inv_var) / sigma
+    d_s = d_sigma * torch.sigmoid(s)
+    d_out = torch.stack([d_mu, d_s], dim=-1).div_(out.shape[1])
+    if weights is not None:
+        d_out.mul_(weights.unsqueeze(-1))
+    return d_out, nll
 
 
 class NeuralAgent(Agent):
@@ -79,8 +106,9 @@ class NeuralAgent(Agent):
 
         ``x (runs, batch, in)``, ``rewards (runs, batch)``, ``n_data``: the number of data
         the loss stands for (a device scalar, :meth:`data_count`). The loss is computed
-        only if ``want_loss``. Here the squared error of a point-estimate network
-        (:meth:`squared_error_gradients`); a Bayesian model overrides it.
+        only if ``want_loss``. Here the squared error of a point-estimate network, or its
+        learned-noise likelihood (:meth:`squared_error_gradients`); a Bayesian model
+        overrides it.
         """
         return self.squared_error_gradients(x, rewards, want_loss)
 
@@ -91,17 +119,42 @@ class NeuralAgent(Agent):
                                 ) -> tuple[list[Tensor], Tensor | None]:
         """The gradient of ``mean_b w_b (f(x_b) - r_b)^2`` with respect to the network's
         flat weights, and that loss per run: ``weights (runs, batch)`` (default 1, as
-        for ``rewards``), ``masks`` the dropout masks of the hidden layers (default none)."""
+        for ``rewards``), ``masks`` the dropout masks of the hidden layers (default none).
+        With the ``learned`` likelihood the loss is ``mean_b w_b nll_b`` of
+        :func:`gaussian_nll_output_grads` (floor ``noise_sigma``) instead."""
         m = self.model
         inputs: list[Tensor] = []
-        err = m.apply_layers(x, m.split(m.mu), inputs, masks).squeeze(-1) - rewards
-        d_out = err.mul(2.0 / err.shape[1]) if weights is None else (
-            (err * weights).mul_(2.0 / err.shape[1]))
-        g = m.backward(inputs, m.mu, d_out.unsqueeze(-1), torch.empty_like(m.mu), masks)
+        out = m.apply_layers(x, m.split(m.mu), inputs, masks)
+        if self.learned_noise:
+            d_out, per_datum = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma,
+                                                         weights)
+        else:
+            err = out.squeeze(-1) - rewards
+            d_out = (err.mul(2.0 / err.shape[1]) if weights is None else (
+                (err * weights).mul_(2.0 / err.shape[1]))).unsqueeze(-1)
+            per_datum = err.square()
+        g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu), masks)
         if not want_loss:
             return [g], None
-        square = err.square()
-        return [g], (square if weights is None else weights * square).mean(dim=1)
+        return [g], (per_datum if weights is None else weights * per_datum).mean(dim=1)
+
+    @property
+    def learned_noise(self) -> bool:
+        """Whether the network also predicts the reward's noise (``likelihood="learned"``)."""
+        return self.config.likelihood == "learned"
+
+    @property
+    def n_outputs(self) -> int:
+        """The network's outputs per input: the expected reward, and with the learned
+        likelihood the noise's ``s`` (:func:`gaussian_nll_output_grads`)."""
+        if self.config.likelihood not in LIKELIHOODS:
+            raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}, "
+                             f"got {self.config.likelihood!r}")
+        return 2 if self.learned_noise else 1
+
+    def means(self, out: Tensor) -> Tensor:
+        """The expected rewards of a network's output ``(..., n_outputs) -> (...)``."""
+        return out[..., 0]
 
     def maybe_compiled(self, fn):
         """``fn`` itself, or with ``compile`` its ``torch.compile`` (compiled on first use)."""

@@ -248,7 +248,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     """Merge the workers' outputs into ``out`` and say how the run ended."""
     parts = config["parts"]
     dirs = [out / p["dir"] for p in parts]
-    for name in ("metrics.csv", "summary.csv", "phases.csv", "probes.csv"):
+    for name in ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv"):
         merge_csv([d / name for d in dirs], cfg.agent, out / name)
     wall_per_agent, done, diverged_runs = {}, [], []
     for d in dirs:

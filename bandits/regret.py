@@ -42,7 +42,7 @@ def phase_length(steps: int) -> int:
 class RegretLog:
     """Per-step records of every (agent, run), preallocated for the whole horizon."""
 
-    _ARRAYS = ("action", "reward", "regret", "expected_regret", "optimal_action")
+    _ARRAYS = ("action", "reward", "regret", "expected_regret", "optimal_action", "item")
 
     def __init__(self, agents: list[str], seeds: list[int], steps: int) -> None:
         self.agents, self.seeds, self.steps = agents, seeds, steps
@@ -52,6 +52,7 @@ class RegretLog:
         self.regret = np.zeros(shape)
         self.expected_regret = np.zeros(shape)
         self.optimal_action = np.zeros(shape, dtype=np.int64)
+        self.item = np.full(shape, -1, dtype=np.int32)  # the data item shown (-1: none)
         self.done = 0  # steps completed by every agent
 
     def record(self, k: int, t: int, actions, rewards, info: dict) -> None:
@@ -62,6 +63,8 @@ class RegretLog:
         self.expected_regret[k, :, t] = info["expected_regret"]
         if "optimal_action" in info:
             self.optimal_action[k, :, t] = info["optimal_action"]
+        if "item" in info:
+            self.item[k, :, t] = info["item"]
 
     def state_dict(self) -> dict:
         """The records of the completed steps (for checkpoints)."""
@@ -75,7 +78,8 @@ class RegretLog:
         if n > self.steps:
             raise ValueError(f"the state holds {n} steps, more than this log's {self.steps}")
         for k in self._ARRAYS:
-            getattr(self, k)[:, :, :n] = state[k].numpy()
+            if k in state:  # a checkpoint of an earlier version may lack "item"
+                getattr(self, k)[:, :, :n] = state[k].numpy()
         self.done = n
 
     def final_cumulative(self) -> tuple[np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ eps1, eps5) share one population and one training step (see
 :func:`agents.make_agents`); every run of every agent sees the same contexts and reward
 draws for its seed (common random numbers). Populations may run in worker processes
 (:mod:`bandits.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
-``probes.csv``, ``config.json``, ``regret.png`` (see the README).
+``memory.csv`` (:mod:`bandits.memory`), ``probes.csv``, ``config.json``, ``regret.png`` (see the README).
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ from bandits.outputs import (
     write_csv,
     write_json,
 )
+from bandits.memory import memory_frame
 from bandits.plot import plot_regret
 from bandits.processes import parent_stopped, sigint_handler
 from bandits.regret import RegretLog
@@ -166,7 +167,14 @@ class Config:
         "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
     noise_sigma: float = setting(
         AgentConfig.noise_sigma,
-        "BBB Gaussian likelihood noise sigma of the reward", range=(1e-3, 1e3))
+        "BBB Gaussian likelihood noise sigma of the reward; with --likelihood "
+        "learned, the floor of every neural agent's learned noise", range=(1e-3, 1e3))
+    likelihood: str = setting(
+        AgentConfig.likelihood, "every neural agent's reward likelihood: fixed (BBB: "
+        "Gaussian with --noise-sigma; the others: squared error) or learned (the "
+        "network also predicts the noise of each context and action, at least "
+        "--noise-sigma, trained by Gaussian negative log-likelihood)",
+        choices=["fixed", "learned"])
     kl_scale: str = setting(
         AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
         "in the buffer, or by every interaction seen "
@@ -580,9 +588,11 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
     for k, name in enumerate(pop.agent.names):
         runs = pop.agent.member_runs(k)
         wall[name] += elapsed / len(pop.agent.members)
-        log.record(index[name], t, actions_np[runs], rewards[runs],
-                   {key: info[key][runs] for key in
-                    ("regret", "expected_regret", "optimal_action")})
+        record = {key: info[key][runs] for key in
+                  ("regret", "expected_regret", "optimal_action")}
+        if "mushroom" in info:
+            record["item"] = info["mushroom"][runs]
+        log.record(index[name], t, actions_np[runs], rewards[runs], record)
     pop.context = next_context
 
 
@@ -752,13 +762,18 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   config: dict, probe: Probe | None = None) -> None:
-    """metrics.csv, summary.csv, phases.csv, probes.csv, config.json and regret.png."""
+    """metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv, config.json and
+    regret.png."""
     metrics = log.metrics_frame(cfg.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
     write_csv(log.phases_frame(N_ACTIONS.get(cfg.env, 0) or int(log.action.max()) + 1),
               out / "phases.csv")
+    n = log.done
+    write_csv(memory_frame(log.agents, log.seeds, log.action[:, :, :n], log.reward[:, :, :n],
+                           log.item[:, :, :n], log.optimal_action[:, :, :n],
+                           cfg.buffer_size), out / "memory.csv")
     if probe is not None:
         write_csv(probe.frame(), out / "probes.csv")
     write_json(config, out / "config.json")

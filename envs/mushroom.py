@@ -296,7 +296,7 @@ class MushroomProblem(BanditProblem):
         return realised, expected
 
     def info(self, rounds: Rounds) -> dict[str, np.ndarray]:
-        return {"edible": self.edible[rounds["row"]]}
+        return {"edible": self.edible[rounds["row"]], "mushroom": rounds["row"]}
 
 
 class MushroomEnv(BanditEnv):
@@ -344,6 +344,7 @@ class MushroomEnv(BanditEnv):
     ``reset`` returns ``{}``. ``step`` returns, for the round just played:
 
     - ``edible`` (bool): whether the mushroom was edible;
+    - ``mushroom`` (int): the mushroom shown, its row in the data file (0-based);
     - ``expected_rewards`` (float64 array ``(2,)``): expected reward of each action;
     - ``optimal_action`` (int): the action of highest expected reward (eat iff edible);
     - ``oracle_reward`` (float): the optimal action's reward under this round's draws

@@ -50,7 +50,7 @@ def test_step_shapes_and_info(vec_spec):
     assert rewards.shape == (r,) and rewards.dtype == np.float64
     for flags in (terminated, truncated):
         assert flags.shape == (r,) and flags.dtype == bool and not flags.any()
-    expected_keys = INFO_KEYS | ({"edible"} if name == "mushroom" else set())
+    expected_keys = INFO_KEYS | ({"edible", "mushroom"} if name == "mushroom" else set())
     assert set(info) == expected_keys
     for key, value in info.items():
         assert isinstance(value, np.ndarray) and value.shape[0] == r, key
