@@ -15,8 +15,17 @@ written by ``bandits.run``, and writes into DIR:
   as the paper's Figure 6), (b) the mistake rates per phase, (c) from the probes, the
   spread of each model's sampled predictions and (d) the probability that a sample
   chooses a wrong action, on the probe contexts, against step;
+* ``memorisation.csv`` (on Mushroom, from the run's ``memory.csv``): per agent, over the
+  last ``--last`` steps, the decisions on poisonous and on edible mushrooms by what the
+  run last saw that mushroom pay when it ate it (never eaten; the reward of its last
+  eating, that eating still in the replay buffer or not): how many were shown, the
+  share eaten, the share eaten by the agent's own choices (random exploration's share
+  taken out) and the share of the agent's own mistakes that fall in each category; a
+  network that memorises single outcomes makes its mistakes on the poisonous mushrooms
+  last seen paying +5;
 * a table on stdout: per agent, expected regret per step over the last ``--last`` steps
-  (default: the last fifth of the run), mean and standard error over seeds.
+  (default: the last fifth of the run), mean and standard error over seeds, and on
+  Mushroom the memorisation summary.
 """
 
 from __future__ import annotations
@@ -104,6 +113,70 @@ def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def epsilon_of(agent: str) -> float:
+    """The share of an agent's actions taken at random (epsilon-greedy agents; else 0)."""
+    from agents import AGENTS
+
+    return float(AGENTS.get(agent, (None, {}))[1].get("epsilon", 0.0))
+
+
+def memorisation(memory: pd.DataFrame, last: int, n_actions: int = 2) -> pd.DataFrame:
+    """Per agent and category of ``memory.csv`` (edible or not, the reward of the last
+    eating, whether it is in the buffer), over the last ``last`` steps (whole phases),
+    summed over seeds: ``shown``, ``eaten``, ``mistake_rate`` (poisonous: eaten; edible:
+    left), ``own_mistake_rate`` (the rate among the agent's own choices: a random action
+    of an epsilon-greedy agent is a mistake with probability ``1 / n_actions``, so
+    ``(rate - epsilon / n_actions) / (1 - epsilon)``, clipped to [0, 1]),
+    ``share_of_own_mistakes``
+    (of the agent's own mistakes on that class of mushroom, the share in this category)
+    and ``mistake_rate_sem`` (over seeds, where the category was shown to every seed)."""
+    end = int(memory["end"].max())
+    m = memory[memory["start"] > end - last].copy()
+    m["history"] = np.where(m["last_eaten_reward"].isna(), "never eaten",
+                            "last paid " + m["last_eaten_reward"].map("{:g}".format))
+    m["in_buffer"] = m["in_buffer"].map({True: "yes", False: "no", "True": "yes",
+                                         "False": "no"}).fillna("")
+    m["mistakes"] = np.where(m["edible"], m["shown"] - m["eaten"], m["eaten"])
+    keys = ["agent", "edible", "history", "in_buffer"]
+    per_seed = m.groupby([*keys, "seed"], sort=False)[["shown", "mistakes", "eaten"]].sum()
+    per_seed["rate"] = per_seed["mistakes"] / per_seed["shown"]
+    total = per_seed.groupby(level=keys, sort=False)[["shown", "eaten", "mistakes"]].sum()
+    sem = per_seed.groupby(level=keys, sort=False)["rate"].agg(_sem)
+    t = total.join(sem.rename("mistake_rate_sem")).reset_index()
+    t["mistake_rate"] = t["mistakes"] / t["shown"]
+    eps = t["agent"].map(epsilon_of)
+    t["own_mistake_rate"] = ((t["mistake_rate"] - eps / n_actions) / (1 - eps)).clip(0, 1)
+    own = t["own_mistake_rate"] * t["shown"]
+    t["share_of_own_mistakes"] = own / own.groupby([t["agent"], t["edible"]]).transform("sum")
+    t.insert(1, "from_step", int(m["start"].min()))
+    t.insert(2, "to_step", end)
+    t = t.sort_values(["agent", "edible", "history", "in_buffer"], kind="stable",
+                      key=lambda c: c.map({a: i for i, a in enumerate(m["agent"].unique())})
+                      if c.name == "agent" else c)
+    return t[["agent", "from_step", "to_step", "edible", "history", "in_buffer", "shown",
+              "eaten", "mistake_rate", "mistake_rate_sem", "own_mistake_rate",
+              "share_of_own_mistakes"]].reset_index(drop=True)
+
+
+def memorisation_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per agent, the poisonous mushrooms only: the own-choice eating rate of those never
+    eaten before, of those last seen paying the high and the low reward (buffer or not),
+    and the share of the agent's own poisonous bites on mushrooms last seen paying the
+    high reward."""
+    p = table[~table["edible"].astype(bool)]
+    rows = []
+    for agent, g in p.groupby("agent", sort=False):
+        by = g.groupby("history")[["shown", "eaten"]].sum()
+        own = (g["own_mistake_rate"] * g["shown"]).groupby(g["history"]).sum()
+        row = {"agent": agent}
+        for h in by.index:
+            row[f"eats: {h}"] = own[h] / by.loc[h, "shown"]
+        high = [h for h in by.index if h.startswith("last paid") and float(h.split()[-1]) > 0]
+        row["own bites on last-paid-high"] = own[high].sum() / own.sum() if own.sum() else 0.0
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path: Path,
          title: str) -> None:
     import matplotlib
@@ -124,9 +197,9 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
         for k, n in enumerate(names[:4]):
             b.plot(mid, _positive(g[f"{n}_rate"]), color=color, ls=styles[k],
                    label=f"{label}: {n.replace('_', ' ')}")
-    a.set(xscale="log", yscale="log", xlabel="step", ylabel="expected regret per step",
+    a.set(xscale="log", xlabel="step", ylabel="expected regret per step",
           title="(a) regret per step (mean over seeds, ±1 s.e.)")
-    b.set(xscale="log", yscale="log", xlabel="step", ylabel="share of steps",
+    b.set(xscale="log", xlabel="step", ylabel="share of steps",
           title="(b) mistakes per phase")
     a.legend(fontsize=7, frameon=False)
     b.legend(fontsize=6, frameon=False)
@@ -138,14 +211,25 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
             what = ({0: "poisonous", 1: "edible"}.get(int(best), f"best {best}")
                     if env == "mushroom" else f"best {best}")
             ls = "-" if int(best) == 0 else "--"
-            c.plot(g.index, _positive(g["predicted_std"]), color=color, ls=ls,
-                   label=f"{LABELS.get(agent, agent)}, {what}")
-            d.plot(g.index, _positive(g["chosen_share"]), color=color, ls=ls,
-                   label=f"{LABELS.get(agent, agent)}, {what}")
-        c.legend(fontsize=6, frameon=False)
-    c.set(xscale="log", yscale="log", xlabel="step", ylabel="std of sampled predictions",
+            label = f"{LABELS.get(agent, agent)}, {what}"
+            for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
+                if (g[col] > 0).any():  # a point estimate has no spread: nothing to draw
+                    ax.plot(g.index, _positive(g[col]), color=color, ls=ls, label=label)
+    for ax, what in ((c, "no model with sampled predictions"),
+                     (d, "no sample ever took a wrong action")):
+        if ax.lines:
+            ax.legend(fontsize=6, frameon=False)
+        else:
+            ax.text(0.5, 0.5, what, transform=ax.transAxes, ha="center", va="center",
+                    fontsize=8, color="0.4")
+    for ax in (a, b, c, d):
+        if not any((np.asarray(line.get_ydata(), float) > 0).any() for line in ax.lines):
+            ax.set_yscale("linear")  # nothing positive to put on a log axis
+        else:
+            ax.set_yscale("log")
+    c.set(xscale="log", xlabel="step", ylabel="std of sampled predictions",
           title="(c) spread of the wrong action's predicted reward")
-    d.set(xscale="log", yscale="log", xlabel="step", ylabel="probability",
+    d.set(xscale="log", xlabel="step", ylabel="probability",
           title="(d) chance a model sample takes the wrong action")
     for ax in axes.ravel():
         ax.grid(True, alpha=0.3, which="both")
@@ -153,6 +237,16 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     save_figure(fig, path, dpi=150)
     save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
+
+
+def read_memory(run_dir: Path) -> pd.DataFrame | None:
+    """``memory.csv`` of a run, or None where the run did not record it (an earlier
+    version, or an environment without items)."""
+    try:
+        memory = pd.read_csv(run_dir / "memory.csv")
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    return None if memory.empty else memory
 
 
 def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
@@ -175,6 +269,9 @@ def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
     last = last or max(end // 5, 1)
     table = phase_table(phases, env)
     write_csv(table, run_dir / "diagnosis.csv")
+    memory = read_memory(run_dir) if env == "mushroom" else None
+    if memory is not None:
+        write_csv(memorisation(memory, last), run_dir / "memorisation.csv")
     write_csv(per_seed(phases, last), run_dir / "diagnosis_seeds.csv")
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
@@ -199,7 +296,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bandits.diagnose: error: {e}", file=sys.stderr)
         return 2
     print(tail.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    print(f"wrote {args.dir / 'diagnosis.csv'}, {args.dir / 'diagnosis_seeds.csv'} and "
+    if (args.dir / "memorisation.csv").exists():
+        table = pd.read_csv(args.dir / "memorisation.csv")
+        print("\nPoisonous mushrooms eaten by the agent's own choices, by what it last saw "
+              "them pay (shares of those shown); last column: the share of its own "
+              "bites on mushrooms last seen paying the high reward:")
+        print(memorisation_summary(table).to_string(index=False,
+                                                    float_format=lambda v: f"{v:.4f}"))
+    extra = (f", {args.dir / 'memorisation.csv'}"
+             if (args.dir / "memorisation.csv").exists() else "")
+    print(f"wrote {args.dir / 'diagnosis.csv'}, {args.dir / 'diagnosis_seeds.csv'}{extra} and "
           f"{args.dir / 'diagnosis.png'}")
     return 0
 

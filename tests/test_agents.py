@@ -155,3 +155,52 @@ def test_kl_scale_seen_changes_nothing_before_the_buffer_is_full(tmp_path):
                              + (out / "summary.csv").read_bytes())
     assert runs["buffer", 50] == runs["seen", 50]  # 30 items: the buffer holds them all
     assert runs["seen", 10] != runs["buffer", 10]  # the training loss tells them apart
+
+
+def test_learned_noise_output_gradients_are_autograds():
+    from agents.neural import gaussian_nll_output_grads
+
+    torch.manual_seed(0)
+    out = torch.randn(3, 7, 2, dtype=torch.float64, requires_grad=True)
+    rewards = torch.randn(3, 7, dtype=torch.float64) * 5
+    weights = torch.rand(3, 7, dtype=torch.float64)
+    d_out, nll = gaussian_nll_output_grads(out.detach(), rewards, 0.1, weights)
+    sigma = torch.nn.functional.softplus(out[..., 1]) + 0.1
+    ref = (out[..., 0] - rewards).square() / (2 * sigma.square()) + sigma.log()
+    (expected,) = torch.autograd.grad((weights * ref).mean(1).sum(), out)
+    torch.testing.assert_close(d_out, expected)
+    torch.testing.assert_close(nll, ref.detach())
+
+
+@pytest.mark.parametrize("name", ["bbb", "bbb-lrt", "greedy", "dropout", "bootstrap"])
+def test_learned_noise_averages_a_noisy_reward_and_fits_an_exact_one(name):
+    # action 1 pays -35 or +5 at even odds (mean -15, spread 20), action 0 pays 0 exactly:
+    # the learned noise is wide for action 1 and at its floor for action 0, and the
+    # predicted mean of action 1 is near the average (BBB's complexity cost shrinks it a
+    # little towards 0), never one outcome.
+    agent = make_agent(name, D, 2, R, 0, AgentConfig(hidden=(32,), lr=1e-2, noise_sigma=0.1,
+                                                     likelihood="learned", dropout=0.05))
+    buf = ReplayBuffer(512, R, D)
+    rng = np.random.default_rng(0)
+    for _ in range(512):
+        a = rng.integers(2, size=R)
+        buf.add(rng.random((R, D), dtype=np.float32), a,
+                np.where(a == 1, np.where(rng.random(R) < 0.5, -35.0, 5.0), 0.0))
+    loss = agent.update(buf, 600)
+    assert loss.shape == (R,) and torch.isfinite(loss).all()
+    x = agent.all_action_inputs(rng.random((R, D), dtype=np.float32))
+    x = x.repeat_interleave(agent.model.mu.shape[0] // R, dim=0)  # a bootstrap's heads
+    with torch.no_grad():
+        out = agent.model.apply_layers(x, agent.model.split(agent.model.mu))  # (R, 2, 2)
+    assert out.shape[-1] == 2
+    mean = out[..., 0].mean(0)
+    sigma = torch.nn.functional.softplus(out[..., 1]).mean(0) + 0.1
+    assert abs(float(mean[0])) < 1.0 and -20.0 < float(mean[1]) < -8.0
+    assert float(sigma[0]) < 1.0 and 12.0 < float(sigma[1]) < 30.0
+
+
+def test_the_fixed_likelihood_has_one_output_and_an_unknown_one_is_refused():
+    assert _agent("greedy").model(_agent("greedy").all_action_inputs(
+        np.ones((R, D), dtype=np.float32))).shape == (R, A, 1)
+    with pytest.raises(ValueError, match="likelihood"):
+        _agent("greedy", likelihood="student")
