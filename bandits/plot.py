@@ -43,6 +43,12 @@ LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1%
           "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
           "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
           "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN"}
+# The legend's order: the paper's Figure 6 (5 %, 1 % greedy, greedy, Bayes by Backprop),
+# then every other agent in the order of the data.
+LEGEND_ORDER = ("eps5", "eps1", "greedy", "bbb")
+# On a log axis the band is the seeds' interquartile range (it lives on a log scale, as a
+# mean minus one std does not) and the y axis starts here when the regret grows past 10x it.
+LOG_FLOOR = 100.0
 # Line style of the i-th run in a combined figure (the same agent in several runs).
 LINESTYLES = ("-", "--", ":", "-.")
 # The columns plot_regret needs besides the plotted one.
@@ -76,7 +82,10 @@ def regret_figure(
 
     ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
     figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
-    agent's colour and the run's line style.
+    agent's colour and the run's line style. The band is +-1 std over seeds on a linear
+    axis and the interquartile range over seeds on a log axis (which starts at
+    :data:`LOG_FLOOR` once the regret passes ten times it); the legend lists the paper's
+    agents in the paper's order (:data:`LEGEND_ORDER`), the others after them.
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
     has_run = "run" in metrics.columns
@@ -84,29 +93,42 @@ def regret_figure(
     colors = _agent_colors(agents)
     runs = list(dict.fromkeys(metrics["run"].astype(str))) if has_run else [None]
     keys = ["run", "agent"] if has_run else ["agent"]
+    handles, top = [], 0.0
     for key, df in metrics.groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         run, agent = (str(key[0]), str(key[1])) if has_run else (None, str(key[0]))
         wide = df.pivot(index="step", columns="seed", values=column).sort_index()
-        mean, std = wide.mean(axis=1), wide.std(axis=1, ddof=1).fillna(0.0)
+        mean = wide.mean(axis=1)
+        if log_y:
+            lo, hi = wide.quantile(0.25, axis=1), wide.quantile(0.75, axis=1)
+        else:
+            std = wide.std(axis=1, ddof=1).fillna(0.0)
+            lo, hi = mean - std, mean + std
         n = wide.shape[1]
         label = LABELS.get(agent, agent) + (f" [{run}]" if run is not None else "")
         style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
         (line,) = ax.plot(mean.index, mean, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})")
-        lo = (mean - std).clip(lower=1e-1) if log_y else mean - std
-        ax.fill_between(mean.index, lo, mean + std, color=line.get_color(), alpha=0.2, lw=0)
+        ax.fill_between(mean.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        order = LEGEND_ORDER.index(agent) if agent in LEGEND_ORDER else len(LEGEND_ORDER)
+        handles.append((order, len(handles), line))
+        top = max(top, float(mean.max()))
     ax.set_xlabel("step")
     ax.set_ylabel("cumulative regret" if column == "cumulative_regret"
                   else "cumulative expected regret")
     if log_y:
         ax.set_yscale("log")
-    ax.grid(True, alpha=0.3)
-    ax.legend(frameon=False)
+        if top > 10 * LOG_FLOOR:
+            ax.set_ylim(bottom=LOG_FLOOR)
+    ax.grid(True, alpha=0.3, which="both" if log_y else "major")
+    lines = [h for _, _, h in sorted(handles, key=lambda t: t[:2])]
+    ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best",
+              fontsize=8 if has_run else 9)
     if title:
         ax.set_title(title, fontsize=10)
-    ax.text(0.99, 0.01, "line: mean over seeds; band: ±1 std", transform=ax.transAxes,
-            ha="right", va="bottom", fontsize=7, color="0.4")
+    band = "25-75 % of seeds" if log_y else "±1 std"
+    ax.text(0.01, 0.99, f"line: mean over seeds; band: {band}", transform=ax.transAxes,
+            ha="left", va="top", fontsize=7, color="0.4")
     return fig
 
 

@@ -194,3 +194,35 @@ def test_no_metrics(tmp_path, capsys):
 def test_plot_regret_as_run_calls_it(tmp_path):
     plot.plot_regret(_metrics(), tmp_path / "regret.png", log_y=True, title="t: 3 seeds")
     assert (tmp_path / "regret.png").is_file() and (tmp_path / "regret.pdf").is_file()
+
+
+def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_orders_the_legend():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from bandits.plot import regret_figure
+
+    rng = np.random.default_rng(0)
+    steps = np.arange(1, 201)
+    rows = []
+    for agent, slope in (("bbb", 20.0), ("greedy", 30.0), ("eps5", 60.0), ("eps1", 40.0)):
+        for seed in range(5):
+            total = np.cumsum(rng.uniform(0, 2 * slope, steps.size))
+            rows += [{"agent": agent, "seed": seed, "step": int(t),
+                      "cumulative_regret": float(v)} for t, v in zip(steps, total)]
+    metrics = pd.DataFrame(rows)
+    fig = regret_figure(metrics, log_y=True)
+    try:
+        ax = fig.axes[0]
+        assert ax.get_ylim()[0] == 100.0
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert [lab.split(" (")[0] for lab in labels] == [
+            "5% greedy", "1% greedy", "greedy", "Bayes by Backprop"]
+        # the band of the first agent drawn (bbb) is its seeds' interquartile range
+        band = ax.collections[0].get_paths()[0].vertices
+        wide = metrics[metrics["agent"] == "bbb"].pivot(index="step", columns="seed",
+                                                        values="cumulative_regret")
+        assert np.isclose(band[:, 1].max(), wide.quantile(0.75, axis=1).max())
+        assert np.isclose(band[1:-1, 1].min(), wide.quantile(0.25, axis=1).min())
+    finally:
+        plt.close(fig)
