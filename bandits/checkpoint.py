@@ -143,6 +143,14 @@ def load_own(out: Path, kind: str, identity: Callable[[dict], str]) -> dict[str,
     if on_disk is None:  # an intact checkpoint, but nothing to tell whose it is
         raise CheckpointError(f"{out / 'config.json'} is missing or unreadable: cannot tell "
                               f"whether {out / NAME} belongs to this directory's run")
+    mine, its = on_disk.get("run_id"), (state.get("config") or {}).get("run_id")
+    if mine is not None and its is not None and mine != its:
+        # the same settings, but another run's checkpoint (copied in)
+        raise CheckpointError(f"{out / NAME} (at step {state.get('steps_done')}) belongs to "
+                              f"another run with the same settings, not to the one whose "
+                              f"outputs are in {out} (at step "
+                              f"{on_disk.get('steps_completed')}); copy back its own "
+                              "checkpoint or start again with --overwrite")
     return state
 
 

@@ -13,7 +13,9 @@ import io
 import json
 import os
 import platform
+import shutil
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +28,17 @@ class OutputDirError(ValueError):
     another run is writing into it)."""
 
 
-LOCK = ".lock"  # the claim file in an output directory (held while a run writes into it)
+# the claim file in an output directory (held while a run writes into it); a name of the
+# project's own, so that a user's file is never taken for it
+LOCK = ".bandits.lock"
 _claims: dict[Path, int] = {}  # directory -> open file descriptor holding its lock
 
 
 def claim_dir(path: Path) -> None:
-    """Claim ``path`` for this process: an exclusive lock on ``path/.lock``, held until
-    :func:`release_dir` or the process ends (a killed process releases it at once).
+    """Claim ``path`` for this process: an exclusive lock on ``path/.bandits.lock``, held
+    until :func:`release_dir` or the process ends (a killed process releases it at once).
+    The claim also removes what an earlier process killed mid-write left there
+    (:func:`remove_stale_temporaries`).
 
     Raises:
         OutputDirError: Another process holds the claim, or the lock cannot be taken.
@@ -55,6 +61,7 @@ def claim_dir(path: Path) -> None:
         raise OutputDirError(f"another run is writing into {path} right now; wait for it to "
                              "finish or choose another --out") from None
     _claims[key] = fd
+    remove_stale_temporaries(key)
 
 
 def release_dir(path: Path) -> None:
@@ -70,15 +77,19 @@ def release_dir(path: Path) -> None:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Path:
+def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
+               outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None
+               ) -> Path:
     """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
         out: The directory asked for, or ``None`` for a new one,
             ``results/runs/<timestamp>-<name>``.
         name: Suffix of the new directory's name.
-        overwrite: Allow an existing non-empty directory (only the entry point's own
-            files in it are replaced; nothing else is deleted).
+        overwrite: Allow an existing non-empty directory: the entry point's previous
+            outputs in it (``outputs``: names of files and folders; ``own_dir``: which
+            sub-directories are its own) are removed first, so that no stale output
+            survives beside the new ones; nothing else is deleted.
 
     The claim makes the check atomic: of two runs started at once into the same new
     directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
@@ -115,7 +126,52 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False) -> Pa
     except OSError as e:
         release_dir(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
+    if overwrite:
+        clear_outputs(path, outputs, own_dir)
     return path
+
+
+def clear_outputs(path: Path, outputs: Sequence[str],
+                  own_dir: Callable[[Path], bool] | None = None) -> list[str]:
+    """Remove an entry point's previous outputs from ``path``: the entries named in
+    ``outputs`` and the sub-directories ``own_dir`` recognises; returns the names
+    removed. A user's other files stay."""
+    removed = []
+    for entry in sorted(path.iterdir()):
+        if entry.name == LOCK:
+            continue
+        mine = entry.name in outputs or (own_dir is not None and entry.is_dir()
+                                        and not entry.is_symlink() and own_dir(entry))
+        if not mine:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed.append(entry.name)
+    return removed
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove what an interrupted atomic write left in ``path`` (``.NAME.PID.tmp``, see
+    :func:`write_atomic`; a process killed mid-write cannot remove its own)."""
+    for entry in path.glob(".*.tmp"):
+        try:
+            pid = int(entry.name.rsplit(".", 2)[-2])
+        except (ValueError, IndexError):
+            continue
+        if pid != os.getpid() and not _alive(pid):
+            entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _short(path: Path, limit: int = 120) -> str:

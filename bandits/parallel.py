@@ -140,17 +140,32 @@ def resume(out: Path, changes: dict, command: str):
     config["no_progress"] = changes.get("no_progress", False)
     config["log_y"] = changes.get("log_y", False) or config.get("log_y", False)
     commands = []
-    for p in config["parts"]:
+    for k, p in enumerate(config["parts"]):
         d = out / p["dir"]
         if (d / "checkpoint.pt").is_file():
             commands.append(["--resume", str(d), "--no-progress", *extra])
-        else:  # killed before its first checkpoint: start it again
+        elif _never_checkpointed(d):  # killed before its first checkpoint: start it again
             commands.append([*p["argv"], *[a for a in extra if a != "--checkpoint-every"]])
+        else:
+            raise UsageError(f"cannot resume {out}: worker {k}'s checkpoint {d / 'checkpoint.pt'} "
+                             "is missing (worker checkpoints stay out of git); rerun the "
+                             "command with --overwrite to start again")
     config["resumed"] = [*config.get("resumed", []), {"command": command}]
 
     cfg = SimpleNamespace(**{k: config[k] for k in
                              ("steps", "no_progress", "env", "seeds", "agent", "log_y")})
     return _coordinate(cfg, out, config, commands, resumed=True)
+
+
+def _never_checkpointed(part: Path) -> bool:
+    """Whether a worker's directory is that of a worker stopped before its first
+    checkpoint (its config.json written at the start, at step 0): only such a part may
+    start again from step 0 on a resume."""
+    try:
+        record = json.loads((part / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("steps_completed") == 0
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec

@@ -250,7 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
-        out = output_dir(cfg.out, "regression", cfg.overwrite)
+        out = output_dir(cfg.out, "regression", cfg.overwrite,
+                         ("regression.csv", "regression.png", "regression.pdf", "config.json"))
     except (UsageError, OutputDirError) as e:
         print(f"bandits.regression: error: {e}", file=sys.stderr)
         return 2

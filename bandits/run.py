@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -376,10 +377,18 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     return cfg, {"state": state, "config": saved}
 
 
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory: an
+# --overwrite removes these first, so that no output of an earlier run survives
+OUTPUTS = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
+           "config.json", "regret.png", "regret.pdf", "expected_regret.png",
+           "expected_regret.pdf", checkpoint.NAME, "diagnosis.csv", "diagnosis_seeds.csv",
+           "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "parts")
+
+
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
     try:
-        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite)
+        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS)
     except OutputDirError as e:
         raise UsageError(str(e)) from None
 
@@ -663,9 +672,13 @@ def run(cfg: Config, out: Path, resume: dict | None = None, command: str | None 
               "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": device_name(cfg.device), "machine": machine(cfg.device),
-              "versions": package_versions()}
+              "versions": package_versions(),
+              # which run this directory's checkpoints belong to (a copy of another
+              # run's checkpoint, even one with the same settings, is refused)
+              "run_id": uuid.uuid4().hex}
     previous_wall = 0.0
     if resume is not None:
+        config["run_id"] = resume["config"].get("run_id", config["run_id"])
         _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
         config.update(command=resume["config"]["command"],
                       resumed=[*resume["config"].get("resumed", []),

@@ -159,7 +159,9 @@ def test_two_runs_started_at_once_into_one_directory(tmp_path):
     assert codes == [0, 2], done
     err = next(e for code, e in done if code == 2).strip()
     assert ("another run is writing" in err or "not empty" in err) and len(err.splitlines()) == 1
-    assert not (out / ".lock").exists()
+    from bandits.outputs import LOCK
+
+    assert not (out / LOCK).exists()
 
 
 def test_a_claimed_directory_is_refused_even_with_overwrite(tmp_path, capsys):
@@ -254,3 +256,42 @@ def test_a_second_ctrl_c_during_the_final_writes_keeps_every_output(tmp_path, mo
     assert main([*TINY, "--steps", "4", "--out", str(out)]) == 0
     for name in ("metrics.csv", "summary.csv", "config.json", "regret.png", "regret.pdf"):
         assert (out / name).is_file(), name
+
+
+def test_overwrite_clears_the_previous_outputs_and_keeps_a_users_files(tmp_path):
+    from bandits.run import main
+
+    out = tmp_path / "run"
+    assert main([*TINY, "--steps", "20", "--out", str(out)]) == 0
+    (out / "diagnosis.csv").write_text("an old diagnosis\n")  # an output of bandits.diagnose
+    (out / ".lock").write_text("a user's file")
+    (out / "notes.txt").write_text("a user's notes")
+    assert main([*TINY, "--steps", "10", "--out", str(out), "--overwrite"]) == 0
+    assert not (out / "diagnosis.csv").exists()
+    assert (out / ".lock").read_text() == "a user's file"
+    assert (out / "notes.txt").read_text() == "a user's notes"
+    assert pd.read_csv(out / "summary.csv")["steps"].eq(10).all()
+
+
+def test_a_users_lock_file_survives_a_refused_run(tmp_path, capsys):
+    from bandits.run import main
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".lock").write_text("mine")
+    assert main([*TINY, "--steps", "10", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (out / ".lock").read_text() == "mine"
+
+
+def test_a_temporary_left_by_a_killed_write_is_removed_on_the_next_start(tmp_path):
+    from bandits.run import main
+
+    out = tmp_path / "run"
+    assert main([*TINY, "--steps", "10", "--out", str(out)]) == 0
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = out / f".checkpoint.pt.{dead}.tmp"
+    stale.write_bytes(b"x" * 1000)
+    assert main(["--resume", str(out), "--steps", "15"]) == 0
+    assert not stale.exists()

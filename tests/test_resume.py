@@ -278,3 +278,35 @@ def test_ctrl_c_leaves_a_checkpoint_then_resume(slow_reference, tmp_path):
     assert b"--resume" in err
     assert main(["--resume", str(out), "--no-progress"]) == 0
     assert _outputs(out) == _outputs(slow_reference)
+
+
+SMALL = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
+         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy"]
+
+
+def test_resume_of_a_worker_run_whose_parts_are_gone_is_refused_and_keeps_its_outputs(
+        tmp_path, capsys):
+    import shutil
+
+    out = tmp_path / "run"
+    assert main([*SMALL, "--steps", "30", "--workers", "2", "--out", str(out)]) == 0
+    kept = {n: (out / n).read_bytes() for n in ("summary.csv", "metrics.csv", "config.json")}
+    shutil.rmtree(out / "parts")  # as in a clone of shipped results
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--steps", "40"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "checkpoint" in err and "missing" in err and len(err.splitlines()) == 1
+    assert {n: (out / n).read_bytes() for n in kept} == kept
+
+
+def test_a_checkpoint_copied_from_a_shorter_run_is_refused(tmp_path, capsys):
+    short, full = tmp_path / "short", tmp_path / "full"
+    assert main([*SMALL, "--steps", "20", "--out", str(short)]) == 0
+    assert main([*SMALL, "--steps", "30", "--out", str(full)]) == 0
+    kept = (full / "summary.csv").read_bytes()
+    (full / "checkpoint.pt").write_bytes((short / "checkpoint.pt").read_bytes())
+    capsys.readouterr()
+    assert main(["--resume", str(full), "--steps", "30"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "another run" in err and "at step 20" in err and len(err.splitlines()) == 1
+    assert (full / "summary.csv").read_bytes() == kept

@@ -57,6 +57,7 @@ mean validation error is marked selected, as the paper chose its settings).
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -154,6 +155,25 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
                               samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,
                               optimizer=cfg.optimizer, device=cfg.device,
                               compile=cfg.compile)
+
+
+# what a training run writes into --out (one model's files, or a grid's tables and its
+# batches' checkpoints): --overwrite removes these and every model directory first, so
+# that --report never counts a model of an earlier run
+OUTPUTS = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
+           "pruning.md", "raw", "snr_hist.csv", "weights_hist.csv", "test_error.png",
+           "weights.png", "snr.png", "models.csv", "settings.csv", "table.md",
+           checkpoint.NAME, "checkpoints")
+
+
+def is_model_dir(path: Path) -> bool:
+    """Whether ``path`` is a model's directory of an earlier grid (its config.json holds a
+    model's settings)."""
+    try:
+        saved = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(saved, dict) and {"model", "arch", "estimator", "seed"} <= saved.keys()
 
 
 def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
@@ -254,7 +274,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     # the data first: a run that cannot find its data leaves no empty output directory
     splits = load_splits(cfg)
     if resume is None:
-        out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite)
+        out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
+                         is_model_dir)
     else:
         out = Path(cfg.out)
     models = expand(cfg)
