@@ -25,7 +25,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from bandits.data import DataFile, resolve
+from bandits.data import ChecksumError, DataFile, content_sha256, resolve
 from envs.core import BanditEnv, BanditProblem, Rounds
 from envs.vector import BanditVectorEnv
 
@@ -130,6 +130,7 @@ class MushroomFormatError(ValueError):
 
 def load_mushroom(
     data_dir: str | os.PathLike | None = None,
+    verify: bool = True,
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Load and encode the UCI mushroom data.
 
@@ -143,6 +144,10 @@ def load_mushroom(
         data_dir: Directory holding ``mushroom/agaricus-lepiota.data`` or
             ``agaricus-lepiota.data``.
 
+    ``verify``: check the file against its published sha256 (after the format checks, so
+    a malformed file is named by its line), wherever the file was found: a label flipped
+    or a value changed to another legal one would otherwise run and give other results.
+
     Returns:
         ``(features, edible)``: ``features`` of shape ``(8124, 117)``, float32, one-hot in the
         column order of :data:`FEATURE_NAMES`; ``edible`` of shape ``(8124,)``, bool. Row
@@ -153,17 +158,26 @@ def load_mushroom(
         MushroomFormatError: The file is malformed: an empty row, a row without 23
             columns (as the last row of a file cut short), an unknown class letter or
             attribute value, or not 8124 rows. Nothing is cached or returned then.
+        bandits.data.ChecksumError: ``verify`` and the file is well formed but not the
+            published one.
     """
     path = resolve(MUSHROOM_FILE, data_dir).resolve()
     stat = path.stat()
-    return _load_cached(path, stat.st_size, stat.st_mtime_ns)
+    return _load_cached(path, stat.st_size, stat.st_mtime_ns, verify)
 
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(
-    path: Path, size: int, mtime_ns: int
+    path: Path, size: int, mtime_ns: int, verify: bool = True
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     features, edible = parse_mushroom(path)
+    if verify:
+        got = content_sha256(path)
+        if got != MUSHROOM_FILE.sha256:
+            raise ChecksumError(
+                f"{path} is not the published UCI Mushroom file (sha256 {got[:12]}..., "
+                f"expected {MUSHROOM_FILE.sha256[:12]}...): a changed row changes every "
+                "result; restore the original file")
     features.flags.writeable = False
     edible.flags.writeable = False
     return features, edible
