@@ -39,6 +39,7 @@ import torch
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
+from bandits.config import forbid_repeats
 from bandits.outputs import machine, package_versions, write_csv, write_json
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
@@ -254,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="instead: time the default `python -m bandits.run` end to end with 1, "
                         "2, ... workers and check its CSVs are the same bytes; writes "
                         "default_command.csv and .json")
-    args = p.parse_args(argv)
+    args = forbid_repeats(p).parse_args(argv)
     if args.default_command or args.mnist_workers:
         from bandits.processes import available_cores
 

@@ -105,6 +105,42 @@ def check_ranges(settings) -> None:
             check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata)
 
 
+_ONCE: dict[type, type] = {}
+
+
+def _given_once(cls: type) -> type:
+    """``cls`` (an argparse action) that refuses to be given twice on one command line."""
+    if cls not in _ONCE:
+        class Once(cls):
+            def __call__(self, parser, namespace, values, option_string=None):
+                given = namespace.__dict__.setdefault("_given_once", set())
+                if self.dest in given:
+                    parser.error(f"{option_string or self.dest} is given twice; give it once "
+                                 "(with several values where it takes a list)")
+                given.add(self.dest)
+                super().__call__(parser, namespace, values, option_string)
+
+        Once.__name__ = f"Once{cls.__name__}"
+        _ONCE[cls] = Once
+    return _ONCE[cls]
+
+
+def forbid_repeats(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make every value-taking flag of ``parser`` an error when given twice (argparse keeps
+    the last value silently: ``--agent bbb --agent greedy`` would run greedy alone)."""
+    for action in parser._actions:
+        if action.option_strings and type(action) is argparse._StoreAction:
+            action.__class__ = _given_once(argparse._StoreAction)
+    return parser
+
+
+def parsed(namespace: argparse.Namespace) -> dict[str, Any]:
+    """A parsed namespace as a dict, without :func:`forbid_repeats`' bookkeeping."""
+    values = vars(namespace)
+    values.pop("_given_once", None)
+    return values
+
+
 class Parser(argparse.ArgumentParser):
     """An argparse parser whose errors raise :class:`UsageError` (one line, no usage dump)
     for the entry point to report."""
@@ -156,7 +192,7 @@ def build_parser(cls, prog: str, description: str,
             help_ += f" (default: {show(default)})"
         p.add_argument(flag(f.name), help=help_, **meta,
                        **({} if suppress else {"default": default}))
-    return p
+    return forbid_repeats(p)
 
 
 def given_values(make_parser: Callable[[], argparse.ArgumentParser],
@@ -166,7 +202,7 @@ def given_values(make_parser: Callable[[], argparse.ArgumentParser],
     p = make_parser()
     for action in p._actions:
         action.default = argparse.SUPPRESS
-    return vars(p.parse_args(argv))
+    return parsed(p.parse_args(argv))
 
 
 def given_flags(make_parser: Callable[[], argparse.ArgumentParser],

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bandits.config import forbid_repeats
 from bandits.outputs import save_figure, write_csv
 from bandits.plot import COLORS, LABELS
 
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--last", type=int, default=None,
                    help="steps at the end to average the regret per step over "
                         "(default: the last fifth)")
-    args = p.parse_args(argv)
+    args = forbid_repeats(p).parse_args(argv)
     if args.last is not None and args.last < 1:
         print("bandits.diagnose: error: --last must be a positive integer", file=sys.stderr)
         return 2

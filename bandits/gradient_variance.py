@@ -26,7 +26,16 @@ import torch
 import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, make_lenet5, make_mlp
-from bandits.config import BIG, COUNT, SIGMA, UsageError, build_parser, check_ranges, setting
+from bandits.config import (
+    BIG,
+    COUNT,
+    SIGMA,
+    UsageError,
+    build_parser,
+    check_ranges,
+    parsed,
+    setting,
+)
 from bandits.outputs import machine, package_versions, write_csv, write_json
 
 
@@ -80,7 +89,7 @@ class Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = Settings(**vars(build_parser(Settings, "python -m bandits.gradient_variance",
+        args = Settings(**parsed(build_parser(Settings, "python -m bandits.gradient_variance",
                                             __doc__.split("\n")[0]).parse_args(argv)))
         check_ranges(args)
     except UsageError as e:

@@ -33,6 +33,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bandits.config import forbid_repeats  # noqa: E402
 from bandits.outputs import save_figure  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
@@ -231,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="write one combined figure here; its directory must exist "
                         "(default for one DIR: DIR/regret.png, or DIR/expected_regret.png "
                         "with --expected)")
-    args = p.parse_args(argv)
+    args = forbid_repeats(p).parse_args(argv)
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
     if len(args.dirs) > 1 and args.out is None:
         return _error("several DIRs need --out FILE for the combined figure")

@@ -44,7 +44,15 @@ import torch
 from torch import Tensor, nn
 
 from bandits.bayes import GaussianPrior, make_mlp
-from bandits.config import COUNT, OPEN, UsageError, build_parser, check_ranges, setting
+from bandits.config import (
+    COUNT,
+    OPEN,
+    UsageError,
+    build_parser,
+    check_ranges,
+    parsed,
+    setting,
+)
 from bandits.outputs import (
     OutputDirError,
     machine,
@@ -248,7 +256,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cfg = Config(**vars(parser().parse_args(argv)))
+        cfg = Config(**parsed(parser().parse_args(argv)))
         check_ranges(cfg)
         out = output_dir(cfg.out, "regression", cfg.overwrite,
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"))

@@ -53,7 +53,7 @@ from typing import Any
 import pandas as pd
 
 from bandits import checkpoint
-from bandits.config import to_flags
+from bandits.config import forbid_repeats, to_flags
 from bandits.outputs import save_figure, write_csv, write_json
 from bandits.processes import (
     ctrl_c_on,
@@ -120,7 +120,11 @@ def parse_sets(items: Sequence[str]) -> dict[str, list]:
         if not sep or not values:
             raise SweepError(f"--set {item!r}: write NAME=V1,V2,... (for example "
                              "--set noise_sigma=0.05,0.1)")
-        grid[name.strip().replace("-", "_")] = [_value(v.strip()) for v in values.split(",")]
+        key = name.strip().replace("-", "_")
+        if key in grid:
+            raise SweepError(f"--set {key} is given twice; give its values once "
+                             f"(--set {key}=V1,V2,...)")
+        grid[key] = [_value(v.strip()) for v in values.split(",")]
     return grid
 
 
@@ -520,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = forbid_repeats(parser).parse_args(argv)
     try:
         if args.redraw is not None:
             print(redraw(args.redraw).to_string(index=False))

@@ -135,7 +135,7 @@ def test_csvs_are_written_atomically(tmp_path, monkeypatch):
 
 def test_a_failed_run_leaves_no_empty_directory(tmp_path, capsys):
     out = tmp_path / "new"
-    code = main([*TINY, "--env", "mushroom", "--data-dir", str(tmp_path / "nothing"),
+    code = main([*TINY[2:], "--env", "mushroom", "--data-dir", str(tmp_path / "nothing"),
                  "--out", str(out)])
     assert code == 2 and not out.exists()
 

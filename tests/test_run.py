@@ -61,7 +61,7 @@ def test_agents_see_the_same_contexts_and_draws(tmp_path):
 
 def test_long_runs_write_a_bounded_number_of_rows(tmp_path):
     out = tmp_path / "r"
-    assert main([*TINY, "--agent", "uniform", "--steps", "500", "--log-points", "50",
+    assert main([*TINY[:2], *TINY[4:], "--agent", "uniform", "--steps", "500", "--log-points", "50",
                  "--out", str(out)]) == 0
     m = pd.read_csv(out / "metrics.csv")
     steps = m["step"].unique()
@@ -176,3 +176,28 @@ def test_plot_redraws_from_csv(tmp_path):
     assert plot_main([str(out), str(other), "--out", str(combined)]) == 0
     assert combined.is_file()
     assert plot_main([str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize("argv", [
+    ["--agent", "bbb", "--agent", "greedy"],
+    ["--steps", "10", "--steps", "20"],
+    ["--lr", "0.001", "--lr=0.002"],
+])
+def test_a_flag_given_twice_is_one_line_and_exit_2(argv, capsys):
+    from bandits.run import main
+
+    assert main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "given twice" in err and len(err.splitlines()) == 1
+
+
+def test_sweep_refuses_a_setting_set_twice(tmp_path, capsys):
+    from bandits.sweep import main
+
+    assert main(["--set", "lr=0.001", "--set", "lr=0.002", "--out", str(tmp_path / "s"),
+                 "--", "--agent", "uniform", "--env", "wheel", "--steps", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "given twice" in err and len(err.splitlines()) == 1
+    with pytest.raises(SystemExit):  # argparse's own exit 2 for the hand-written parsers
+        main(["--out", "a", "--out", "b"])
+    assert "given twice" in capsys.readouterr().err
