@@ -39,8 +39,16 @@ import torch
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
-from bandits.config import forbid_repeats
-from bandits.outputs import machine, package_versions, write_csv, write_json
+from bandits.config import HelpFormatter, first_paragraph, forbid_repeats
+from bandits.outputs import (
+    OutputDirError,
+    machine,
+    output_dir,
+    package_versions,
+    remove_if_unused,
+    write_csv,
+    write_json,
+)
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
@@ -228,8 +236,8 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.bench", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m bandits.bench", description=first_paragraph(__doc__),
+                                formatter_class=HelpFormatter)
     p.add_argument("--runs", type=int, default=5, help="runs (seeds) per agent")
     p.add_argument("--updates", type=int, default=64,
                    help="updates per fused call (the paper's updates per step), timed per round")
@@ -239,7 +247,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--matmul-precision", default="highest", choices=["highest", "high", "medium"],
                    help="torch.set_float32_matmul_precision for the timed updates ('medium' "
                         "lets a CPU with AVX-512 BF16 multiply in bfloat16)")
-    p.add_argument("--out", type=Path, default=Path("results/bench"), help="output directory")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default: a new directory under runs/; the shipped "
+                        "reference results are rewritten only when named here)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="allow writing into an existing non-empty --out (its earlier "
+                        "benchmark files are replaced, nothing else)")
     p.add_argument("--scaling", action="store_true",
                    help="instead: time `bandits.run --preset paper` end to end with 1, 2, ... "
                         "workers (up to the cores) and project the paper protocol; writes "
@@ -256,6 +269,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "2, ... workers and check its CSVs are the same bytes; writes "
                         "default_command.csv and .json")
     args = forbid_repeats(p).parse_args(argv)
+    try:
+        args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS)
+    except OutputDirError as e:
+        p.exit(2, f"bandits.bench: error: {e}\n")
+    try:
+        code = _main(p, args, argv)
+    finally:
+        remove_if_unused(args.out)
+    print(f"outputs in {args.out}")
+    return code
+
+
+# what bench writes into --out (an --overwrite replaces these, nothing else)
+OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_command.csv",
+           "default_command.json", "mnist_workers.csv", "mnist_workers.json")
+
+
+def _main(p: argparse.ArgumentParser, args: argparse.Namespace,
+          argv: Sequence[str] | None) -> int:
     if args.default_command or args.mnist_workers:
         from bandits.processes import available_cores
 

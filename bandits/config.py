@@ -105,6 +105,21 @@ def check_ranges(settings) -> None:
             check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata)
 
 
+def first_paragraph(doc: str | None) -> str:
+    """A module docstring's first paragraph as one line: the whole sentence that starts an
+    entry point's ``--help``."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Defaults shown in the help, except the empty ones (no "(default: None)")."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, False, [], argparse.SUPPRESS):
+            return action.help
+        return super()._get_help_string(action)
+
+
 _ONCE: dict[type, type] = {}
 
 

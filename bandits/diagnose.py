@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bandits.config import forbid_repeats
+from bandits.config import first_paragraph, forbid_repeats
 from bandits.outputs import save_figure, write_csv
 from bandits.plot import COLORS, LABELS
 
@@ -282,7 +282,7 @@ def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bandits.diagnose",
-                                description=__doc__.split("\n")[0])
+                                description=first_paragraph(__doc__))
     p.add_argument("dir", type=Path, help="a bandits.run output directory")
     p.add_argument("--last", type=int, default=None,
                    help="steps at the end to average the regret per step over "

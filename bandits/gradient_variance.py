@@ -33,6 +33,7 @@ from bandits.config import (
     UsageError,
     build_parser,
     check_ranges,
+    first_paragraph,
     parsed,
     setting,
 )
@@ -90,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = Settings(**parsed(build_parser(Settings, "python -m bandits.gradient_variance",
-                                            __doc__.split("\n")[0]).parse_args(argv)))
+                                            first_paragraph(__doc__)).parse_args(argv)))
         check_ranges(args)
     except UsageError as e:
         print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)

@@ -28,6 +28,10 @@ class OutputDirError(ValueError):
     another run is writing into it)."""
 
 
+# where an entry point writes when no --out is given: a new directory under here, outside
+# results/ (which holds only the shipped reference results, written by a command that names
+# them with --out)
+RUNS = "runs"
 # the claim file in an output directory (held while a run writes into it); a name of the
 # project's own, so that a user's file is never taken for it
 LOCK = ".bandits.lock"
@@ -84,7 +88,7 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
 
     Args:
         out: The directory asked for, or ``None`` for a new one,
-            ``results/runs/<timestamp>-<name>``.
+            ``runs/<timestamp>-<name>``.
         name: Suffix of the new directory's name.
         overwrite: Allow an existing non-empty directory: the entry point's previous
             outputs in it (``outputs``: names of files and folders; ``own_dir``: which
@@ -100,10 +104,10 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     """
     if out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path, i = Path("results/runs") / f"{stamp}-{name}", 1
+        path, i = Path(RUNS) / f"{stamp}-{name}", 1
         while path.exists():
             i += 1
-            path = Path("results/runs") / f"{stamp}-{name}-{i}"
+            path = Path(RUNS) / f"{stamp}-{name}-{i}"
     else:
         path = Path(out)
     try:

@@ -33,7 +33,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bandits.config import forbid_repeats  # noqa: E402
+from bandits.config import first_paragraph, forbid_repeats  # noqa: E402
 from bandits.outputs import save_figure  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
@@ -222,7 +222,7 @@ def _error(msg: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.plot", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bandits.plot", description=first_paragraph(__doc__))
     p.add_argument("dirs", nargs="+", type=Path, help="run output directories (with metrics.csv)")
     p.add_argument("--log-y", action="store_true", help="logarithmic y axis (default: linear)")
     p.add_argument("--expected", action="store_true",

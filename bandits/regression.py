@@ -18,7 +18,7 @@ Models, each a 1 -> 50 -> 50 -> 1 ReLU network trained full-batch with Adam:
 The predictive distribution of a probabilistic model at ``x`` is the mixture of its
 samples' Gaussians: mean ``m(x)``, variance = the spread of the sampled means
 (epistemic) + the noise variance (aleatoric). Outputs in ``--out DIR`` (default
-``results/runs/regression``): ``regression.csv`` (per model: held-out RMSE and
+``runs/<timestamp>-regression``): ``regression.csv`` (per model: held-out RMSE and
 log-likelihood, the share of held-out points inside the 95 % band, the predictive and
 the epistemic standard deviation, each inside and outside the training range),
 ``regression.png``/``.pdf`` (data, truth, predictive mean and +-2 std band per model)
@@ -50,6 +50,7 @@ from bandits.config import (
     UsageError,
     build_parser,
     check_ranges,
+    first_paragraph,
     parsed,
     setting,
 )
@@ -87,7 +88,7 @@ class Config:
                            range=COUNT)
     seed: int = setting(0, "seed of the data and of every model", range=(0, 2**31 - 1))
     out: Path | None = setting(None, "output directory (default: a new directory under "
-                                     "results/runs/)", type=Path)
+                                     "runs/)", type=Path)
     overwrite: bool = setting(False, "allow writing into an existing non-empty directory")
     no_plot: bool = setting(False, "write the CSV and config.json only")
 
@@ -250,7 +251,7 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
-    return build_parser(Config, "python -m bandits.regression", __doc__.split("\n")[0])
+    return build_parser(Config, "python -m bandits.regression", first_paragraph(__doc__))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -51,6 +51,7 @@ from bandits.config import (
     UsageError,
     check_ranges,
     convert,
+    first_paragraph,
     parsed,
     refuse_with_resume,
     setting,
@@ -128,7 +129,7 @@ class Config:
         "(fewer kernels on a GPU; on a CPU it gains little and takes "
         "about 30 s to compile)")
     out: Path | None = setting(
-        None, "output directory (default: a new directory under results/runs/)",
+        None, "output directory (default: a new directory under runs/)",
         type=Path)
     overwrite: bool = setting(
         False, "allow writing into an existing non-empty output directory")
@@ -250,7 +251,7 @@ class Config:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return build_settings_parser(Config, "python -m bandits.run", __doc__.split("\n")[0],
+    return build_settings_parser(Config, "python -m bandits.run", first_paragraph(__doc__),
                                  PRESETS)
 
 

@@ -53,8 +53,16 @@ from typing import Any
 import pandas as pd
 
 from bandits import checkpoint
-from bandits.config import forbid_repeats, to_flags
-from bandits.outputs import save_figure, write_csv, write_json
+from bandits.config import HelpFormatter, first_paragraph, forbid_repeats, to_flags
+from bandits.outputs import (
+    OutputDirError,
+    claim_dir,
+    machine_memory,
+    release_dir,
+    save_figure,
+    write_csv,
+    write_json,
+)
 from bandits.processes import (
     ctrl_c_on,
     interrupt_workers,
@@ -68,6 +76,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+WORKER_BYTES = 400 * 2**20  # a local worker process with torch and a run loaded, about
 STATUS = {0: "ok", 2: "bad setting", 3: "diverged", 130: "interrupted"}
 
 
@@ -490,12 +499,13 @@ def redraw(out: Path) -> pd.DataFrame:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bandits.sweep",
-                                description=__doc__.split("\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                description=first_paragraph(__doc__) + " Flags after -- are bandits.run flags given to every point: python -m bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3",
+                                formatter_class=HelpFormatter)
     p.add_argument("--grid", type=Path, default=None, help="TOML spec with [base] and [grid]")
     p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2,...",
                    help="a swept setting and its values (repeatable)")
-    p.add_argument("--out", type=Path, default=None, help="sweep directory (required)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="sweep directory (required, except with --redraw)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="where the points run")
     p.add_argument("--address", default=None, help="Ray cluster address (ray backend)")
@@ -586,6 +596,13 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
         raise SweepError("--out DIR is required: the sweep's directory")
     if args.workers < 1:
         raise SweepError(f"--workers must be a positive integer, got {args.workers}")
+    memory = machine_memory("cpu")
+    if args.backend == "local" and memory and args.workers * WORKER_BYTES > 0.8 * memory:
+        raise SweepError(f"--workers {args.workers} would need about "
+                         f"{args.workers * WORKER_BYTES / 2**30:.1f} GiB (each worker process "
+                         f"takes about {WORKER_BYTES / 2**20:.0f} MiB) and this machine has "
+                         f"{memory / 2**30:.1f} GiB; give at most "
+                         f"{max(1, int(0.8 * memory // WORKER_BYTES))}")
     if args.retries < 0:
         raise SweepError(f"--retries must be >= 0, got {args.retries}")
     base, grid = load_spec(args.grid)
@@ -598,6 +615,17 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SweepError(f"cannot create {out}: {e.strerror}") from None
+    try:  # one sweep at a time in a directory, as one run at a time in a run's
+        claim_dir(out)
+    except OutputDirError as e:
+        raise SweepError(str(e)) from None
+    try:
+        return _sweep(args, out, base, grid, command)
+    finally:
+        release_dir(out)
+
+
+def _sweep(args: argparse.Namespace, out: Path, base: dict, grid: dict, command: str) -> int:
     points = make_points(base, grid, out)
     problems = {p.name: check_point(p) for p in points}
     if len(points) > 1 and len(set(problems.values())) == 1 and None not in problems.values():

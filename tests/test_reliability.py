@@ -295,3 +295,54 @@ def test_a_temporary_left_by_a_killed_write_is_removed_on_the_next_start(tmp_pat
     stale.write_bytes(b"x" * 1000)
     assert main(["--resume", str(out), "--steps", "15"]) == 0
     assert not stale.exists()
+
+
+@pytest.mark.parametrize("module", ["run", "sweep", "plot", "diagnose", "bench", "regression",
+                                    "gradient_variance", "mnist"])
+def test_every_help_starts_with_a_whole_sentence(module):
+    done = subprocess.run([sys.executable, "-m", f"bandits.{module}", "--help"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0
+    text = done.stdout.split("\n\n")[1]  # the description, after the usage
+    first = " ".join(text.split())
+    assert first[0].isupper() and first.rstrip().endswith((".", "?", ")", "3")), first
+    assert "(default: None)" not in done.stdout
+
+
+def test_bench_writes_outside_the_shipped_results_by_default(tmp_path, monkeypatch):
+    from bandits import bench
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results" / "bench").mkdir(parents=True)
+    assert bench.main(["--runs", "1", "--updates", "1", "--rounds", "1"]) == 0
+    assert list((tmp_path / "results" / "bench").iterdir()) == []
+    made = list((tmp_path / "runs").iterdir())
+    assert len(made) == 1 and (made[0] / "bench.json").is_file()
+    out = tmp_path / "named"
+    assert bench.main(["--runs", "1", "--updates", "1", "--rounds", "1", "--out", str(out)]) == 0
+    with pytest.raises(SystemExit) as err:  # refuses to overwrite without --overwrite
+        bench.main(["--runs", "1", "--updates", "1", "--rounds", "1", "--out", str(out)])
+    assert err.value.code == 2
+
+
+def test_a_sweep_directory_is_claimed_and_workers_are_bounded_by_memory(tmp_path, capsys):
+    from bandits.sweep import main
+
+    out = tmp_path / "s"
+    out.mkdir()
+    holder = subprocess.Popen(  # another sweep is writing here
+        [sys.executable, "-c", "import sys; from pathlib import Path; from bandits.outputs "
+         f"import claim_dir; claim_dir(Path({str(out)!r})); print('held', flush=True); "
+         "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["--set", "lr=0.001", "--out", str(out), "--no-progress", "--",
+                     "--agent", "uniform", "--env", "wheel", "--steps", "5"]) == 2
+        assert "another run is writing" in capsys.readouterr().err
+    finally:
+        holder.communicate("", timeout=60)
+    assert main(["--set", "lr=0.001", "--out", str(out), "--workers", "100000",
+                 "--no-progress", "--", "--agent", "uniform", "--env", "wheel"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--workers 100000" in err and "give at most" in err and len(err.splitlines()) == 1

@@ -128,7 +128,7 @@ class Config:
     compile: bool = setting(
         False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
     out: str | None = setting(
-        None, "output directory (training: a new directory under results/runs/ when unset; "
+        None, "output directory (training: a new directory under runs/ when unset; "
         "--bench: results/mnist)", type=str)
     overwrite: bool = setting(
         False, "allow training into an existing non-empty output directory")
