@@ -40,7 +40,9 @@ import numpy as np
 import pandas as pd
 
 from bandits.config import first_paragraph, forbid_repeats
+from bandits.memory import MEMORY_COLUMNS
 from bandits.outputs import save_figure, write_csv
+from bandits.tables import TableError, header, read_run_table
 from bandits.plot import COLORS, LABELS
 
 
@@ -240,28 +242,60 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     plt.close(fig)
 
 
-def read_memory(run_dir: Path) -> pd.DataFrame | None:
-    """``memory.csv`` of a run, or None where the run did not record it (an earlier
-    version, or an environment without items)."""
+PHASE_COLUMNS = ["agent", "seed", "start", "end", "regret", "expected_regret"]
+PROBE_COLUMNS = ["agent", "seed", "step", "best_action", "action", "predicted_std",
+                 "chosen_share"]
+
+
+def _optional(path: Path) -> bool:
+    """Whether an optional file is absent or an empty table (nothing to read)."""
     try:
-        memory = pd.read_csv(run_dir / "memory.csv")
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return not path.read_bytes().strip()
+    except FileNotFoundError:
+        return True
+
+
+def read_memory(run_dir: Path) -> pd.DataFrame | None:
+    """``memory.csv`` of a run, checked whole, or None where the run did not record it (an
+    earlier version, or an environment without items)."""
+    path = run_dir / "memory.csv"
+    if _optional(path):
         return None
-    return None if memory.empty else memory
+    return read_run_table(path, MEMORY_COLUMNS, numeric=["start", "end", "shown", "eaten"])
+
+
+def read_probes(run_dir: Path) -> pd.DataFrame | None:
+    """``probes.csv`` checked whole, or None where no model could be probed."""
+    path = run_dir / "probes.csv"
+    if _optional(path):
+        return None
+    return read_run_table(path, PROBE_COLUMNS,
+                          numeric=["step", "best_action", "action", "predicted_std",
+                                   "chosen_share"], grid=["step"], every_agent=False)
+
+
+def read_phases(run_dir: Path) -> pd.DataFrame:
+    """``phases.csv`` checked whole: every (agent, seed) with the same phases, which tile
+    the steps from 1 on."""
+    path = run_dir / "phases.csv"
+    phases = read_run_table(path, PHASE_COLUMNS,
+                            numeric=["seed", "start", "end", "regret", "expected_regret",
+                                     *[c for c in header(path)
+                                       if c.startswith("a") and "_best" in c]],
+                            grid=["start", "end"])
+    first = phases[(phases["agent"] == phases["agent"].iloc[0])
+                   & (phases["seed"] == phases["seed"].iloc[0])].sort_values("start")
+    starts, ends = first["start"].to_numpy(), first["end"].to_numpy()
+    if starts[0] != 1 or (starts[1:] != ends[:-1] + 1).any():
+        raise TableError(f"{path}: its phases do not follow one another from step 1")
+    return phases
 
 
 def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
     """Write ``diagnosis.csv`` and ``diagnosis.png`` into ``run_dir``; return the table of
     the last steps."""
-    try:
-        phases = pd.read_csv(run_dir / "phases.csv")
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise ValueError(f"cannot read {run_dir / 'phases.csv'} ({e}); pass the output "
-                         "directory of a bandits.run made by this version") from None
-    try:
-        probes = pd.read_csv(run_dir / "probes.csv")
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError):
-        probes = None
+    phases = read_phases(run_dir)
+    probes = read_probes(run_dir)
     try:
         env = json.loads((run_dir / "config.json").read_text()).get("env")
     except (OSError, ValueError):

@@ -35,6 +35,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from bandits.config import first_paragraph, forbid_repeats  # noqa: E402
 from bandits.outputs import save_figure  # noqa: E402
+from bandits.regret import METRICS_COLUMNS  # noqa: E402
+from bandits.tables import header, read_run_table  # noqa: E402
 
 # Stable colours per agent so every figure of the project reads the same way.
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
@@ -167,12 +169,15 @@ def plot_regret(
         plt.close(fig)
 
 
-def read_metrics(run_dir: Path) -> pd.DataFrame:
-    """Read ``run_dir/metrics.csv``, with a clear error when it is not there."""
+def read_metrics(run_dir: Path, column: str = "cumulative_regret") -> pd.DataFrame:
+    """Read ``run_dir/metrics.csv`` for drawing ``column``, checked whole
+    (:func:`bandits.tables.read_run_table`; one-line :class:`ValueError` otherwise)."""
     f = Path(run_dir) / "metrics.csv"
-    if not f.is_file():
-        raise FileNotFoundError(f"no metrics.csv in {run_dir}: pass a run's output directory")
-    return pd.read_csv(f)
+    present = header(f)
+    numeric = ["step", column, *[c for c in METRICS_COLUMNS[3:] if c in present and c != column]]
+    metrics = read_run_table(f, [*KEY_COLUMNS, column], numeric=numeric, grid=["step"])
+    check_metrics(metrics, column, f)
+    return metrics
 
 
 def check_metrics(metrics: pd.DataFrame, column: str, source: Path | str) -> None:
@@ -237,14 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args.dirs) > 1 and args.out is None:
         return _error("several DIRs need --out FILE for the combined figure")
     try:
-        frames = [read_metrics(d) for d in args.dirs]
-    except (OSError, ValueError) as e:  # ValueError: pandas' parser and decoding errors
+        frames = [read_metrics(d, column) for d in args.dirs]
+    except (OSError, ValueError) as e:
         return _error(" ".join(str(e).split()))
-    try:
-        for d, f in zip(args.dirs, frames):
-            check_metrics(f, column, d / "metrics.csv")
-    except ValueError as e:
-        return _error(str(e))
     if args.out is None:
         out = args.dirs[0] / ("expected_regret.png" if args.expected else "regret.png")
         metrics, title = frames[0], run_title(args.dirs[0], frames[0])

@@ -111,3 +111,44 @@ def test_diagnose_of_a_directory_without_phases_is_one_line(tmp_path, capsys):
     assert diagnose.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "phases.csv" in err and len(err.splitlines()) == 1
+
+
+def _damaged_copy(src, dst, name, how):
+    import shutil
+
+    shutil.copytree(src, dst)
+    path = dst / name
+    lines = path.read_text().splitlines(keepends=True)
+    if how == "cut":  # a file cut short: its last rows lost
+        path.write_text("".join(lines[:-7]))
+    elif how == "cut mid-row":
+        path.write_text("".join(lines)[:-25])
+    elif how == "nan":
+        cells = lines[5].split(",")
+        cells[-1] = "nan\n"
+        lines[5] = ",".join(cells)
+        path.write_text("".join(lines))
+    elif how == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif how == "column":
+        path.write_text(lines[0].replace("seed", "sed") + "".join(lines[1:]))
+    return path
+
+
+@pytest.mark.parametrize("name", ["phases.csv", "probes.csv"])
+@pytest.mark.parametrize("how", ["cut", "cut mid-row", "nan", "binary", "column"])
+def test_diagnose_refuses_a_damaged_file_in_one_line(tiny_run, tmp_path, capsys, name, how):
+    path = _damaged_copy(tiny_run, tmp_path / "run", name, how)
+    assert diagnose.main([str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err, err
+
+
+@pytest.mark.parametrize("how", ["cut", "cut mid-row", "nan", "binary", "column"])
+def test_plot_refuses_a_damaged_metrics_file_in_one_line(tiny_run, tmp_path, capsys, how):
+    from bandits import plot
+
+    path = _damaged_copy(tiny_run, tmp_path / "run", "metrics.csv", how)
+    assert plot.main([str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err, err
