@@ -206,9 +206,42 @@ def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsy
         torch.set_num_threads(threads)
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "torch threads: 1 (--threads N changes it)"
+    assert lines[0] == "torch threads: 1; --threads N changes it"
     assert lines[-1] == f"outputs in {out}"
     assert (out / "summary.json").is_file()
+    # a readable closing summary, not a JSON dump
+    summary = json.loads((out / "summary.json").read_text())
+    table = "\n".join(lines)
+    assert "{" not in table and "test error, best-validation epoch" in table
+    assert f"{summary['best_validation']['test_error_mean']:.2f} %" in table
+
+
+def test_a_diverged_model_stops_with_exit_3_and_writes_no_nan(mnist_data_dir, tmp_path,
+                                                                capsys, monkeypatch):
+    from bandits.mnist import classifiers
+
+    _no_network(monkeypatch)
+    original = classifiers.BatchedClassifiers.train_epoch
+    epochs = []
+
+    def train_epoch(self, *args, **kwargs):  # the second epoch's loss becomes NaN
+        stats = original(self, *args, **kwargs)
+        epochs.append(1)
+        if len(epochs) == 2:
+            stats["train_loss"][0] = float("nan")
+        return stats
+
+    monkeypatch.setattr(classifiers.BatchedClassifiers, "train_epoch", train_epoch)
+    out = tmp_path / "run"
+    code = mnist.main(["--data-dir", str(mnist_data_dir), "--train-size", "256",
+                       "--test-size", "32", "--hidden", "8", "--epochs", "3",
+                       "--batch-size", "32", "--eval-samples", "1", "--ood-images", "8",
+                       "--prune", "0", "--threads", "1", "--no-progress", "--no-plots",
+                       "--model", "sgd", "--optimizer", "sgd", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 3, err
+    assert "diverged in epoch 2" in err and "--lr" in err and len(err.splitlines()) == 1
+    assert not (out / "summary.json").exists()
 
 
 # --------------------------------------------------------------------------- 5. missing data

@@ -31,6 +31,7 @@ from bandits.mnist.train import (
     CHECKPOINT_KIND,
     CHECKPOINTS,
     RESUME_FLAGS,
+    Diverged,
     Interrupted,
     identity,
     run,
@@ -123,11 +124,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Interrupted as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 130
+    except Diverged as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:  # outside the epochs: loading data, the final evaluation
         print(f"{PROG}: interrupted outside the training epochs; a run's checkpoints, "
               f"where one was written, stay good (resume with: python -m bandits.mnist "
               f"--resume <its --out directory>)", file=sys.stderr)
         return 130
+
+
+def summary_table(summary: dict) -> str:
+    """One model's closing summary as a small table (the numbers are in summary.json)."""
+    final, best = summary.get("final", {}), summary.get("best_validation", {})
+    ood = summary.get("ood", {})
+    rows = [("model", summary.get("label", "")),
+            ("test error, best-validation epoch",
+             _pct(best.get("test_error_mean")) + (f" (epoch {best['epoch']})"
+                                                  if "epoch" in best else "")),
+            ("test error, last epoch", _pct(final.get("test_error_mean"))),
+            ("validation error, last epoch", _pct(final.get("val_error_mean"))),
+            ("predictive entropy, test / noise images",
+             f"{ood.get('entropy_test', float('nan')):.3f} / "
+             f"{ood.get('entropy_noise', float('nan')):.3f} nats" if ood else "-"),
+            ("wall time", f"{summary.get('wall_seconds', float('nan')):.0f} s")]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _pct(x) -> str:
+    return "-" if x is None or x != x else f"{x:.2f} %"
 
 
 def _error(message: str) -> int:
@@ -158,7 +184,9 @@ def _main(argv: list[str]) -> int:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available to this torch "
                          f"{torch.__version__}; use --device cpu")
-    print(f"torch threads: {torch.get_num_threads()} (--threads N changes it)", flush=True)
+    default = " (torch's default)" if not n_threads else ""
+    print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
+          flush=True)
     if cfg.adam_probe:
         probe(cfg, argv)
         print(f"outputs in {cfg.out or 'results/mnist/adam-probe'}")
@@ -174,7 +202,6 @@ def _main(argv: list[str]) -> int:
     if summary["models"] > 1:
         print((Path(summary["out"]) / "table.md").read_text())
     else:
-        print(json.dumps({k: summary[k] for k in ("label", "final", "ood", "wall_seconds")},
-                         indent=2))
+        print(summary_table(summary))
     print(f"outputs in {summary['out']}")
     return 0

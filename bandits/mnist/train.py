@@ -378,6 +378,12 @@ def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
                             desc=f"{job.label} epoch {epoch}/{cfg.epochs}",
                             progress=cfg.progress, kl_factor=factors)
     t_train = time.perf_counter() - t0
+    bad = ~torch.isfinite(stats["train_loss"])
+    if bad.any():  # never write a NaN model's numbers (nor NaN into summary.json)
+        r = int(bad.nonzero()[0])
+        raise Diverged(f"{job.models[r].model} seed {job.models[r].seed} ({job.label}) "
+                       f"diverged in epoch {epoch}: its training loss is not finite; lower "
+                       f"--lr (it is {cfg.lr:g})")
     if sched is not None:
         sched.step()
     val = (clf.errors(splits["val"].x, splits["val"].y) if "val" in splits
@@ -399,6 +405,10 @@ def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
     _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
                      wall_offset + time.perf_counter())
     return epoch, time.perf_counter()
+
+
+class Diverged(Exception):
+    """A model's training loss became NaN or infinite (exit status 3, as bandits.run's)."""
 
 
 def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
