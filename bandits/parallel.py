@@ -331,6 +331,8 @@ def _plot(cfg, out: Path) -> None:
     """``regret.png`` from the merged ``metrics.csv``, as a single process draws it."""
     from bandits.plot import plot_regret
 
+    if not (out / "metrics.csv").read_bytes().strip():  # no worker completed a step
+        return
     metrics = pd.read_csv(out / "metrics.csv")
     if metrics.empty:
         return

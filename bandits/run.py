@@ -18,6 +18,11 @@ draws for its seed (common random numbers). Populations may run in worker proces
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.run")
+
 import argparse
 import dataclasses
 import json
@@ -73,7 +78,7 @@ from bandits.outputs import (
 )
 from bandits.memory import memory_frame
 from bandits.plot import plot_regret
-from bandits.processes import parent_stopped, sigint_handler
+from bandits.processes import ctrl_c_on, parent_stopped, sigint_handler
 from bandits.regret import RegretLog
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
@@ -887,8 +892,8 @@ def start(cfg: Config, command: str) -> Outcome:
         if parallel.worker_count(cfg) > 1:
             return parallel.run(cfg, out, command)
         return run(cfg, out, command=command)
-    except UsageError:
-        remove_if_unused(out)  # failed before writing anything: leave no empty directory
+    except (UsageError, KeyboardInterrupt):
+        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
         raise
     finally:
         release_dir(out)
@@ -915,6 +920,16 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = "python -m bandits.run " + shlex.join(argv)
+    try:
+        with ctrl_c_on():  # from here on, a Ctrl-C outside the loop's own handling
+            return _main(argv, command)
+    except KeyboardInterrupt:
+        print("bandits.run: interrupted while starting; no step was run (a checkpoint "
+              "already in the directory stays good)", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str], command: str) -> int:
     try:
         if "resume" in given_flags(argv):
             args, given = resume_flags(argv)

@@ -34,6 +34,11 @@ grid, the command, wall time). ``--redraw DIR`` rebuilds the table and plot from
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.sweep")
+
 import argparse
 import dataclasses
 import itertools
@@ -544,6 +549,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SweepError as e:
         print(f"bandits.sweep: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # outside the points' own Ctrl-C handling
+        print("bandits.sweep: interrupted; finished points are kept: run the same command "
+              "again to continue", file=sys.stderr)
+        return 130
 
 
 def _base_from_flags(extra: list[str]) -> dict[str, Any]:

@@ -346,3 +346,48 @@ def test_a_sweep_directory_is_claimed_and_workers_are_bounded_by_memory(tmp_path
                  "--no-progress", "--", "--agent", "uniform", "--env", "wheel"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--workers 100000" in err and "give at most" in err and len(err.splitlines()) == 1
+
+
+STARTING = {
+    "bandits.run": [*TINY, "--steps", "50"],
+    "bandits.sweep": ["--set", "lr=0.001", "--no-progress", "--", *TINY, "--steps", "50"],
+    "bandits.mnist": ["--epochs", "1", "--no-progress"],
+}
+
+
+@pytest.mark.parametrize("ignored", [False, True], ids=["ctrl-c", "sigint-ignored-at-start"])
+@pytest.mark.parametrize("module", list(STARTING))
+def test_an_interrupt_while_starting_is_one_line_and_exit_130(tmp_path, module, ignored):
+    """Ctrl-C during the imports: one line, no traceback, nothing left behind; and a process
+    started with SIGINT ignored (a script's `cmd &`) still stops."""
+    out = tmp_path / "out"
+    args = [*STARTING[module], "--out", str(out)]
+    if module == "bandits.sweep":  # --out is the sweep's flag, before the --
+        args = ["--out", str(out), *STARTING[module]]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=pre)
+    time.sleep(0.4)  # inside the imports of torch and pandas
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    assert "interrupted" in stderr
+    assert not out.exists() or not any(p.name != outputs.LOCK for p in out.iterdir())
+
+
+def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory(
+        tmp_path, capsys, monkeypatch):
+    from bandits import run as runner
+
+    def interrupted(cfg):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "build", interrupted)
+    out = tmp_path / "out"
+    assert runner.main([*TINY, "--steps", "10", "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "interrupted while starting" in err
+    assert not out.exists()

@@ -22,6 +22,12 @@ Modules, in the order the data flows through them:
 * :mod:`~bandits.mnist.cli`: the command line (:func:`main`).
 """
 
-from bandits.mnist.cli import main
-
 __all__ = ["main"]
+
+
+def main(argv=None) -> int:
+    """``python -m bandits.mnist`` (:func:`bandits.mnist.cli.main`). The package itself
+    imports nothing heavy, so that the command can turn Ctrl-C on before torch loads."""
+    from bandits.mnist.cli import main as cli_main
+
+    return cli_main(argv)
