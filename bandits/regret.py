@@ -155,3 +155,29 @@ class RegretLog:
             "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
             "train_loss": [losses.get(a, np.nan) for a in self.agents],
         })
+
+
+def ranking(metrics: pd.DataFrame, column: str = "cumulative_regret") -> pd.DataFrame:
+    """Agents ranked by their mean ``column`` at the last step of ``metrics.csv`` rows
+    (every agent at that step): mean, standard error, min and max over the seeds, and
+    ``next``: the seed-by-seed (paired: every agent's run ``r`` saw the same contexts and
+    reward draws) difference to the next agent in the ranking with its standard error, or
+    "not separated at N seeds" when that difference is within two standard errors."""
+    last = metrics[metrics["step"] == metrics["step"].max()]
+    wide = last.pivot(index="seed", columns="agent", values=column)
+    order = wide.mean().sort_values(kind="stable").index.tolist()
+    n = len(wide)
+    rows = []
+    for i, agent in enumerate(order):
+        x = wide[agent]
+        row = {"agent": agent, "mean": x.mean(),
+               "s.e.": x.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan"),
+               "min": x.min(), "max": x.max(), "next": ""}
+        if i + 1 < len(order):
+            d = wide[order[i + 1]] - x
+            se = d.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
+            row["next"] = (f"{d.mean():.0f} +- {se:.0f} lower than {order[i + 1]}"
+                           if n > 1 and d.mean() > 2 * se else
+                           f"not separated from {order[i + 1]} at {n} seed{'s' if n > 1 else ''}")
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -79,7 +79,7 @@ from bandits.outputs import (
 from bandits.memory import memory_frame
 from bandits.plot import plot_regret
 from bandits.processes import ctrl_c_on, parent_stopped, sigint_handler
-from bandits.regret import RegretLog
+from bandits.regret import RegretLog, ranking
 
 # The paper's protocol (Blundell et al. 2015, section 5.3) and a CPU-sized one.
 # Preset values fill every setting the command line leaves unset. The agents' own
@@ -802,9 +802,22 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
         plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title)
 
 
+def header(cfg: Config, out: Path, workers: int) -> str:
+    """The line a run starts with: what runs, with the numbers that decide its cost."""
+    updates = (f"{cfg.updates_per_step} updates of {cfg.batch_size} per step"
+               + (f" (every {cfg.train_every} steps)" if cfg.train_every > 1 else ""))
+    return (f"bandits.run: preset {cfg.preset}: {' '.join(cfg.agent)} on {cfg.env}, "
+            f"{cfg.steps:,} steps x {cfg.seeds} seed{'s' if cfg.seeds > 1 else ''}, {updates}, "
+            f"buffer {cfg.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
+            f"device {cfg.device} -> {out}")
+
+
 def print_summary(out: Path) -> None:
-    """The final cumulative regret of each agent, from the run's ``summary.csv`` and
-    ``config.json``, lowest first."""
+    """The cumulative regret of each agent at one common step, from the run's
+    ``summary.csv``, ``metrics.csv`` and ``config.json``: lowest mean first, with its
+    standard error over the seeds and whether the seeds separate it from the next agent
+    (:func:`bandits.regret.ranking`); agents stopped at different steps are listed each
+    with its step, not ranked."""
     try:
         summary = pd.read_csv(out / "summary.csv")
         record = json.loads((out / "config.json").read_text())
@@ -813,13 +826,27 @@ def print_summary(out: Path) -> None:
     if summary.empty:
         return
     wall = record.get("wall_seconds_per_agent", {})
-    cols = ["agent", "cumulative_regret_mean", "cumulative_regret_std",
-            "cumulative_regret_min", "cumulative_regret_max", "wall_seconds"]
-    table = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
+    summary = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
+    steps = dict(zip(summary["agent"], summary["steps"]))
+    if len(set(steps.values())) > 1:
+        print(f"\nThe agents stopped at different steps "
+              f"({', '.join(f'{a} {s}' for a, s in steps.items())}); cumulative regret of "
+              f"each at its own step, not comparable until resumed to one step:")
+        cols = ["agent", "steps", "cumulative_regret_mean", "cumulative_regret_std",
+                "wall_seconds"]
+        print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+        print(f"outputs in {out}")
+        return
+    try:
+        metrics = pd.read_csv(out / "metrics.csv")
+    except (OSError, ValueError):
+        return
+    table = ranking(metrics).merge(summary[["agent", "wall_seconds"]], on="agent")
     print(f"\nCumulative regret after {summary['steps'].iloc[0]} steps "
-          f"({summary['seeds'].iloc[0]} seeds, env {record['env']}):")
-    print(table[cols].sort_values("cumulative_regret_mean").to_string(
-        index=False, float_format=lambda v: f"{v:.1f}"))
+          f"({summary['seeds'].iloc[0]} seeds, env {record['env']}), lowest mean first; "
+          "s.e.: standard error over the seeds; next: the paired difference to the next "
+          "agent over the same seeds:")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     print(f"outputs in {out}")
 
 
@@ -889,7 +916,9 @@ def start(cfg: Config, command: str) -> Outcome:
 
     out = prepare_out_dir(cfg)
     try:
-        if parallel.worker_count(cfg) > 1:
+        workers = parallel.worker_count(cfg)
+        print(header(cfg, out, workers), flush=True)
+        if workers > 1:
             return parallel.run(cfg, out, command)
         return run(cfg, out, command=command)
     except (UsageError, KeyboardInterrupt):

@@ -81,7 +81,10 @@ def test_long_runs_write_a_bounded_number_of_rows(tmp_path):
 )
 def test_bad_input_exits_2_with_one_line(args, message, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
-        code = main([*TINY, *args, "--out", str(tmp_path / "x")])
+        given = {args[0]}  # each flag once: TINY's value of a flag tested here is left out
+        base = [a for i, a in enumerate(TINY) if a not in given
+                and (i == 0 or TINY[i - 1] not in given)]
+        code = main([*base, *args, "--out", str(tmp_path / "x")])
         raise SystemExit(code)
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
@@ -201,3 +204,38 @@ def test_sweep_refuses_a_setting_set_twice(tmp_path, capsys):
     with pytest.raises(SystemExit):  # argparse's own exit 2 for the hand-written parsers
         main(["--out", "a", "--out", "b"])
     assert "given twice" in capsys.readouterr().err
+
+
+def test_the_closing_ranking_states_standard_errors_and_separation():
+    from bandits.regret import ranking
+
+    rows = []
+    for seed in range(5):
+        for agent, value in (("a", 100 + seed), ("b", 200 + seed), ("c", 205 - seed)):
+            rows.append({"agent": agent, "seed": seed, "step": 10, "cumulative_regret": value})
+            rows.append({"agent": agent, "seed": seed, "step": 5, "cumulative_regret": 0})
+    table = ranking(pd.DataFrame(rows)).set_index("agent")
+    assert list(table.index) == ["a", "b", "c"]
+    assert table.loc["a", "mean"] == 102 and abs(table.loc["a", "s.e."] - 0.7071) < 1e-3
+    assert table.loc["a", "next"].endswith("lower than b")
+    assert table.loc["b", "next"] == "not separated from c at 5 seeds"
+
+
+def test_a_summary_of_agents_at_different_steps_ranks_nothing(tmp_path, capsys):
+    from bandits.run import print_summary
+
+    pd.DataFrame({"agent": ["bbb", "eps1"], "steps": [53, 32], "seeds": 2,
+                  "cumulative_regret_mean": [10.0, 20.0],
+                  "cumulative_regret_std": [1.0, 2.0]}).to_csv(tmp_path / "summary.csv",
+                                                               index=False)
+    (tmp_path / "config.json").write_text(json.dumps({"env": "mushroom"}))
+    print_summary(tmp_path)
+    out = capsys.readouterr().out
+    assert "different steps (bbb 53, eps1 32)" in out and "lowest" not in out
+
+
+def test_a_run_starts_with_a_line_saying_what_runs(tmp_path, capsys):
+    assert main([*TINY, "--agent", "bbb", "greedy", "--out", str(tmp_path / "r")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("bandits.run: preset quick: bbb greedy on wheel, 30 steps x 2 seeds")
+    assert "1 updates of 8 per step" in first and str(tmp_path / "r") in first
