@@ -60,6 +60,9 @@ class AgentConfig:
     # error) or "learned" (heteroscedastic: the network also predicts the noise of each
     # context and action, sigma = noise_sigma + softplus(s), trained by Gaussian NLL)
     likelihood: str = "fixed"
+    # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
+    # BBB's means are not decayed: its prior is its regulariser
+    weight_decay: float = 0.0
 
 
 @dataclass(frozen=True)

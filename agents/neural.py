@@ -76,8 +76,15 @@ class NeuralAgent(Agent):
         cuda = self.device.type == "cuda"
         # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
         # counter lives on the device, so the update can be captured in a CUDA graph.
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr,
-                                          fused=True, capturable=cuda)
+        decay = 0.0 if self.model.bayesian else self.config.weight_decay
+        if decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {decay!r}")
+        if decay:  # AdamW: w <- w - lr * decay * w besides the Adam step
+            self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr,
+                                               weight_decay=decay, fused=True, capturable=cuda)
+        else:
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr,
+                                              fused=True, capturable=cuda)
         self._eye = torch.eye(self.n_actions, device=self.device)  # one-hot rows
         self._u = torch.empty(self.runs, self.config.batch_size, device=self.device)
         self._use_graph = cuda and cuda_graph

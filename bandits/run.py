@@ -183,6 +183,10 @@ class Config:
         "network also predicts the noise of each context and action, at least "
         "--noise-sigma, trained by Gaussian negative log-likelihood)",
         choices=["fixed", "learned"])
+    weight_decay: float = setting(
+        AgentConfig.weight_decay, "decoupled weight decay (AdamW) of the point-estimate "
+        "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
+        "is its own regulariser (0: plain Adam)", range=(0, 10.0))
     kl_scale: str = setting(
         AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
         "in the buffer, or by every interaction seen "

@@ -204,3 +204,17 @@ def test_the_fixed_likelihood_has_one_output_and_an_unknown_one_is_refused():
         np.ones((R, D), dtype=np.float32))).shape == (R, A, 1)
     with pytest.raises(ValueError, match="likelihood"):
         _agent("greedy", likelihood="student")
+
+
+def test_weight_decay_shrinks_a_point_estimate_network_and_leaves_bbb_alone():
+    buf = ReplayBuffer(64, R, D)
+    rng = np.random.default_rng(0)
+    for _ in range(64):
+        buf.add(rng.random((R, D), dtype=np.float32), rng.integers(A, size=R), np.zeros(R))
+    for name, decayed in (("greedy", True), ("bbb", False)):
+        plain, decay = _agent(name), _agent(name, weight_decay=1.0)
+        assert isinstance(decay.optimizer, torch.optim.AdamW) == decayed
+        plain.update(buf, 50)
+        decay.update(buf, 50)
+        shrunk = decay.model.mu.norm() < plain.model.mu.norm() - 1e-3
+        assert shrunk == decayed
