@@ -73,7 +73,7 @@ def show_range(bounds: tuple) -> str:
 
     low, high = bounds
     return (("(" if isinstance(low, OPEN) else "[") + num(low) + ", " + num(high)
-            + (")" if isinstance(high, OPEN) else "]"))
+            + (")" if isinstance(high, OPEN) or high == math.inf else "]"))
 
 
 def check_range(name: str, v, bounds: tuple, allow_inf: bool = False) -> None:
@@ -87,6 +87,8 @@ def check_range(name: str, v, bounds: tuple, allow_inf: bool = False) -> None:
             v < high if isinstance(high, OPEN) else v <= high)
     if ok:
         return
+    if isinstance(v, float) and not math.isfinite(v) and not allow_inf:
+        raise UsageError(f"{name} must be a finite number in {show_range(bounds)}, got {v}")
     if bounds == COUNT:
         raise UsageError(f"{name} must be a positive integer (at most {BIG:,}), got {v}")
     raise UsageError(f"{name} must be in {show_range(bounds)}, got {v}")

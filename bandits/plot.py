@@ -125,8 +125,12 @@ def regret_figure(
             ax.set_ylim(bottom=LOG_FLOOR)
     ax.grid(True, alpha=0.3, which="both" if log_y else "major")
     lines = [h for _, _, h in sorted(handles, key=lambda t: t[:2])]
-    ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best",
-              fontsize=8 if has_run else 9)
+    if has_run:  # long run names: below the axes, never over the data
+        fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
+        fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
+                   fontsize=8, ncol=1)
+    else:
+        ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
     band = "25-75 % of seeds" if log_y else "±1 std"

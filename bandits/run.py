@@ -296,6 +296,9 @@ def _validate(cfg: Config) -> None:
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
     check_ranges(cfg)
+    if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
+        raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
+                         f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")

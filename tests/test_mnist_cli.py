@@ -86,7 +86,7 @@ def test_numeric_settings_out_of_range_refused(argv, flag, capsys):
     line = _one_error_line(capsys)
     assert f"{flag} must be" in line
     # the allowed range is named
-    assert re.search(r"must be (in [\[(]-?[\d.,]+, \S+[\])]|a comma-separated list)", line), line
+    assert re.search(r"must be (a finite number in |in [\[(]-?[\d.,]+, \S+[\])]|a comma-separated list)", line), line
 
 
 def test_absurd_sizes_refused_before_allocating(capsys, monkeypatch):
@@ -384,3 +384,9 @@ def test_ood_report_has_shifted_inputs_and_histograms(tmp_path, mnist_data_dir):
     hist = pd.read_csv(out / "ood_entropy.csv")
     assert set(hist["input"]) >= {"test", "noise", "inverted", "rotated_90"}
     assert (hist.groupby("input")["count"].sum() == 64).all()
+
+
+def test_too_many_ood_images_are_named_as_the_cause(capsys):
+    assert mnist.main(["--ood-images", "10000000", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bandits.mnist: error: --ood-images 10000000") and "--hidden" not in err

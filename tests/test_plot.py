@@ -226,3 +226,21 @@ def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_orders_the_l
         assert np.isclose(band[1:-1, 1].min(), wide.quantile(0.25, axis=1).min())
     finally:
         plt.close(fig)
+
+
+def test_a_combined_figure_puts_its_legend_below_the_axes():
+    import matplotlib.pyplot as plt
+
+    from bandits.plot import regret_figure
+
+    metrics = pd.concat([_metrics().assign(run="20261126-101010-mushroom-quick"),
+                         _metrics().assign(run="20261126-111111-mushroom-quick")])
+    fig = regret_figure(metrics)
+    try:
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        assert ax.get_legend() is None and len(fig.legends) == 1
+        legend_box = fig.legends[0].get_window_extent()
+        assert legend_box.y1 <= ax.get_window_extent().y0  # entirely below the axes
+    finally:
+        plt.close(fig)

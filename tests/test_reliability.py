@@ -15,6 +15,7 @@ import pytest
 
 from bandits import checkpoint, outputs
 from bandits.run import main
+from conftest import with_flags
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy"]
@@ -216,11 +217,11 @@ def test_resume_of_a_read_only_directory_is_one_line(tmp_path, capsys, monkeypat
     (["--threads", "100000"], "--threads must be in [0, 1,024]"),
     (["--agent", "bootstrap", "--heads", "9000", "--seeds", "1000"], "GiB of memory"),
     (["--heads", "100000"], "--heads must be in [1, 10,000]"),
-    (["--lr", "nan"], "--lr must be in (0, inf]"),
+    (["--lr", "nan"], "--lr must be a finite number in (0, inf)"),
 ])
 def test_out_of_range_settings_are_one_line(tmp_path, capsys, args, message):
     out = tmp_path / "x"
-    assert main([*TINY, *args, "--out", str(out)]) == 2
+    assert main(with_flags(TINY, [*args, "--out", str(out)])) == 2
     assert message in _one_line(capsys)
     assert not out.exists()
 

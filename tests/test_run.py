@@ -239,3 +239,15 @@ def test_a_run_starts_with_a_line_saying_what_runs(tmp_path, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("bandits.run: preset quick: bbb greedy on wheel, 30 steps x 2 seeds")
     assert "1 updates of 8 per step" in first and str(tmp_path / "r") in first
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seed", "9223372036854775807", "--seeds", "3"], "runs past the largest seed"),
+    (["--lr", "inf"], "--lr must be a finite number in (0, inf), got inf"),
+])
+def test_errors_that_say_what_is_wrong(args, message, tmp_path, capsys):
+    base = [a for i, a in enumerate(TINY) if a not in args and (i == 0 or TINY[i - 1] not in args)]
+    assert main([*base, *args, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "x").exists()

@@ -418,6 +418,12 @@ def check_memory(cfg: Config) -> None:
     """Raise ValueError when the settings would need more memory than the machine has."""
     need, models, hidden = memory_estimate(cfg)
     have = machine_memory(cfg.device)
+    images = cfg.ood_images * IN_FEATURES * 12
+    if have and need > have and images > need / 2:  # the noise images are most of it
+        raise ValueError(
+            f"--ood-images {cfg.ood_images} needs about {_bytes_text(images)} for its noise "
+            f"and shifted images, more than this machine's {_bytes_text(have)} of memory; "
+            "use a smaller --ood-images")
     if have and need > have:
         what = "GPU" if cfg.device == "cuda" else "machine"
         raise ValueError(
