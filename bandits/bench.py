@@ -39,7 +39,7 @@ import torch
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
-from bandits.config import HelpFormatter, first_paragraph, forbid_repeats
+from bandits.config import HelpFormatter, first_paragraph, forbid_repeats, with_flags
 from bandits.outputs import (
     OutputDirError,
     machine,
@@ -186,7 +186,7 @@ def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
     number of ``workers``, interleaved over ``rounds``; the wall time of the whole
     command (start-up, data, training, outputs), its median, and whether every CSV is
     the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
-    return _timed_by_workers(["bandits.run", "--no-progress", *extra],
+    return _timed_by_workers(with_flags(["bandits.run", "--no-progress"], extra),
                              ["metrics.csv", "summary.csv", "phases.csv", "probes.csv"],
                              workers, rounds)
 
@@ -203,7 +203,8 @@ def mnist_workers(workers: list[int], rounds: int, extra: Sequence[str] = ()
     """End to end: ``python -m bandits.mnist`` training two settings (two seeds each) with
     each number of ``workers``, interleaved over ``rounds``; whether ``models.csv`` and
     ``settings.csv`` are the same bytes as with one worker. ``extra``: flags added."""
-    return _timed_by_workers([*MNIST_WORKERS_COMMAND, *extra], ["models.csv", "settings.csv"],
+    return _timed_by_workers(with_flags(MNIST_WORKERS_COMMAND, extra),
+                             ["models.csv", "settings.csv"],
                              workers, rounds)
 
 

@@ -122,6 +122,20 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def with_flags(base: Sequence[str], extra: Sequence[str]) -> list[str]:
+    """The command line ``base`` with ``extra`` added, each flag given once: a flag of
+    ``extra`` replaces ``base``'s value of it (a flag given twice is an error)."""
+    named = {a.split("=")[0] for a in extra if a.startswith("--")}
+    out, skip = [], False
+    for a in base:
+        if skip and not a.startswith("--"):
+            continue
+        skip = a.split("=")[0] in named
+        if not skip:
+            out.append(a)
+    return [*out, *extra]
+
+
 _ONCE: dict[type, type] = {}
 
 

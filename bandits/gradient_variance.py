@@ -9,7 +9,7 @@ over the draws of each weight's gradient, averaged over the layer's weights, for
 2 x 400 MLP of the paper and for LeNet-5, at initialisation (means as
 ``torch.nn.Linear``/``Conv2d``, posterior sigma ``--init-sigma``) on the first
 ``--batch`` training images. Writes ``gradient_variance.csv`` and ``.json`` (command,
-machine, wall time) to ``--out`` (default ``results/bench``).
+machine, wall time) to ``--out`` (default: a new directory under ``runs/``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,15 @@ from bandits.config import (
     parsed,
     setting,
 )
-from bandits.outputs import machine, package_versions, write_csv, write_json
+from bandits.outputs import (
+    OutputDirError,
+    machine,
+    output_dir,
+    package_versions,
+    release_dir,
+    write_csv,
+    write_json,
+)
 
 
 def _model(arch: str, estimator: str, init_sigma: float) -> torch.nn.Module:
@@ -84,7 +92,10 @@ class Settings:
     init_sigma: float = setting(0.05, "posterior sigma of every weight", range=SIGMA)
     data_dir: Path | None = setting(None, "directory holding mnist/*.gz (else "
                                           "$BANDITS_DATA_DIR, the cache)", type=Path)
-    out: Path = setting(Path("results/bench"), "output directory", type=Path)
+    out: Path | None = setting(None, "output directory (default: a new directory under "
+                                     "runs/)", type=Path)
+    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (its "
+                                     "earlier gradient_variance files are replaced)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,13 +125,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     table["relative_to_reparam"] = [
         r.gradient_variance / base.loc[(r.arch, r.layer), "gradient_variance"]
         for r in table.itertuples()]
-    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        args.out = output_dir(args.out, "gradient-variance", args.overwrite,
+                              ("gradient_variance.csv", "gradient_variance.json"))
+    except OutputDirError as e:
+        print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)
+        return 2
     write_csv(table, args.out / "gradient_variance.csv")
     write_json({"command": "python -m bandits.gradient_variance " + shlex.join(argv),
                 "machine": machine(), "versions": package_versions(),
                 "wall_seconds": round(time.perf_counter() - start, 1)},
                args.out / "gradient_variance.json")
+    release_dir(args.out)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    print(f"outputs in {args.out}")
     return 0
 
 

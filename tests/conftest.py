@@ -49,16 +49,3 @@ def _one_worker_unless_asked(monkeypatch):
     asks for ``--workers``: the default would use every core."""
     monkeypatch.setenv("BANDITS_WORKERS", "1")
 
-
-def with_flags(base: list[str], args: list[str]) -> list[str]:
-    """``base + args`` with each flag of ``args`` given once: ``base``'s own value of a
-    flag that ``args`` names is left out (a flag given twice is an error)."""
-    named = {a.split("=")[0] for a in args if a.startswith("--")}
-    out, skip = [], False
-    for a in base:
-        if skip and not a.startswith("--"):
-            continue
-        skip = a.split("=")[0] in named
-        if not skip:
-            out.append(a)
-    return [*out, *args]

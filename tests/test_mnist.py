@@ -290,15 +290,15 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
     s = json.loads((tmp_path / "sgd" / "summary.json").read_text())
     assert "pruning" not in s and "test_error_sampled" not in s["final"]
     assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--bench-hidden", "16,24",
-                       "--bench-runs", "3", "--bench-batches", "2", "--out", str(tmp_path)]) == 0
-    sp = json.loads((tmp_path / "speed.json").read_text())
+                       "--bench-runs", "3", "--bench-batches", "2", "--out", str(tmp_path / "b")]) == 0
+    sp = json.loads((tmp_path / "b" / "speed.json").read_text())
     assert sp["train_images"] == 300 and sp["batches_timed"] == 2
     assert set(sp["sizes"]) == {"16", "24"}
     for v in sp["sizes"].values():
         assert v["ratio_bbb_over_mlp"] > 0 and v["batched_speedup"] > 0
         assert set(v["seconds_per_epoch"]) == {"mlp", "bbb", "autograd-mlp", "autograd-bbb",
                                                "bbb-batched"}
-    rows = reporting.read_csv_rows(tmp_path / "speed.csv")
+    rows = reporting.read_csv_rows(tmp_path / "b" / "speed.csv")
     assert len(rows) == 2 * 5 and {r["models"] for r in rows} == {"1", "3"}
 
 

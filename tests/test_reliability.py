@@ -15,7 +15,7 @@ import pytest
 
 from bandits import checkpoint, outputs
 from bandits.run import main
-from conftest import with_flags
+from bandits.config import with_flags
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy"]

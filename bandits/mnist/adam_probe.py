@@ -35,7 +35,7 @@ from bandits.mnist.config import Config, expand, make_prior, setting_name, varyi
 from bandits.mnist.data import load_splits
 from bandits.mnist.report import command_line
 from bandits.mnist.train import build_classifiers
-from bandits.outputs import machine, write_csv, write_json
+from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
 
 QUANTILES = (0.1, 0.5, 0.9)
 PROBE_BATCHES = 8  # minibatches over which the data term's gradient is measured
@@ -84,9 +84,10 @@ def adam_scales(clf: BatchedClassifiers) -> torch.Tensor:
 
 def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Train the command's settings for ``--epochs`` and record the table described in the
-    module docstring; write it to ``--out`` (default ``results/mnist/adam-probe``)."""
-    out = Path(cfg.out or "results/mnist/adam-probe")
-    out.mkdir(parents=True, exist_ok=True)  # an unwritable --out fails before the training
+    module docstring; write it to ``--out`` (default: a new directory under ``runs/``)."""
+    # an unwritable or occupied --out fails before the training
+    out = output_dir(cfg.out, "mnist-adam-probe", cfg.overwrite,
+                     ("adam_probe.csv", "adam_probe.json"))
     models = expand(dataclasses.replace(cfg, seeds=1))
     fields = varying(models)
     names = [setting_name(m, fields) if fields else "base" for m in models]
@@ -127,4 +128,6 @@ def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
     write_csv(rows, out / "adam_probe.csv")
     write_json({"command": command_line(argv), "machine": machine(cfg.device),
                 "wall_seconds": round(time.perf_counter() - start, 1)}, out / "adam_probe.json")
+    release_dir(out)
+    cfg.out = str(out)
     return rows

@@ -189,11 +189,11 @@ def _main(argv: list[str]) -> int:
           flush=True)
     if cfg.adam_probe:
         probe(cfg, argv)
-        print(f"outputs in {cfg.out or 'results/mnist/adam-probe'}")
+        print(f"outputs in {cfg.out}")
         return 0
     if cfg.bench:
         bench(cfg, argv)
-        print(f"outputs in {cfg.out or 'results/mnist'}")
+        print(f"outputs in {cfg.out}")
         return 0
     if resume is None:
         for message in unreachable_spikes(cfg):

@@ -128,8 +128,7 @@ class Config:
     compile: bool = setting(
         False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
     out: str | None = setting(
-        None, "output directory (training: a new directory under runs/ when unset; "
-        "--bench: results/mnist)", type=str)
+        None, "output directory (default: a new directory under runs/)", type=str)
     overwrite: bool = setting(
         False, "allow training into an existing non-empty output directory")
     data_dir: str | None = setting(
@@ -150,7 +149,7 @@ class Config:
     adam_probe: bool = setting(
         False, "train each setting (one seed) for --epochs and record, per epoch, Adam's "
         "per-weight step scale sqrt(v) against the data's gradient (adam_probe.csv in --out, "
-        "default results/mnist/adam-probe)")
+        "default: a new directory under runs/)")
     bench_rounds: int = setting(
         3, "interleaved epochs per model (--bench)", range=(1, 100_000))
     bench_hidden: str = setting("400,1200", "hidden sizes timed by --bench")

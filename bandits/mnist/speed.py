@@ -24,7 +24,7 @@ from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
 from bandits.mnist.report import command_line, speed_markdown
 from bandits.mnist.train import build_classifiers
-from bandits.outputs import machine, write_csv, write_json
+from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
 
 
 def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config,
@@ -94,8 +94,7 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
     epochs). Medians over the rounds. Writes ``speed.csv`` and ``speed.json``.
     """
     splits = load_splits(cfg)  # before the output directory is made: the data may be missing
-    out = Path(cfg.out or "results/mnist")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(cfg.out, "mnist-bench", cfg.overwrite, ("speed.csv", "speed.json"))
     seed_everything(cfg.seed)
     train = splits["train"]
     n_batches = math.ceil(len(train.y) / cfg.batch_size)
@@ -167,6 +166,8 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
                 "optimiser": f"Adam lr={cfg.lr}", "device": cfg.device,
                 "machine": machine(cfg.device), "command": command_line(argv)})
     write_json(res, out / "speed.json")
+    release_dir(out)
+    cfg.out = str(out)
     print(speed_markdown(res))
     return res
 
