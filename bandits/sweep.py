@@ -641,6 +641,12 @@ def _sweep(args: argparse.Namespace, out: Path, base: dict, grid: dict, command:
         raise SweepError(next(iter(problems.values())))  # a bad shared setting: say it once
     check_directory(out, base, grid, points, problems, args.overwrite)
     start = time.perf_counter()
+    seeds, steps = base.get("seeds"), base.get("steps")
+    print(f"bandits.sweep: {len(points)} point{'s' if len(points) > 1 else ''} over "
+          f"{', '.join(f'{k} ({len(v)})' for k, v in grid.items())}"
+          + (f", {seeds} seeds" if seeds else "") + (f", {steps:,} steps" if steps else "")
+          + (f" each, {args.workers} worker{'s' if args.workers > 1 else ''}"
+             if args.backend == "local" else " each, on Ray") + f" -> {out}", flush=True)
     progress = _Progress(len(points), args.no_progress)
     runnable = []
     for p in points:  # a bad setting is reported with its name; the others run

@@ -207,6 +207,8 @@ def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsy
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "torch threads: 1; --threads N changes it"
+    assert lines[1].startswith("bandits.mnist: 1 model (1 batch of seeds: ")
+    assert "1 epochs of 64 images" in lines[1] and lines[1].endswith(f"-> {out}")
     assert lines[-1] == f"outputs in {out}"
     assert (out / "summary.json").is_file()
     # a readable closing summary, not a JSON dump

@@ -392,3 +392,14 @@ def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "interrupted while starting" in err
     assert not out.exists()
+
+
+def test_a_sweep_starts_with_a_line_saying_what_runs(tmp_path, capsys):
+    from bandits.sweep import main as sweep_main
+
+    out = tmp_path / "s"
+    assert sweep_main(["--set", "lr=0.001,0.002", "--out", str(out), "--workers", "1",
+                       "--no-progress", "--", "--agent", "uniform", "--env", "wheel",
+                       "--steps", "5", "--seeds", "2"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"bandits.sweep: 2 points over lr (2), 2 seeds, 5 steps each, 1 worker -> {out}"

@@ -292,6 +292,12 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     fields = varying(models)
     workers = worker_count(cfg, len(groups))
+    print(f"bandits.mnist: {len(models)} model{'s' if len(models) > 1 else ''} "
+          f"({len(groups)} batch{'es' if len(groups) > 1 else ''} of seeds: "
+          f"{run_label(cfg)}), {cfg.epochs} epochs of "
+          f"{len(splits['train'].y):,} images, batch {cfg.batch_size}, "
+          f"{workers} worker{'s' if workers > 1 else ''}, device {cfg.device} -> {out}",
+          flush=True)
     jobs = [Batch(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
                   label if len(groups) == 1 else
                   f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}",
