@@ -246,10 +246,14 @@ def write_csv(table: pd.DataFrame | list[dict], path: Path) -> None:
 
 
 def save_figure(fig, path: Path, **kwargs) -> None:
-    """``fig.savefig(path)``, atomically (the format from the file's suffix)."""
+    """``fig.savefig(path)``, atomically (the format from the file's suffix); the same
+    figure gives the same bytes (a PDF carries no creation date)."""
     path = Path(path)
     buf = io.BytesIO()
-    fig.savefig(buf, format=path.suffix.lstrip(".") or "png", **kwargs)
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    if fmt == "pdf":  # no creation date: the same figure is the same bytes
+        kwargs.setdefault("metadata", {"CreationDate": None})
+    fig.savefig(buf, format=fmt, **kwargs)
     write_atomic(path, buf.getvalue())
 
 
