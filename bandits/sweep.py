@@ -427,11 +427,15 @@ def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
             wall = cfg.get("wall_seconds_per_agent", {})
             m = pd.read_csv(metrics)
             last = m[m["step"] == m["step"].max()]
+            late = second_half(d / "phases.csv")
             for row in last.itertuples():
                 rows.append({**swept, "point": p.name, "agent": row.agent,
                              "seed": row.seed, "steps": row.step,
                              "cumulative_regret": row.cumulative_regret,
                              "cumulative_expected_regret": row.cumulative_expected_regret,
+                             **({} if late is None else {
+                                 "expected_regret_per_step_second_half":
+                                     late.get((row.agent, row.seed), math.nan)}),
                              "wall_seconds": wall.get(row.agent, math.nan),
                              "status": "ok", "message": ""})
         else:
@@ -440,8 +444,26 @@ def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def second_half(phases: Path) -> dict[tuple[str, int], float] | None:
+    """Per (agent, seed): the expected regret per step over the second half of the run
+    (whole phases of ``phases.csv`` from the middle on: exact counts), or None without
+    the file."""
+    try:
+        p = pd.read_csv(phases)
+    except (OSError, ValueError):
+        return None
+    if p.empty:
+        return None
+    late = p[p["start"] > int(p["end"].max()) // 2]
+    steps = (late["end"] - late["start"] + 1).groupby([late["agent"], late["seed"]]).sum()
+    total = late.groupby(["agent", "seed"])["expected_regret"].sum()
+    return {(str(a), int(s)): float(v) for (a, s), v in (total / steps).items()}
+
+
 def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
-    """Mean, std, min, max of the final regret over seeds, per point and agent."""
+    """Mean, std, min, max of the final regret over seeds, per point and agent (and, where
+    the points recorded it, the mean and standard error of the expected regret per step
+    over the second half of the run)."""
     ok = df[df["status"] == "ok"]
     if ok.empty:
         return pd.DataFrame()
@@ -451,8 +473,14 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     out = pd.DataFrame({"seeds": g.count(), "cumulative_regret_mean": g.mean(),
                         "cumulative_regret_std": g.std(ddof=1), "cumulative_regret_min": g.min(),
                         "cumulative_regret_max": g.max(),
-                        "cumulative_expected_regret_mean": e.mean()}).reset_index()
-    return out.sort_values("cumulative_regret_mean", kind="stable")
+                        "cumulative_expected_regret_mean": e.mean()})
+    late = "expected_regret_per_step_second_half"
+    if late in ok.columns:
+        h = ok.groupby(keys, sort=False, dropna=False)[late]
+        out[f"{late}_mean"] = h.mean()
+        out[f"{late}_sem"] = h.std(ddof=1) / h.count() ** 0.5
+        out["cumulative_regret_median"] = g.median()
+    return out.reset_index().sort_values("cumulative_regret_mean", kind="stable")
 
 
 def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from bandits.config import with_flags
 from bandits import run as runner
 from bandits.sweep import main, make_points, parse_sets
 
@@ -206,7 +207,7 @@ def test_a_rerun_with_other_shared_settings_is_refused(small_sweep, capsys, chan
     table = (small_sweep / "sweep.csv").read_bytes()
     capsys.readouterr()
     code = main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
-                 "--no-progress", *SMALL, *change])
+                 "--no-progress", *with_flags(SMALL, change)])
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert reason in err and "--overwrite" in err and len(err.splitlines()) == 1
@@ -226,7 +227,8 @@ def test_more_steps_extend_the_finished_points(small_sweep, tmp_path):
     df = pd.read_csv(small_sweep / "sweep.csv")
     assert (df["steps"] == 9).all()
     direct = tmp_path / "direct"
-    argv = [*SMALL[1:], "--steps", "9", "--lr", "0.003", "--out", str(direct), "--no-progress"]
+    argv = with_flags(SMALL[1:], ["--steps", "9", "--lr", "0.003", "--out", str(direct),
+                                  "--no-progress"])
     assert runner.main(argv) == 0
     point = small_sweep / "points" / "lr=0.003"
     assert (point / "metrics.csv").read_bytes() == (direct / "metrics.csv").read_bytes()
@@ -333,3 +335,16 @@ def _state(pid: str) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split()[2]
     except OSError:
         return "Z"
+
+
+def test_the_summary_has_the_second_half_regret_per_step_from_the_phases(small_sweep):
+    df = pd.read_csv(small_sweep / "sweep.csv")
+    for row in df.itertuples():
+        phases = pd.read_csv(small_sweep / "points" / row.point / "phases.csv")
+        p = phases[(phases["agent"] == row.agent) & (phases["seed"] == row.seed)]
+        late = p[p["start"] > p["end"].max() // 2]
+        expected = late["expected_regret"].sum() / (late["end"] - late["start"] + 1).sum()
+        assert row.expected_regret_per_step_second_half == pytest.approx(expected, rel=1e-5)
+    summary = pd.read_csv(small_sweep / "sweep_summary.csv")
+    assert {"expected_regret_per_step_second_half_mean",
+            "expected_regret_per_step_second_half_sem"} <= set(summary.columns)
