@@ -518,12 +518,24 @@ def write_results(out: Path, df: pd.DataFrame, settings: list[str]) -> pd.DataFr
 
 
 def redraw(out: Path) -> pd.DataFrame:
-    """Rebuild ``sweep_summary.csv`` and the plot from ``sweep.csv``."""
+    """Rebuild ``sweep_summary.csv`` and the plot from ``sweep.csv``; where the points'
+    directories are there (``DIR/points``, not shipped), the finished points' rows are
+    collected from them again first, so a table gains what this version records (the
+    second-half regret) without rerunning anything."""
     try:
         df = pd.read_csv(out / "sweep.csv")
         settings = json.loads((out / "sweep.json").read_text())["swept"]
     except (OSError, ValueError, KeyError) as e:
         raise SweepError(f"cannot redraw {out}: {e}") from None
+    if (out / "points").is_dir():
+        names = list(dict.fromkeys(df["point"]))
+        status = df.groupby("point", sort=False)["status"].first()
+        points = [Point(n, {}, [], str(out / "points" / n)) for n in names]
+        fresh = collect(points, {n: {"status": status[n], "message": ""} for n in names})
+        swept = df.groupby("point", sort=False)[list(map(column, settings))].first()
+        fresh = fresh.drop(columns=[c for c in swept.columns if c in fresh.columns])
+        df = swept.reset_index().merge(fresh, on="point", how="right")
+        df = df[[*swept.columns, *[c for c in fresh.columns]]]
     return write_results(out, df, settings)
 
 

@@ -348,3 +348,20 @@ def test_the_summary_has_the_second_half_regret_per_step_from_the_phases(small_s
     summary = pd.read_csv(small_sweep / "sweep_summary.csv")
     assert {"expected_regret_per_step_second_half_mean",
             "expected_regret_per_step_second_half_sem"} <= set(summary.columns)
+
+
+def test_redraw_collects_the_points_again_where_they_are_there(small_sweep, tmp_path):
+    import shutil
+
+    from bandits.sweep import redraw
+
+    copy = tmp_path / "copy"
+    shutil.copytree(small_sweep, copy)
+    full = pd.read_csv(copy / "sweep.csv")
+    full.drop(columns=["expected_regret_per_step_second_half"]).to_csv(copy / "sweep.csv",
+                                                                       index=False)
+    redraw(copy)  # an older table gains the column from the points' phases.csv
+    pd.testing.assert_frame_equal(pd.read_csv(copy / "sweep.csv"), full)
+    shutil.rmtree(copy / "points")  # shipped: no points, the table as it is
+    redraw(copy)
+    pd.testing.assert_frame_equal(pd.read_csv(copy / "sweep.csv"), full)
