@@ -392,3 +392,24 @@ def test_too_many_ood_images_are_named_as_the_cause(capsys):
     assert mnist.main(["--ood-images", "10000000", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("bandits.mnist: error: --ood-images 10000000") and "--hidden" not in err
+
+
+def test_overwrite_removes_an_earlier_runs_model_files_so_report_counts_only_the_new(
+        mnist_data_dir, tmp_path, monkeypatch):
+    from bandits.mnist import report as reporting
+
+    _no_network(monkeypatch)
+    base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress", "--no-plots",
+            "--ood-images", "8", "--prune", "0"]
+    out = tmp_path / "exp" / "run"
+    assert mnist.main([*base, "--out", str(out)]) == 0  # one model: files at the top level
+    (out / "notes.txt").write_text("a user's notes")
+    assert mnist.main([*base, "--seeds", "2", "--out", str(out), "--overwrite"]) == 0
+    for stale in ("summary.json", "epochs.csv", "ood_entropy.csv"):  # the one model's
+        assert not (out / stale).exists(), stale
+    assert (out / "notes.txt").read_text() == "a user's notes"
+    assert sorted(p.parent.name for p in out.rglob("summary.json")) == ["seed=0", "seed=1"]
+    reporting.report(tmp_path / "exp")
+    rows = reporting.read_csv_rows(tmp_path / "exp" / "table1.csv")
+    assert [int(r["seeds"]) for r in rows] == [2]
