@@ -159,10 +159,15 @@ def resume(out: Path, changes: dict, command: str):
 
 def _never_checkpointed(part: Path) -> bool:
     """Whether a worker's directory is that of a worker stopped before its first
-    checkpoint (its config.json written at the start, at step 0): only such a part may
-    start again from step 0 on a resume."""
+    checkpoint (the directory made by the coordinator, with no config.json yet or the
+    one written at step 0): only such a part may start again from step 0 on a resume. A
+    missing directory (a clone of shipped results) may not."""
+    if not part.is_dir():
+        return False
     try:
         record = json.loads((part / "config.json").read_text())
+    except FileNotFoundError:
+        return True  # stopped while starting, before writing anything
     except (OSError, ValueError):
         return False
     return record.get("steps_completed") == 0
