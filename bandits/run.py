@@ -309,15 +309,12 @@ def _validate(cfg: Config) -> None:
                          "--hidden, --heads or --buffer-size, or list fewer agents")
 
 
-CONTEXT_DIMS = {"mushroom": 117, "wheel": 2}  # for the memory estimate before loading data
-
-
 def memory_estimate(cfg: Config) -> float:
     """Bytes a run of ``cfg`` needs, roughly (an upper-side estimate): the per-step
     records, the models with their optimiser state and workspace, the buffers, the rows
     of metrics.csv."""
     runs = cfg.seeds * len(cfg.agent)
-    d_in = CONTEXT_DIMS.get(cfg.env, 128) + 5
+    d_in = sum(envs.SHAPES.get(cfg.env, (128, 5)))
     sizes = [d_in, *cfg.hidden, 1]
     params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
     copies = cfg.heads if "bootstrap" in cfg.agent else 1
@@ -333,11 +330,6 @@ KIND = "bandits.run"  # the checkpoint kind
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
                 "log_y", "progress_file")
-
-
-def parse_resume_dir(argv: Sequence[str]) -> str:
-    """The directory given to ``--resume``."""
-    return str(build_parser().parse_args(argv).resume)
 
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:
@@ -516,9 +508,6 @@ def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[
 def _describe(d: dict[str, Any]) -> str:
     return (f"agent {d['agent']}, seed {d['seed']} diverged at step {d['step']} "
             "(non-finite training loss)")
-
-
-N_ACTIONS = {"mushroom": 2, "wheel": 5}
 
 
 def probe_steps(steps: int) -> set[int]:
@@ -795,7 +784,8 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
-    write_csv(log.phases_frame(N_ACTIONS.get(cfg.env, 0) or int(log.action.max()) + 1),
+    write_csv(log.phases_frame(envs.SHAPES[cfg.env][1] if cfg.env in envs.SHAPES
+                               else int(log.action.max()) + 1),
               out / "phases.csv")
     n = log.done
     write_csv(memory_frame(log.agents, log.seeds, log.action[:, :, :n], log.reward[:, :, :n],

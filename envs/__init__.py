@@ -21,7 +21,8 @@ single env reset with ``seed=s + i``)::
 
 Every env gives every agent the same draws (common random numbers), and ground truth in
 ``info``: ``oracle_reward``, ``expected_rewards``, ``optimal_action``, ``regret``,
-``expected_regret`` (and ``edible`` for the mushroom); see :mod:`envs.core`.
+``expected_regret`` (and ``edible`` and ``mushroom``, the row shown, for the mushroom);
+see :mod:`envs.core`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ ENV_IDS: dict[str, str] = {
     "wheel": "bandits/Wheel-v0",
 }
 """Short name -> registered id."""
+
+SHAPES: dict[str, tuple[int, int]] = {
+    "mushroom": (117, 2),
+    "wheel": (2, 5),
+}
+"""Short name -> (context size, arms), known without loading any data (a test checks them
+against the environments' spaces)."""
 
 _ENTRY_POINTS: dict[str, tuple[str, str]] = {
     "bandits/Mushroom-v0": ("envs.mushroom:MushroomEnv", "envs.mushroom:MushroomVectorEnv"),
@@ -73,4 +81,4 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["ENV_IDS", "env_id", "make_vec"]
+__all__ = ["ENV_IDS", "SHAPES", "env_id", "make_vec"]

@@ -147,3 +147,13 @@ def test_invalid_use_is_a_clear_error():
         venv.reset(seed=[1, 2])
     with pytest.raises(ValueError, match="num_envs"):
         envs.make_vec("wheel", 0)
+
+
+def test_the_registry_shapes_are_the_environments_spaces(mushroom_data_dir):
+    import envs
+
+    for name, (d, arms) in envs.SHAPES.items():
+        kwargs = {"data_dir": mushroom_data_dir} if name == "mushroom" else {}
+        env = envs.make_vec(name, 1, **kwargs)
+        assert env.single_observation_space.shape == (d,)
+        assert int(env.single_action_space.n) == arms
