@@ -3,7 +3,8 @@
 ``bbb``: Thompson sampling with Bayes by Backprop (``bbb-lrt``: trained with the local
 reparameterisation trick, the same as ``bbb --lrt``); ``greedy``, ``eps1``,
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
-from the exact posterior of a linear model (Riquelme et al. 2018); ``dropout``: Thompson
+from the exact posterior of a linear model (Riquelme et al. 2018); ``linucb``: LinUCB on
+the raw context (Li et al. 2010); ``dropout``: Thompson
 sampling with MC dropout; ``bootstrap``: Thompson sampling over an online-bootstrap
 ensemble; ``neurallinear``: a linear posterior on the greedy network's last hidden layer;
 ``uniform``: random actions.
@@ -25,7 +26,7 @@ from agents.bbb import BBBAgent
 from agents.bootstrap import BootstrapAgent
 from agents.dropout import DropoutAgent
 from agents.greedy import EpsilonGreedyAgent
-from agents.linear import LinFullPostAgent
+from agents.linear import LinFullPostAgent, LinUCBAgent
 from agents.neural import NeuralAgent
 from agents.neural_linear import NeuralLinearAgent
 from agents.uniform import UniformAgent
@@ -38,6 +39,7 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "eps1": (EpsilonGreedyAgent, {"epsilon": 0.01}),
     "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),
     "linfullpost": (LinFullPostAgent, {}),
+    "linucb": (LinUCBAgent, {}),
     "dropout": (DropoutAgent, {}),
     "bootstrap": (BootstrapAgent, {}),
     "neurallinear": (NeuralLinearAgent, {}),

@@ -63,6 +63,7 @@ class AgentConfig:
     # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
     # BBB's means are not decayed: its prior is its regulariser
     weight_decay: float = 0.0
+    ucb_alpha: float = 1.0  # linucb: the width of the confidence bound (Li et al. 2010)
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,36 @@ class LinFullPostAgent(Agent):
         super().load_state_dict(state)
         self.posterior.load_state_dict(state["posterior"])
         self._seen = int(state["seen"])
+
+
+class LinUCBAgent(LinFullPostAgent):
+    """LinUCB (Li, Chu, Langford and Schapire 2010, "A Contextual-Bandit Approach to
+    Personalized News Article Recommendation", Algorithm 1, disjoint models): per action a
+    ridge regression ``A_a = I + Z_a^T Z_a``, ``theta_a = A_a^-1 Z_a^T r`` on the context
+    with an intercept, and the action of largest ``theta_a^T z + alpha sqrt(z^T A_a^-1 z)``.
+
+    The same incremental Cholesky factor as :class:`LinFullPostAgent` (ridge ``1``, the
+    paper's identity), no randomness: ties go to the lowest action."""
+
+    name = "linucb"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
+        Agent.__init__(self, *args, **kwargs)
+        if not (math.isfinite(self.config.ucb_alpha) and self.config.ucb_alpha >= 0):
+            raise ValueError(f"ucb_alpha must be >= 0, got {self.config.ucb_alpha!r}")
+        # the prior's a0, b0 are not used: LinUCB needs only the ridge regression
+        self.posterior = BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
+                                               1.0, 1.0, 1.0, self.device)
+        self._seen = 0
+
+    @torch.no_grad()
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        post = self.posterior
+        z = self.features(contexts)  # (runs, dim)
+        zz = z.unsqueeze(1).expand(-1, self.n_actions, -1)  # (runs, actions, dim)
+        theta = post.mean()  # (runs, actions, dim)
+        # z^T A^-1 z = |L^-1 z|^2 with A = L L^T
+        y = torch.linalg.solve_triangular(post.L, zz.unsqueeze(-1), upper=False).squeeze(-1)
+        width = y.square().sum(-1).sqrt()
+        scores = (theta * zz).sum(-1) + self.config.ucb_alpha * width
+        return scores.argmax(dim=1)

@@ -41,11 +41,12 @@ from bandits.tables import header, read_run_table  # noqa: E402
 # Stable colours per agent so every figure of the project reads the same way.
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
           "uniform": "tab:gray", "bbb-lrt": "tab:cyan", "linfullpost": "tab:purple",
-          "neurallinear": "tab:brown", "dropout": "tab:pink", "bootstrap": "tab:olive"}
+          "neurallinear": "tab:brown", "dropout": "tab:pink", "bootstrap": "tab:olive",
+          "linucb": "black"}
 LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1% greedy",
           "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
           "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
-          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN"}
+          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN", "linucb": "LinUCB"}
 # The legend's order: the paper's Figure 6 (5 %, 1 % greedy, greedy, Bayes by Backprop),
 # then every other agent in the order of the data.
 LEGEND_ORDER = ("eps5", "eps1", "greedy", "bbb")

@@ -216,6 +216,9 @@ class Config:
         AgentConfig.refresh_every, "neurallinear: training steps between "
         "refits of its posterior to new features",
         range=COUNT)
+    ucb_alpha: float = setting(
+        AgentConfig.ucb_alpha, "linucb: the width alpha of the upper confidence bound "
+        "(Li et al. 2010)", range=(0, 1e6))
     lin_a0: float = setting(
         AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
         "shape a0 of the noise variance", range=POSITIVE)

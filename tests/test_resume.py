@@ -18,7 +18,7 @@ from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "2", "--no-progress", "--agent", "bbb", "greedy", "eps5", "uniform",
-        "linfullpost", "dropout", "bootstrap", "neurallinear", "--refresh-every", "7"]
+        "linfullpost", "linucb", "dropout", "bootstrap", "neurallinear", "--refresh-every", "7"]
 ROOT = Path(__file__).parents[1]
 
 
