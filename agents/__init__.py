@@ -4,7 +4,8 @@
 reparameterisation trick, the same as ``bbb --lrt``); ``greedy``, ``eps1``,
 ``eps5``: epsilon-greedy with epsilon 0, 1 %, 5 %; ``linfullpost``: Thompson sampling
 from the exact posterior of a linear model (Riquelme et al. 2018); ``linucb``: LinUCB on
-the raw context (Li et al. 2010); ``dropout``: Thompson
+the raw context (Li et al. 2010); ``neuralucb``, ``neuralts``: NeuralUCB (Zhou et al.
+2020) and NeuralTS (Zhang et al. 2021), exploring along the network's gradient; ``dropout``: Thompson
 sampling with MC dropout; ``bootstrap``: Thompson sampling over an online-bootstrap
 ensemble; ``neurallinear``: a linear posterior on the greedy network's last hidden layer;
 ``uniform``: random actions.
@@ -29,6 +30,7 @@ from agents.greedy import EpsilonGreedyAgent
 from agents.linear import LinFullPostAgent, LinUCBAgent
 from agents.neural import NeuralAgent
 from agents.neural_linear import NeuralLinearAgent
+from agents.neural_ucb import NeuralTSAgent, NeuralUCBAgent
 from agents.uniform import UniformAgent
 
 # name -> (class, settings that override the common AgentConfig)
@@ -40,6 +42,8 @@ AGENTS: dict[str, tuple[type[Agent], dict]] = {
     "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),
     "linfullpost": (LinFullPostAgent, {}),
     "linucb": (LinUCBAgent, {}),
+    "neuralucb": (NeuralUCBAgent, {}),
+    "neuralts": (NeuralTSAgent, {}),
     "dropout": (DropoutAgent, {}),
     "bootstrap": (BootstrapAgent, {}),
     "neurallinear": (NeuralLinearAgent, {}),

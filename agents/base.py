@@ -64,6 +64,9 @@ class AgentConfig:
     # BBB's means are not decayed: its prior is its regulariser
     weight_decay: float = 0.0
     ucb_alpha: float = 1.0  # linucb: the width of the confidence bound (Li et al. 2010)
+    nu: float = 1.0  # neuralucb, neuralts: exploration scale (the reference code's 1)
+    ucb_lambda: float = 1.0  # neuralucb, neuralts: regulariser lambda of the design U
+    exact_design: bool = False  # neuralucb, neuralts: the full design matrix, not its diagonal
 
 
 @dataclass(frozen=True)

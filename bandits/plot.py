@@ -42,11 +42,12 @@ from bandits.tables import header, read_run_table  # noqa: E402
 COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
           "uniform": "tab:gray", "bbb-lrt": "tab:cyan", "linfullpost": "tab:purple",
           "neurallinear": "tab:brown", "dropout": "tab:pink", "bootstrap": "tab:olive",
-          "linucb": "black"}
+          "linucb": "black", "neuralucb": "darkgoldenrod", "neuralts": "teal"}
 LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1% greedy",
           "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
           "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
-          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN", "linucb": "LinUCB"}
+          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN", "linucb": "LinUCB",
+          "neuralucb": "NeuralUCB", "neuralts": "NeuralTS"}
 # The legend's order: the paper's Figure 6 (5 %, 1 % greedy, greedy, Bayes by Backprop),
 # then every other agent in the order of the data.
 LEGEND_ORDER = ("eps5", "eps1", "greedy", "bbb")

@@ -219,6 +219,15 @@ class Config:
     ucb_alpha: float = setting(
         AgentConfig.ucb_alpha, "linucb: the width alpha of the upper confidence bound "
         "(Li et al. 2010)", range=(0, 1e6))
+    nu: float = setting(
+        AgentConfig.nu, "neuralucb, neuralts: exploration scale nu (the reference "
+        "implementations' default)", range=(OPEN(0), 1e6))
+    ucb_lambda: float = setting(
+        AgentConfig.ucb_lambda, "neuralucb, neuralts: regulariser lambda of the design "
+        "matrix U = lambda I + sum g g^T", range=(OPEN(0), 1e6))
+    exact_design: bool = setting(
+        False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
+        "instead of its diagonal (the papers' approximation)")
     lin_a0: float = setting(
         AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
         "shape a0 of the noise variance", range=POSITIVE)

@@ -18,7 +18,8 @@ from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "2", "--no-progress", "--agent", "bbb", "greedy", "eps5", "uniform",
-        "linfullpost", "linucb", "dropout", "bootstrap", "neurallinear", "--refresh-every", "7"]
+        "linfullpost", "linucb", "dropout", "bootstrap", "neurallinear", "neuralucb", "neuralts",
+        "--refresh-every", "7"]
 ROOT = Path(__file__).parents[1]
 
 

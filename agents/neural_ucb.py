@@ -1,0 +1,147 @@
+"""NeuralUCB and NeuralTS: exploration from the network's gradient at the context.
+
+NeuralUCB (Zhou, Li and Gu 2020, "Neural Contextual Bandits with UCB-based
+Exploration") and NeuralTS (Zhang, Zhou, Li and Gu 2021, "Neural Thompson Sampling")
+score every action with the reward network ``f(x_a; theta)`` and its gradient
+``g_a = grad_theta f(x_a; theta)`` as features of a linear model in the network's
+tangent space. With the design ``U = lambda I + sum_t g_t g_t^T`` over the chosen
+actions' gradients, the width of an action is
+
+    sigma_a = sqrt(lambda nu g_a^T U^-1 g_a)
+
+and NeuralUCB takes the argmax of ``f(x_a) + sigma_a``, NeuralTS that of a draw from
+``N(f(x_a), sigma_a^2)``. As in the papers' experiments ``U`` is its diagonal by
+default (``U_ii = lambda + sum_t g_ti^2``, ``O(P)`` per action); ``exact_design``
+keeps the full ``P x P`` matrix (small networks only). ``nu`` and ``lambda`` default to
+the reference implementations' 1 (``--nu``, ``--ucb-lambda``).
+
+The network is the greedy agent's (squared error, Adam on minibatches of the replay
+buffer, ``--updates-per-step`` every ``--train-every`` steps). The design takes each
+chosen action's gradient at the next training call (``act`` never learns), so with
+``--train-every k`` it lags up to ``k`` steps. Every run is independent and draws from
+its member's generator: a batch of runs equals each run alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from agents.neural import NeuralAgent
+from bandits.bayes import MLP, make_mlp
+from bandits.buffer import ReplayBuffer
+
+
+class NeuralUCBAgent(NeuralAgent):
+    """NeuralUCB: the action of largest ``f(x_a) + sigma_a`` (see the module docstring)."""
+
+    name = "neuralucb"
+    thompson = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
+        super().__init__(*args, **kwargs)
+        c = self.config
+        for flag, v in (("nu", c.nu), ("ucb_lambda", c.ucb_lambda)):
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"{flag} must be > 0, got {v!r}")
+        p = self.model.n_params
+        if c.exact_design and p > 4096:
+            raise ValueError(f"exact_design keeps a {p} x {p} matrix per run; use the "
+                             "diagonal design (the default) or a smaller network")
+        if c.exact_design:  # U^-1, kept by Sherman-Morrison updates
+            eye = torch.eye(p, device=self.device) / c.ucb_lambda
+            self.u_inv = eye.repeat(self.runs, 1, 1)
+        else:
+            self.u_diag = torch.full((self.runs, p), c.ucb_lambda, device=self.device)
+        self._pending: list[Tensor] = []  # chosen actions' gradients not yet in U
+
+    def build_model(self, in_features: int) -> MLP:
+        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
+                        bayesian=False)
+
+    @torch.no_grad()
+    def scores_and_gradients(self, contexts: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
+        """``f(x_a)`` ``(runs, actions)`` and ``g_a`` ``(runs, actions, P)`` for every
+        action of each run's context."""
+        x = self.all_action_inputs(contexts)  # (runs, actions, in)
+        m = self.model
+        f, g = [], []
+        for a in range(self.n_actions):
+            inputs: list[Tensor] = []
+            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, 1)
+            g.append(m.backward(inputs, m.mu, torch.ones_like(out), torch.empty_like(m.mu)))
+            f.append(out[:, 0, 0])
+        return torch.stack(f, dim=1), torch.stack(g, dim=1)
+
+    @torch.no_grad()
+    def widths(self, g: Tensor) -> Tensor:
+        """``sigma_a = sqrt(lambda nu g_a^T U^-1 g_a)`` for ``g (runs, actions, P)``."""
+        c = self.config
+        if c.exact_design:
+            quad = torch.einsum("rap,rpq,raq->ra", g, self.u_inv, g)
+        else:
+            quad = (g.square() / self.u_diag.unsqueeze(1)).sum(-1)
+        return (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt()
+
+    @torch.no_grad()
+    def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        f, g = self.scores_and_gradients(contexts)
+        sigma = self.widths(g)
+        if self.thompson:
+            noise = self.fill_random_(torch.empty_like(f), "normal")
+            scores = f + sigma * noise
+        else:
+            scores = f + sigma
+        actions = scores.argmax(dim=1)
+        self._pending.append(g[torch.arange(self.runs, device=self.device), actions])
+        return actions
+
+    @torch.no_grad()
+    def add_to_design(self) -> None:
+        """Put the chosen actions' gradients since the last call into ``U``."""
+        for g in self._pending:  # (runs, P)
+            if self.config.exact_design:  # (U + g g^T)^-1 by Sherman-Morrison
+                ug = torch.einsum("rpq,rq->rp", self.u_inv, g)
+                denom = 1.0 + (g * ug).sum(-1, keepdim=True)
+                self.u_inv -= torch.einsum("rp,rq->rpq", ug, ug / denom)
+            else:
+                self.u_diag += g.square()
+        self._pending = []
+
+    def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
+        self.add_to_design()  # eagerly, before the (possibly captured) training step
+        return super().update(buffer, updates)
+
+    @torch.no_grad()
+    def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
+                        ) -> Tensor:
+        """The network's reward predictions for every action of ``contexts (N, d)``
+        (a point estimate: the samples are equal), ``(runs, samples, N, n_actions)``."""
+        x = self.all_action_inputs(contexts)  # (N, n_actions, in)
+        n = x.shape[0]
+        x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
+        pred = self.model(x).reshape(self.runs, 1, n, self.n_actions)
+        return pred.expand(-1, samples, -1, -1)
+
+    def state_dict(self) -> dict[str, Any]:
+        design = ({"u_inv": self.u_inv} if self.config.exact_design
+                  else {"u_diag": self.u_diag})
+        return {**super().state_dict(), **design, "pending": list(self._pending)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        if self.config.exact_design:
+            self.u_inv = state["u_inv"].to(self.device).clone()
+        else:
+            self.u_diag = state["u_diag"].to(self.device).clone()
+        self._pending = [g.to(self.device) for g in state["pending"]]
+
+
+class NeuralTSAgent(NeuralUCBAgent):
+    """NeuralTS: the action of largest draw from ``N(f(x_a), sigma_a^2)``."""
+
+    name = "neuralts"
+    thompson = True

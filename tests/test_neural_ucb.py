@@ -1,0 +1,99 @@
+"""NeuralUCB and NeuralTS: gradients as features, the design matrix, learning, batching."""
+
+import numpy as np
+import pytest
+import torch
+
+from agents import AgentConfig, make_agent
+from bandits.buffer import ReplayBuffer
+
+D = 4
+
+
+def _agent(name, runs=3, seed=0, **kw):
+    return make_agent(name, D, 2, runs, seed, AgentConfig(hidden=(16,), batch_size=16, **kw))
+
+
+def test_the_gradients_are_autograds_and_the_width_is_the_papers():
+    agent = _agent("neuralucb", runs=2, nu=0.5, ucb_lambda=2.0)
+    x = np.random.default_rng(0).random((2, D), dtype=np.float32)
+    f, g = agent.scores_and_gradients(x)
+    # autograd on one run's network
+    inputs = agent.all_action_inputs(x)
+    for r in range(2):
+        for a in range(2):
+            w = agent.model.mu.detach()[r].clone().requires_grad_()
+            out = agent.model.apply_layers(inputs[r:r + 1, a:a + 1],
+                                           agent.model.split(w.unsqueeze(0)))
+            (grad,) = torch.autograd.grad(out.sum(), w)
+            torch.testing.assert_close(g[r, a], grad)
+            torch.testing.assert_close(f[r, a], out.sum().detach())
+    u = agent.u_diag.clone()
+    expected = (2.0 * 0.5 * (g.square() / u.unsqueeze(1)).sum(-1)).sqrt()
+    torch.testing.assert_close(agent.widths(g), expected)
+
+
+def test_the_diagonal_design_is_the_exact_ones_diagonal():
+    exact = _agent("neuralucb", exact_design=True)
+    diag = _agent("neuralucb")
+    rng = np.random.default_rng(1)
+    gs = []
+    for _ in range(5):  # the same gradients into both designs (the same initial network)
+        _, g = diag.scores_and_gradients(rng.random((3, D), dtype=np.float32))
+        gs.append(g[:, 0])
+        for agent in (exact, diag):
+            agent._pending = [g[:, 0]]
+            agent.add_to_design()
+    eye = torch.eye(exact.model.n_params, dtype=torch.float64)
+    u = eye * exact.config.ucb_lambda + sum(torch.einsum("rp,rq->rpq", g, g).double()
+                                             for g in gs)
+    torch.testing.assert_close(torch.diagonal(u, dim1=-2, dim2=-1).float(), diag.u_diag)
+    # Sherman-Morrison kept the exact inverse
+    torch.testing.assert_close(exact.u_inv.double(), torch.linalg.inv(u), rtol=1e-3,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["neuralucb", "neuralts"])
+def test_learns_a_separable_problem_well_below_uniform(name):
+    # action 1 pays 1 when x[0] > 0.5, action 0 otherwise; uniform's expected regret 0.5
+    runs = 3
+    agent = _agent(name, runs=runs, lr=1e-2)
+    buf = ReplayBuffer(512, runs, D)
+    rng = np.random.default_rng(0)
+    regret = []
+    for _ in range(400):
+        x = rng.random((runs, D), dtype=np.float32)
+        a = agent.act(x).numpy()
+        best = (x[:, 0] > 0.5).astype(int)
+        regret.append((a != best).astype(float))
+        buf.add(x, a, (a == best).astype(float))
+        agent.update(buf, 4)
+    assert np.mean(regret[-100:]) < 0.15
+
+
+@pytest.mark.parametrize("name", ["neuralucb", "neuralts"])
+def test_each_run_scores_as_it_would_alone(name):
+    """The runs dimension: a run's scores, widths and design depend on its own network,
+    design and context only. Run r of a batch, copied into an agent of one run, gives
+    the same gradients, widths and design update."""
+    runs = 3
+    batch = _agent(name, runs=runs)
+    rng = np.random.default_rng(2)
+    buf = ReplayBuffer(64, runs, D)
+    for _ in range(10):  # train and fill the design a little
+        x = rng.random((runs, D), dtype=np.float32)
+        a = batch.act(x)
+        buf.add(x, a, x[:, 0] * a.numpy())
+        batch.update(buf, 2)
+    x = rng.random((runs, D), dtype=np.float32)
+    f, g = batch.scores_and_gradients(x)
+    width = batch.widths(g)
+    for r in range(runs):
+        alone = _agent(name, runs=1)
+        with torch.no_grad():
+            alone.model.mu.copy_(batch.model.mu[r:r + 1])
+        alone.u_diag = batch.u_diag[r:r + 1].clone()
+        f1, g1 = alone.scores_and_gradients(x[r:r + 1])
+        torch.testing.assert_close(f1[0], f[r])
+        torch.testing.assert_close(g1[0], g[r])
+        torch.testing.assert_close(alone.widths(g1)[0], width[r])
