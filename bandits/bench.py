@@ -187,7 +187,8 @@ def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
     command (start-up, data, training, outputs), its median, and whether every CSV is
     the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
     return _timed_by_workers(with_flags(["bandits.run", "--no-progress"], extra),
-                             ["metrics.csv", "summary.csv", "phases.csv", "probes.csv"],
+                             ["metrics.csv", "summary.csv", "phases.csv", "memory.csv",
+                              "probes.csv"],
                              workers, rounds)
 
 

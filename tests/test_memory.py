@@ -124,3 +124,20 @@ def test_diagnose_writes_the_memorisation_table_of_a_mushroom_run(tmp_path, mush
     table = pd.read_csv(out / "memorisation.csv")
     assert set(table["agent"]) == {"greedy", "eps5"}
     assert table["shown"].sum() == 2 * 2 * 100
+
+
+def test_the_memory_record_is_the_same_bytes_for_any_workers_and_after_a_resume(
+        tmp_path, mushroom_data_dir, monkeypatch):
+    from bandits.run import main
+
+    base = ["--agent", "bbb", "greedy", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
+            "--updates-per-step", "1", "--no-progress", "--data-dir", str(mushroom_data_dir)]
+    one, two, cut = tmp_path / "one", tmp_path / "two", tmp_path / "cut"
+    assert main([*base, "--steps", "120", "--workers", "1", "--out", str(one)]) == 0
+    assert main([*base, "--steps", "120", "--workers", "2", "--out", str(two)]) == 0
+    assert (one / "memory.csv").read_bytes() == (two / "memory.csv").read_bytes()
+    assert main([*base, "--steps", "70", "--workers", "1", "--out", str(cut)]) == 0
+    assert main(["--resume", str(cut), "--steps", "120", "--no-progress"]) == 0
+    assert (cut / "memory.csv").read_bytes() == (one / "memory.csv").read_bytes()
+    memory = pd.read_csv(one / "memory.csv")
+    assert memory["shown"].sum() == 2 * 2 * 120

@@ -17,7 +17,7 @@ ROOT = Path(__file__).parents[1]
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy", "eps1",
         "eps5", "uniform", "linfullpost"]
-FILES = ("metrics.csv", "summary.csv", "phases.csv", "probes.csv")
+FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv")
 
 
 def _outputs(d: Path) -> tuple[bytes, ...]:
