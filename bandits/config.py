@@ -144,7 +144,7 @@ def _given_once(cls: type) -> type:
     if cls not in _ONCE:
         class Once(cls):
             def __call__(self, parser, namespace, values, option_string=None):
-                given = namespace.__dict__.setdefault("_given_once", set())
+                given = parser.given_once
                 if self.dest in given:
                     parser.error(f"{option_string or self.dest} is given twice; give it once "
                                  "(with several values where it takes a list)")
@@ -158,18 +158,19 @@ def _given_once(cls: type) -> type:
 
 def forbid_repeats(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Make every value-taking flag of ``parser`` an error when given twice (argparse keeps
-    the last value silently: ``--agent bbb --agent greedy`` would run greedy alone)."""
+    the last value silently: ``--agent bbb --agent greedy`` would run greedy alone). The
+    flags seen are kept on the parser, anew for every parse."""
     for action in parser._actions:
         if action.option_strings and type(action) is argparse._StoreAction:
             action.__class__ = _given_once(argparse._StoreAction)
+    parse_known_args = parser.parse_known_args
+
+    def parse_anew(*args, **kwargs):
+        parser.given_once = set()
+        return parse_known_args(*args, **kwargs)
+
+    parser.parse_known_args = parse_anew
     return parser
-
-
-def parsed(namespace: argparse.Namespace) -> dict[str, Any]:
-    """A parsed namespace as a dict, without :func:`forbid_repeats`' bookkeeping."""
-    values = vars(namespace)
-    values.pop("_given_once", None)
-    return values
 
 
 class Parser(argparse.ArgumentParser):
@@ -233,7 +234,7 @@ def given_values(make_parser: Callable[[], argparse.ArgumentParser],
     p = make_parser()
     for action in p._actions:
         action.default = argparse.SUPPRESS
-    return parsed(p.parse_args(argv))
+    return vars(p.parse_args(argv))
 
 
 def given_flags(make_parser: Callable[[], argparse.ArgumentParser],

@@ -34,7 +34,6 @@ from bandits.config import (
     build_parser,
     check_ranges,
     first_paragraph,
-    parsed,
     setting,
 )
 from bandits.outputs import (
@@ -101,7 +100,7 @@ class Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = Settings(**parsed(build_parser(Settings, "python -m bandits.gradient_variance",
+        args = Settings(**vars(build_parser(Settings, "python -m bandits.gradient_variance",
                                             first_paragraph(__doc__)).parse_args(argv)))
         check_ranges(args)
     except UsageError as e:

@@ -51,7 +51,6 @@ from bandits.config import (
     build_parser,
     check_ranges,
     first_paragraph,
-    parsed,
     setting,
 )
 from bandits.outputs import (
@@ -257,7 +256,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cfg = Config(**parsed(parser().parse_args(argv)))
+        cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
         out = output_dir(cfg.out, "regression", cfg.overwrite,
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"))

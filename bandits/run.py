@@ -57,7 +57,6 @@ from bandits.config import (
     check_ranges,
     convert,
     first_paragraph,
-    parsed,
     refuse_with_resume,
     setting,
 )
@@ -278,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse the command line, fill unset settings from the preset, and validate."""
-    return _complete(parsed(build_parser().parse_args(argv)))
+    return _complete(vars(build_parser().parse_args(argv)))
 
 
 def config_from(settings: dict[str, Any]) -> Config:
@@ -361,7 +360,7 @@ def identity(config: dict[str, Any]) -> str:
 def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
     """The parsed command line of a ``--resume`` and the flags given on it; one line
     naming the first flag that would change the results."""
-    args = parsed(build_parser().parse_args(argv))
+    args = vars(build_parser().parse_args(argv))
     given = given_flags(argv)
     refuse_with_resume(given, RESUME_FLAGS)
     return args, given

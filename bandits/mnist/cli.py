@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from bandits import checkpoint
-from bandits.config import UsageError, parsed, refuse_with_resume
+from bandits.config import UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import QUICK, Config, unreachable_spikes
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse flags into a :class:`Config`; ``--quick`` fills in what was not given."""
-    given = parsed(build_parser().parse_args(argv))
+    given = vars(build_parser().parse_args(argv))
     values: dict[str, Any] = dict(QUICK) if given.get("quick") else {}
     values.update({k: v[0] if isinstance(v, list) and len(v) == 1 else v
                    for k, v in given.items()})
@@ -68,7 +68,7 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
 
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
-    given = parsed(build_parser().parse_args(argv))
+    given = vars(build_parser().parse_args(argv))
     refuse_with_resume(given, RESUME_FLAGS, Config)
     out = Path(given["resume"])
     try:  # the checkpoints must be this directory's own, and intact
@@ -164,7 +164,7 @@ def _error(message: str) -> int:
 
 def _main(argv: list[str]) -> int:
     resume = None
-    if "resume" in parsed(build_parser().parse_args(argv)):
+    if "resume" in vars(build_parser().parse_args(argv)):
         cfg, resume = resume_config(argv)
     else:
         cfg = parse_config(argv)
