@@ -140,10 +140,14 @@ class LinFullPostAgent(Agent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
         super().__init__(*args, **kwargs)
-        c = self.config
-        self.posterior = BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
-                                               c.lin_a0, c.lin_b0, c.lin_lambda, self.device)
+        self.posterior = self.make_posterior()
         self._seen = 0  # interactions of the buffer already in the posterior
+
+    def make_posterior(self) -> BayesLinearRegression:
+        """The regression per run and action on the context with an intercept."""
+        c = self.config
+        return BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
+                                     c.lin_a0, c.lin_b0, c.lin_lambda, self.device)
 
     def features(self, contexts: Tensor) -> Tensor:
         """The context with an intercept: ``(..., d) -> (..., d + 1)``, float64."""
@@ -187,14 +191,12 @@ class LinUCBAgent(LinFullPostAgent):
 
     name = "linucb"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
-        Agent.__init__(self, *args, **kwargs)
+    def make_posterior(self) -> BayesLinearRegression:
         if not (math.isfinite(self.config.ucb_alpha) and self.config.ucb_alpha >= 0):
             raise ValueError(f"ucb_alpha must be >= 0, got {self.config.ucb_alpha!r}")
-        # the prior's a0, b0 are not used: LinUCB needs only the ridge regression
-        self.posterior = BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
-                                               1.0, 1.0, 1.0, self.device)
-        self._seen = 0
+        # ridge 1; the prior's a0, b0 are not used: LinUCB needs only the ridge regression
+        return BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
+                                     1.0, 1.0, 1.0, self.device)
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:

@@ -133,16 +133,16 @@ class NeuralAgent(Agent):
         inputs: list[Tensor] = []
         out = m.apply_layers(x, m.split(m.mu), inputs, masks)
         if self.learned_noise:
-            d_out, per_datum = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma,
-                                                         weights)
+            d_out, nll = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma,
+                                                   weights)
         else:
             err = out.squeeze(-1) - rewards
             d_out = (err.mul(2.0 / err.shape[1]) if weights is None else (
                 (err * weights).mul_(2.0 / err.shape[1]))).unsqueeze(-1)
-            per_datum = err.square()
         g = m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu), masks)
         if not want_loss:
             return [g], None
+        per_datum = nll if self.learned_noise else err.square()  # only when asked for
         return [g], (per_datum if weights is None else weights * per_datum).mean(dim=1)
 
     @property

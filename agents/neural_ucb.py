@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.greedy import EpsilonGreedyAgent
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
@@ -115,16 +116,8 @@ class NeuralUCBAgent(NeuralAgent):
         self.add_to_design()  # eagerly, before the (possibly captured) training step
         return super().update(buffer, updates)
 
-    @torch.no_grad()
-    def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
-                        ) -> Tensor:
-        """The network's reward predictions for every action of ``contexts (N, d)``
-        (a point estimate: the samples are equal), ``(runs, samples, N, n_actions)``."""
-        x = self.all_action_inputs(contexts)  # (N, n_actions, in)
-        n = x.shape[0]
-        x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
-        pred = self.model(x).reshape(self.runs, 1, n, self.n_actions)
-        return pred.expand(-1, samples, -1, -1)
+    # a point estimate: the greedy agent's predictions (the samples are equal)
+    predict_samples = EpsilonGreedyAgent.predict_samples
 
     def state_dict(self) -> dict[str, Any]:
         design = ({"u_inv": self.u_inv} if self.config.exact_design

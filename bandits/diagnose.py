@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from agents import AGENTS
 from bandits.config import first_paragraph, forbid_repeats
 from bandits.memory import MEMORY_COLUMNS
 from bandits.outputs import save_figure, write_csv
@@ -118,8 +119,6 @@ def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
 
 def epsilon_of(agent: str) -> float:
     """The share of an agent's actions taken at random (epsilon-greedy agents; else 0)."""
-    from agents import AGENTS
-
     return float(AGENTS.get(agent, (None, {}))[1].get("epsilon", 0.0))
 
 

@@ -182,23 +182,9 @@ def read_metrics(run_dir: Path, column: str = "cumulative_regret") -> pd.DataFra
     present = header(f)
     numeric = ["step", column, *[c for c in METRICS_COLUMNS[3:] if c in present and c != column]]
     metrics = read_run_table(f, [*KEY_COLUMNS, column], numeric=numeric, grid=["step"])
-    check_metrics(metrics, column, f)
+    if metrics.duplicated(list(KEY_COLUMNS)).any():  # the rest is read_run_table's
+        raise ValueError(f"{f} repeats (agent, seed, step) rows")
     return metrics
-
-
-def check_metrics(metrics: pd.DataFrame, column: str, source: Path | str) -> None:
-    """Raise ValueError (one line) unless ``metrics`` can be drawn as ``column``."""
-    missing = [c for c in (*KEY_COLUMNS, column) if c not in metrics.columns]
-    if missing:
-        raise ValueError(f"{source} lacks the column{'s' if len(missing) > 1 else ''} "
-                         f"{', '.join(missing)} (has: {', '.join(map(str, metrics.columns))})")
-    if metrics.empty:
-        raise ValueError(f"{source} has no rows (the run completed no step)")
-    for c in ("step", column):
-        if not pd.api.types.is_numeric_dtype(metrics[c]):
-            raise ValueError(f"{source}: column {c} is not numeric")
-    if metrics.duplicated(list(KEY_COLUMNS)).any():
-        raise ValueError(f"{source} repeats (agent, seed, step) rows")
 
 
 def run_title(run_dir: Path, metrics: pd.DataFrame) -> str | None:

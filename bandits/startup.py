@@ -6,12 +6,11 @@ ignored (a shell script's ``cmd &``) it would be lost: the command would run to 
 :func:`interruptible` turns SIGINT on at once, whatever the starting shell did: until
 the command's own handling takes over (its ``main``), an interrupt ends the process
 with one line and exit status 130, before anything is written. This module imports
-only the standard library's ``os``, ``signal`` and ``sys``.
+only the standard library's ``os`` and ``signal``.
 """
 
 import os
 import signal
-import sys
 
 
 def interruptible(prog: str) -> None:
@@ -27,13 +26,3 @@ def interruptible(prog: str) -> None:
     except ValueError:  # not the main thread
         pass
 
-
-def main_guard(prog: str, main) -> int:
-    """Run ``main()`` with Ctrl-C on (even if the starting shell ignored it) and one line
-    instead of a traceback for a Ctrl-C that ``main`` leaves unhandled (exit 130)."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return main()
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130

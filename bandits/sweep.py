@@ -59,6 +59,7 @@ import pandas as pd
 
 from bandits import checkpoint
 from bandits.config import HelpFormatter, first_paragraph, forbid_repeats, to_flags
+from bandits.diagnose import per_seed
 from bandits.outputs import (
     OutputDirError,
     claim_dir,
@@ -454,10 +455,10 @@ def second_half(phases: Path) -> dict[tuple[str, int], float] | None:
         return None
     if p.empty:
         return None
-    late = p[p["start"] > int(p["end"].max()) // 2]
-    steps = (late["end"] - late["start"] + 1).groupby([late["agent"], late["seed"]]).sum()
-    total = late.groupby(["agent", "seed"])["expected_regret"].sum()
-    return {(str(a), int(s)): float(v) for (a, s), v in (total / steps).items()}
+    end = int(p["end"].max())
+    late = per_seed(p, end - end // 2)  # the phases that start after the middle
+    return {(str(r.agent), int(r.seed)): float(r.expected_regret_per_step_last)
+            for r in late.itertuples()}
 
 
 def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
