@@ -77,8 +77,8 @@ class BBBAgent(NeuralAgent):
             raise ValueError(f"act_samples must be >= 1, got {c.act_samples!r}")
         if c.noise_sigma <= 0:
             raise ValueError(f"noise_sigma must be > 0, got {c.noise_sigma!r}")
-        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member, prior=prior,
-                        init_sigma=c.init_sigma)
+        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
+                        prior=prior, init_sigma=c.init_sigma)
 
     def noise(self) -> Tensor:
         """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""

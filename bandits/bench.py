@@ -238,7 +238,8 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.bench", description=first_paragraph(__doc__),
+    p = argparse.ArgumentParser(prog="python -m bandits.bench",
+                                description=first_paragraph(__doc__),
                                 formatter_class=HelpFormatter)
     p.add_argument("--runs", type=int, default=5, help="runs (seeds) per agent")
     p.add_argument("--updates", type=int, default=64,

@@ -13,7 +13,8 @@ eps1, eps5) share one population and one training step (see
 :func:`agents.make_agents`); every run of every agent sees the same contexts and reward
 draws for its seed (common random numbers). Populations may run in worker processes
 (:mod:`bandits.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
-``memory.csv`` (:mod:`bandits.memory`), ``probes.csv``, ``config.json``, ``regret.png`` (see the README).
+``memory.csv`` (:mod:`bandits.memory`), ``probes.csv``, ``config.json``, ``regret.png``
+(see the README).
 """
 
 from __future__ import annotations

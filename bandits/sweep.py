@@ -543,9 +543,13 @@ def redraw(out: Path) -> pd.DataFrame:
 # --------------------------------------------------------------------------- CLI
 
 
+DASHES = (" Flags after -- are bandits.run flags given to every point: python -m "
+          "bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bandits.sweep",
-                                description=first_paragraph(__doc__) + " Flags after -- are bandits.run flags given to every point: python -m bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3",
+                                description=first_paragraph(__doc__) + DASHES,
                                 formatter_class=HelpFormatter)
     p.add_argument("--grid", type=Path, default=None, help="TOML spec with [base] and [grid]")
     p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2,...",

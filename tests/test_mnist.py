@@ -290,7 +290,8 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
     s = json.loads((tmp_path / "sgd" / "summary.json").read_text())
     assert "pruning" not in s and "test_error_sampled" not in s["final"]
     assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--bench-hidden", "16,24",
-                       "--bench-runs", "3", "--bench-batches", "2", "--out", str(tmp_path / "b")]) == 0
+                       "--bench-runs", "3", "--bench-batches", "2",
+                       "--out", str(tmp_path / "b")]) == 0
     sp = json.loads((tmp_path / "b" / "speed.json").read_text())
     assert sp["train_images"] == 300 and sp["batches_timed"] == 2
     assert set(sp["sizes"]) == {"16", "24"}

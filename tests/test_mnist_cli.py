@@ -86,7 +86,8 @@ def test_numeric_settings_out_of_range_refused(argv, flag, capsys):
     line = _one_error_line(capsys)
     assert f"{flag} must be" in line
     # the allowed range is named
-    assert re.search(r"must be (a finite number in |in [\[(]-?[\d.,]+, \S+[\])]|a comma-separated list)", line), line
+    assert re.search(r"must be (a finite number in |in [\[(]-?[\d.,]+, \S+[\])]"
+                     r"|a comma-separated list)", line), line
 
 
 def test_absurd_sizes_refused_before_allocating(capsys, monkeypatch):

@@ -25,7 +25,8 @@ ROOT = Path(__file__).parents[1]
 
 def _outputs(d: Path) -> tuple[bytes, ...]:
     return tuple((d / name).read_bytes()
-                 for name in ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv"))
+                 for name in ("metrics.csv", "summary.csv", "phases.csv", "memory.csv",
+                              "probes.csv"))
 
 
 @pytest.fixture(scope="module")
