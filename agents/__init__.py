@@ -7,8 +7,8 @@ from the exact posterior of a linear model (Riquelme et al. 2018); ``linucb``: L
 the raw context (Li et al. 2010); ``neuralucb``, ``neuralts``: NeuralUCB (Zhou et al.
 2020) and NeuralTS (Zhang et al. 2021), exploring along the network's gradient;
 ``dropout``: Thompson sampling with MC dropout; ``bootstrap``: Thompson sampling over an
-online-bootstrap ensemble; ``neurallinear``: a linear posterior on the greedy network's last hidden layer;
-``uniform``: random actions.
+online-bootstrap ensemble; ``neurallinear``: a linear posterior on the greedy
+network's last hidden layer; ``uniform``: random actions.
 
 :func:`make_agents` builds the populations a run trains: agents that differ only in how
 they act (the epsilon-greedy ones) share one population, so one training step serves

@@ -43,8 +43,8 @@ from agents import AGENTS
 from bandits.config import first_paragraph, forbid_repeats
 from bandits.memory import MEMORY_COLUMNS
 from bandits.outputs import save_figure, write_csv
-from bandits.tables import TableError, header, read_run_table
 from bandits.plot import COLORS, LABELS
+from bandits.tables import TableError, header, read_run_table
 
 
 def _sem(x: pd.Series) -> float:

@@ -36,6 +36,7 @@ from bandits.config import (
     first_paragraph,
     setting,
 )
+from bandits.idx import load_mnist, preprocess
 from bandits.outputs import (
     OutputDirError,
     machine,
@@ -106,8 +107,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)
         return 2
-    from bandits.mnist.data import load_mnist, preprocess
-
     try:
         data = load_mnist(args.data_dir)
     except (OSError, ValueError) as e:

@@ -93,12 +93,10 @@ def is_parallel_run(out: Path) -> bool:
 def run(cfg, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
     import envs
-    from bandits.run import UsageError, identity
+    from bandits.run import UsageError, env_options, identity
 
-    kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
-              else {"delta": cfg.wheel_delta})
     try:  # missing or malformed data: one line before any worker starts
-        envs.make_vec(cfg.env, 1, **kwargs)
+        envs.make_vec(cfg.env, 1, **env_options(cfg))
     except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
     groups = population_groups(cfg.agent)

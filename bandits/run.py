@@ -1,6 +1,6 @@
 """The bandit simulator: agents act, learn from a replay buffer, and are scored by regret.
 
-    python -m bandits.run --agent bbb [greedy eps1 ...] --env mushroom|wheel
+    python -m bandits.run --agent bbb [greedy eps1 ...] --env mushroom|wheel|mushroom-classes|mnist
         --seeds N --steps T --preset quick|long|paper --device cpu|cuda --out DIR
 
 One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`` ->
@@ -63,6 +63,7 @@ from bandits.config import (
 )
 from bandits.config import build_parser as build_settings_parser
 from bandits.config import given_flags as flags_named
+from bandits.memory import memory_frame
 from bandits.outputs import (
     OutputDirError,
     claim_dir,
@@ -76,7 +77,6 @@ from bandits.outputs import (
     write_csv,
     write_json,
 )
-from bandits.memory import memory_frame
 from bandits.plot import plot_regret
 from bandits.processes import ctrl_c_on, parent_stopped, sigint_handler
 from bandits.regret import RegretLog, ranking
@@ -441,12 +441,16 @@ def agent_config(cfg: Config) -> AgentConfig:
     return agent_cfg
 
 
+def env_options(cfg: Config) -> dict[str, Any]:
+    """The keyword arguments of ``cfg.env``: the wheel's delta, else the data directory."""
+    return {"delta": cfg.wheel_delta} if cfg.env == "wheel" else {"data_dir": cfg.data_dir}
+
+
 def build(cfg: Config) -> tuple[list[Population], list[int]]:
     """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    env_kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
-                  else {"delta": cfg.wheel_delta})
+    env_kwargs = env_options(cfg)
     seeds = [cfg.seed + r for r in range(cfg.seeds)]
     agent_cfg = agent_config(cfg)
     try:
@@ -542,9 +546,7 @@ class Probe:
     CONTEXTS, SAMPLES, SEED = 64, 16, 2**31 - 1
 
     def __init__(self, cfg: Config) -> None:
-        kwargs = ({"data_dir": cfg.data_dir} if cfg.env == "mushroom"
-                  else {"delta": cfg.wheel_delta})
-        env = envs.make_vec(cfg.env, self.CONTEXTS, **kwargs)
+        env = envs.make_vec(cfg.env, self.CONTEXTS, **env_options(cfg))
         self.contexts, _ = env.reset(seed=self.SEED)
         info = env.step(np.zeros(self.CONTEXTS, dtype=np.int64))[4]
         self.best = np.asarray(info["optimal_action"])

@@ -5,7 +5,10 @@
 - ``bandits/Mushroom-v0``: the UCI Mushroom bandit of Blundell et al. 2015, section 5.3
   (:class:`envs.mushroom.MushroomEnv`);
 - ``bandits/Wheel-v0``: the wheel bandit of Riquelme et al. 2018, no data needed
-  (:class:`envs.wheel.WheelEnv`).
+  (:class:`envs.wheel.WheelEnv`);
+- ``bandits/MushroomClasses-v0`` and ``bandits/MNIST-v0``: labelled data sets as bandits,
+  one arm per class, reward 1 for the right class (:class:`envs.classification.ClassificationEnv`);
+  :func:`register_dataset` turns any other labelled data set into one.
 
 One env::
 
@@ -27,6 +30,8 @@ see :mod:`envs.core`.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium
@@ -34,28 +39,85 @@ import gymnasium
 ENV_IDS: dict[str, str] = {
     "mushroom": "bandits/Mushroom-v0",
     "wheel": "bandits/Wheel-v0",
+    "mushroom-classes": "bandits/MushroomClasses-v0",
+    "mnist": "bandits/MNIST-v0",
 }
 """Short name -> registered id."""
 
 SHAPES: dict[str, tuple[int, int]] = {
     "mushroom": (117, 2),
     "wheel": (2, 5),
+    "mushroom-classes": (117, 2),
+    "mnist": (784, 10),
 }
 """Short name -> (context size, arms), known without loading any data (a test checks them
 against the environments' spaces)."""
 
+DATASET_OF: dict[str, str] = {"mushroom-classes": "mushroom", "mnist": "mnist"}
+"""Short name of a classification env -> its labelled data set
+(:data:`envs.classification.DATASETS`)."""
+
+_CLASSES = ("envs.classification:ClassificationEnv",
+            "envs.classification:ClassificationVectorEnv")
 _ENTRY_POINTS: dict[str, tuple[str, str]] = {
     "bandits/Mushroom-v0": ("envs.mushroom:MushroomEnv", "envs.mushroom:MushroomVectorEnv"),
     "bandits/Wheel-v0": ("envs.wheel:WheelEnv", "envs.wheel:WheelVectorEnv"),
+    **{ENV_IDS[name]: _CLASSES for name in DATASET_OF},
 }
 
-for _id, (_entry, _vector_entry) in _ENTRY_POINTS.items():
-    if _id not in gymnasium.registry:  # importing twice (e.g. a reload) must not re-register
-        gymnasium.register(id=_id, entry_point=_entry, vector_entry_point=_vector_entry)
+
+def _register(env: str, kwargs: dict[str, Any] | None = None) -> None:
+    if env not in gymnasium.registry:  # importing twice (e.g. a reload) must not re-register
+        entry, vector_entry = _ENTRY_POINTS[env]
+        gymnasium.register(id=env, entry_point=entry, vector_entry_point=vector_entry,
+                           kwargs=kwargs)
+
+
+for _name, _id in ENV_IDS.items():
+    _register(_id, {"dataset": DATASET_OF[_name]} if _name in DATASET_OF else None)
+
+
+def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], context_size: int,
+                     n_classes: int, description: str = "") -> str:
+    """Make a labelled data set a bandit environment: one arm per class, reward 1 for
+    the right class (:class:`envs.classification.ClassificationEnv`).
+
+    Args:
+        name: The data set's and the env's short name (``make_vec(name, R)``,
+            ``bandits.run --env name``); lower-case letters, digits, ``-`` and ``_``.
+        loader: Data directory (``None``: the default places) -> ``(features, labels)``,
+            features ``(n, context_size)``, labels ``(n,)`` integers in ``0 .. n_classes-1``.
+        context_size: Features per example.
+        n_classes: Number of classes, the arms (at least 2).
+        description: One line for the help.
+
+    Returns:
+        The registered Gymnasium id, ``bandits/<name>-v0``.
+
+    Raises:
+        ValueError: A bad name, a name already taken, or bad sizes.
+    """
+    from envs.classification import DATASETS, LabelledData  # the data modules, on first use
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+        raise ValueError(f"data set name {name!r}: use lower-case letters, digits, '-' and '_'")
+    if name in ENV_IDS or name in DATASETS:
+        raise ValueError(f"data set name {name!r} is taken; choose another")
+    if context_size < 1 or n_classes < 2:
+        raise ValueError(f"data set {name!r}: need context_size >= 1 and n_classes >= 2, got "
+                         f"{context_size} and {n_classes}")
+    DATASETS[name] = LabelledData(loader, int(context_size), int(n_classes), description)
+    env = f"bandits/{name}-v0"
+    ENV_IDS[name] = env
+    SHAPES[name] = (int(context_size), int(n_classes))
+    DATASET_OF[name] = name
+    _ENTRY_POINTS[env] = _CLASSES
+    _register(env, {"dataset": name})
+    return env
 
 
 def env_id(name: str) -> str:
-    """The registered id for a short name (``"mushroom"``, ``"wheel"``) or an id itself."""
+    """The registered id for a short name (``"mushroom"``, ``"mnist"``) or an id itself."""
     if name in ENV_IDS.values():
         return name
     if name.lower() in ENV_IDS:
@@ -68,7 +130,8 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     """Make ``num_envs`` independent copies of an env, stepped as numpy arrays.
 
     Args:
-        name: ``"mushroom"`` or ``"wheel"``, or a registered id (``"bandits/Mushroom-v0"``).
+        name: A short name of :data:`ENV_IDS` (``"mushroom"``, ``"wheel"``,
+            ``"mushroom-classes"``, ``"mnist"``) or a registered id (``"bandits/MNIST-v0"``).
         num_envs: Number of copies R.
         **kwargs: The env's keyword arguments (e.g. ``data_dir``, ``delta``).
 
@@ -81,4 +144,4 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["ENV_IDS", "SHAPES", "env_id", "make_vec"]
+__all__ = ["DATASET_OF", "ENV_IDS", "SHAPES", "env_id", "make_vec", "register_dataset"]

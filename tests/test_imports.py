@@ -58,6 +58,7 @@ FLOORS = {
     "bandits.bayes": ["agents", "envs", "bandits.buffer", "bandits.outputs", *APPLICATIONS],
     "bandits.buffer": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
     "bandits.data": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
+    "bandits.idx": ["agents", "envs", "torch", "bandits.outputs", *APPLICATIONS],
     "envs": ["agents", "bandits.bayes", "bandits.outputs", *APPLICATIONS],
     "agents": ["envs", "bandits.outputs", *APPLICATIONS],
     "bandits.mnist": ["agents", "envs", "bandits.run", "bandits.sweep", "bandits.parallel"],

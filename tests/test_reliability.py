@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from bandits import checkpoint, outputs
-from bandits.run import main
 from bandits.config import with_flags
+from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy"]

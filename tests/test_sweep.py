@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits.config import with_flags
 from bandits import run as runner
+from bandits.config import with_flags
 from bandits.sweep import main, make_points, parse_sets
 
 ROOT = Path(__file__).parents[1]

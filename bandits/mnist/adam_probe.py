@@ -25,7 +25,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch

@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -1,0 +1,128 @@
+"""Labelled data sets as bandits: rewards, streams, the checks on a loader, registration,
+and the runner on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import envs
+from bandits.run import main as run_main
+from envs import classification
+from envs.classification import ClassificationEnv, ClassificationVectorEnv
+
+N, D, K = 600, 6, 3
+
+
+def toy_loader(data_dir):
+    """Three classes, separable by the sign pattern of the first two features."""
+    rng = np.random.default_rng(123)
+    x = rng.normal(size=(N, D)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5)
+    return x, y
+
+
+@pytest.fixture(scope="module")
+def toy() -> str:
+    if "toy" not in envs.ENV_IDS:
+        assert envs.register_dataset("toy", toy_loader, D, K, "a test set") == "bandits/toy-v0"
+    return "toy"
+
+
+def test_reward_is_one_for_the_label_and_regret_one_for_any_other(toy):
+    env = ClassificationEnv(toy)
+    check_env(env, skip_render_check=True)
+    x, y = toy_loader(None)
+    obs, _ = env.reset(seed=4)
+    for t in range(50):
+        action = t % K
+        matches = np.flatnonzero((x == obs).all(axis=1))
+        assert len(matches) >= 1
+        nxt, reward, terminated, truncated, info = env.step(action)
+        row = int(info["row"])
+        assert row in matches and info["label"] == y[row] == info["optimal_action"]
+        assert reward == float(action == y[row])
+        assert info["regret"] == info["expected_regret"] == float(action != y[row])
+        np.testing.assert_array_equal(info["expected_rewards"], np.eye(K)[y[row]])
+        assert not terminated and not truncated
+        obs = nxt
+
+
+def test_vector_copy_i_is_the_single_env_with_seed_plus_i(toy):
+    venv = envs.make_vec(toy, num_envs=3)
+    assert isinstance(venv.unwrapped, ClassificationVectorEnv)
+    obs, _ = venv.reset(seed=10)
+    singles = [ClassificationEnv(toy) for _ in range(3)]
+    single_obs = [e.reset(seed=10 + i)[0] for i, e in enumerate(singles)]
+    np.testing.assert_array_equal(obs, np.stack(single_obs))
+    for t in range(1500):  # past one block of draws
+        actions = np.array([t % K, (t + 1) % K, 0])
+        obs, rewards, _, _, info = venv.step(actions)
+        for i, e in enumerate(singles):
+            o, r, _, _, inf = e.step(int(actions[i]))
+            assert r == rewards[i] and inf["row"] == info["row"][i]
+            np.testing.assert_array_equal(o, obs[i])
+
+
+def test_mushroom_classes_labels_are_edibility(mushroom_data_dir):
+    from envs.mushroom import load_mushroom
+
+    features, edible = load_mushroom(mushroom_data_dir)
+    venv = envs.make_vec("mushroom-classes", 4, data_dir=mushroom_data_dir)
+    assert venv.single_observation_space.shape == (envs.SHAPES["mushroom-classes"][0],)
+    assert venv.single_action_space.n == envs.SHAPES["mushroom-classes"][1] == 2
+    venv.reset(seed=0)
+    _, reward, _, _, info = venv.step(np.ones(4, dtype=np.int64))  # "edible" for all
+    np.testing.assert_array_equal(reward, edible[info["row"]].astype(float))
+
+
+def test_mnist_is_ten_arms_over_the_training_images(mnist_data_dir):
+    from bandits.idx import load_mnist, preprocess
+
+    data = load_mnist(mnist_data_dir)
+    venv = envs.make_vec("mnist", 2, data_dir=mnist_data_dir)
+    assert (venv.single_observation_space.shape, venv.single_action_space.n) == ((784,), 10)
+    assert envs.SHAPES["mnist"] == (784, 10)
+    obs, _ = venv.reset(seed=1)
+    _, reward, _, _, info = venv.step(np.array([3, 7]))
+    np.testing.assert_array_equal(obs, preprocess(data.train_images[info["row"]]))
+    np.testing.assert_array_equal(info["label"], data.train_labels[info["row"]])
+    np.testing.assert_array_equal(reward, (info["label"] == [3, 7]).astype(float))
+
+
+@pytest.mark.parametrize(("loader", "message"), [
+    (lambda d: (np.zeros((5, D + 1), np.float32), np.zeros(5, int)), r"features \(5, 7\)"),
+    (lambda d: (np.zeros((5, D), np.float32), np.full(5, K)), r"labels must lie in 0\.\.2"),
+    (lambda d: (np.zeros((5, D), np.float32), np.zeros(5, float)), "labels must be integers"),
+    (lambda d: (np.full((5, D), np.nan, np.float32), np.zeros(5, int)), "must be finite"),
+])
+def test_a_loader_that_breaks_its_entry_is_named(loader, message):
+    name = f"bad-{abs(hash(message)) % 10**8}"
+    envs.register_dataset(name, loader, D, K)
+    with pytest.raises(ValueError, match=f"data set '{name}': .*{message}"):
+        ClassificationEnv(name)
+
+
+def test_registration_refuses_bad_names_and_sizes(toy):
+    with pytest.raises(ValueError, match="is taken"):
+        envs.register_dataset("mushroom", toy_loader, D, K)
+    with pytest.raises(ValueError, match="lower-case letters"):
+        envs.register_dataset("Has Space", toy_loader, D, K)
+    with pytest.raises(ValueError, match="n_classes >= 2"):
+        envs.register_dataset("one-class", toy_loader, D, 1)
+    with pytest.raises(ValueError, match="unknown labelled data set 'nope'"):
+        classification.load("nope")
+
+
+def test_linucb_learns_the_mushroom_classes_well_below_uniform(mushroom_data_dir, tmp_path):
+    # Mushroom's classes are linearly separable in the one-hot features.
+    out = tmp_path / "run"
+    assert run_main(["--agent", "linucb", "uniform", "--env", "mushroom-classes",
+                     "--data-dir", str(mushroom_data_dir), "--seeds", "2", "--steps", "600",
+                     "--no-progress", "--workers", "1", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv").set_index("agent")
+    uniform = summary.loc["uniform", "cumulative_regret_mean"]
+    assert uniform > 200  # about half of 600 wrong
+    assert summary.loc["linucb", "cumulative_regret_mean"] < 0.2 * uniform
