@@ -29,6 +29,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+import envs
 from agents import population_groups
 from bandits.outputs import package_versions, write_atomic, write_json
 from bandits.processes import available_cores, ctrl_c_on, requested_workers
@@ -40,7 +41,10 @@ NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_prog
 
 def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
-    process may use; never more than the run's populations."""
+    process may use; never more than the run's populations. One for a data set registered
+    in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
+    if cfg.env not in envs.BUILT_IN:
+        return 1
     pieces = len(population_groups(cfg.agent))
     return max(1, min(requested_workers(cfg.workers, available_cores()), pieces))
 
@@ -92,7 +96,6 @@ def is_parallel_run(out: Path) -> bool:
 
 def run(cfg, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
-    import envs
     from bandits.run import UsageError, env_options, identity
 
     try:  # missing or malformed data: one line before any worker starts

@@ -111,7 +111,8 @@ class Config:
         None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
         type=str)
     env: str = setting(
-        "mushroom", "bandit environment", choices=sorted(envs.ENV_IDS))
+        "mushroom", "bandit environment",
+        choices=envs.ENV_IDS)  # the registry itself: data sets registered later count too
     wheel_delta: float = setting(
         0.95, "wheel: radius delta beyond which the high-reward arms pay "
         "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",

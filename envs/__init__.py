@@ -42,7 +42,11 @@ ENV_IDS: dict[str, str] = {
     "mushroom-classes": "bandits/MushroomClasses-v0",
     "mnist": "bandits/MNIST-v0",
 }
-"""Short name -> registered id."""
+"""Short name -> registered id (:func:`register_dataset` adds to it)."""
+
+BUILT_IN = frozenset(ENV_IDS)
+"""The short names registered on ``import envs``, known to every process (a data set
+registered by :func:`register_dataset` is known only to the process that registered it)."""
 
 SHAPES: dict[str, tuple[int, int]] = {
     "mushroom": (117, 2),
@@ -144,4 +148,4 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["DATASET_OF", "ENV_IDS", "SHAPES", "env_id", "make_vec", "register_dataset"]
+__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "env_id", "make_vec", "register_dataset"]

@@ -3,6 +3,8 @@ and the runner on them."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -126,3 +128,14 @@ def test_linucb_learns_the_mushroom_classes_well_below_uniform(mushroom_data_dir
     uniform = summary.loc["uniform", "cumulative_regret_mean"]
     assert uniform > 200  # about half of 600 wrong
     assert summary.loc["linucb", "cumulative_regret_mean"] < 0.2 * uniform
+
+
+def test_a_data_set_registered_in_this_process_runs_in_it(toy, tmp_path):
+    # --workers 2 asked for, but fresh worker processes would not know "toy": one process.
+    out = tmp_path / "toy"
+    assert run_main(["--agent", "linucb", "uniform", "--env", toy, "--seeds", "2",
+                     "--steps", "300", "--no-progress", "--workers", "2", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv").set_index("agent")
+    assert summary.loc["linucb", "cumulative_regret_mean"] < summary.loc["uniform",
+                                                                          "cumulative_regret_mean"]
+    assert "parts" not in json.loads((out / "config.json").read_text())  # not split
