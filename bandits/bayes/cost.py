@@ -238,6 +238,7 @@ def posterior_grads(g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor, rho: Ten
 # --------------------------------------------------------------------------- KL weighting
 
 KL_SCHEMES = ("uniform", "blundell", "constant")
+"""The weightings of the complexity cost across an epoch's minibatches (:func:`kl_weights`)."""
 
 
 def kl_weights(num_batches: int, scheme: str = "uniform", value: float = 1.0) -> list[float]:

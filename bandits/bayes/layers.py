@@ -46,11 +46,15 @@ from bandits.bayes.priors import (
 )
 
 MODES = ("sample", "mean", "held")
-# How a "sample"-mode forward call draws its noise: one weight sample for the whole batch
-# (reparam, the paper's), or noise per example: the local reparameterisation trick
-# (lrt, Kingma et al. 2015: the pre-activations' Gaussian sampled directly) or Flipout
-# (Wen et al. 2018: one weight perturbation decorrelated across examples by random signs).
+"""How a Bayesian layer's forward call takes its weights: a fresh sample (``sample``), the
+posterior mean (``mean``), or the sample drawn last, until ``resample()`` (``held``)."""
+
 ESTIMATORS = ("reparam", "lrt", "flipout")
+"""How a ``sample``-mode forward call draws its noise: one weight sample for the whole batch
+(``reparam``, the paper's), or noise per example: the local reparameterisation trick
+(``lrt``, Kingma et al. 2015: the pre-activations' Gaussian sampled directly) or Flipout
+(``flipout``, Wen et al. 2018: one weight perturbation decorrelated across examples by
+random signs)."""
 
 
 def sigma_to_rho(sigma: float) -> float:

@@ -85,6 +85,7 @@ class ScaleMixturePrior:
 
 
 Prior = GaussianPrior | ScaleMixturePrior
+"""Either prior: what a Bayesian layer takes as ``prior``."""
 
 
 class MixtureConsts(NamedTuple):
