@@ -4,6 +4,10 @@ and the runner on them."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -139,3 +143,23 @@ def test_a_data_set_registered_in_this_process_runs_in_it(toy, tmp_path):
     assert summary.loc["linucb", "cumulative_regret_mean"] < summary.loc["uniform",
                                                                           "cumulative_regret_mean"]
     assert "parts" not in json.loads((out / "config.json").read_text())  # not split
+
+
+def test_the_docs_example_of_a_new_data_set_runs(tmp_path):
+    # docs/datasets.md's three code blocks, on a synthetic file of the Wine data's shape.
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text()
+    loader, make, run = re.findall(r"```python\n(.*?)```", doc, re.S)
+    rng = np.random.default_rng(0)
+    y = rng.integers(1, 4, 178)
+    (tmp_path / "data" / "wine").mkdir(parents=True)
+    np.savetxt(tmp_path / "data" / "wine" / "wine.data",
+               np.column_stack([y, rng.normal(size=(178, 13)) + y[:, None]]),
+               delimiter=",", fmt=["%d"] + ["%.4f"] * 13)
+    (tmp_path / "my_datasets.py").write_text(loader)
+    run = run.replace('"--steps", "2000"', '"--steps", "200", "--no-progress"')
+    assert '"--steps", "200"' in run
+    for code in (make, run):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert "env wine" in done.stdout
