@@ -196,7 +196,7 @@ def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
 # that --workers splits.
 MNIST_WORKERS_COMMAND = ["bandits.mnist", "--prior", "mixture", "gaussian", "--seeds", "2",
                          "--hidden", "400", "--epochs", "3", "--train-size", "20000",
-                         "--no-progress", "--no-plots"]
+                         "--no-progress"]
 
 
 def mnist_workers(workers: list[int], rounds: int, extra: Sequence[str] = ()

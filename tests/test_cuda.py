@@ -101,7 +101,7 @@ def test_mnist_cli_on_cuda(tmp_path, mnist_data_dir):
     argv = ["--device", "cuda", "--data-dir", str(mnist_data_dir), "--train-size", "500",
             "--test-size", "200", "--hidden", "32",
             "--epochs", "2", "--seeds", "2", "--eval-samples", "2", "--ood-images", "50",
-            "--no-progress", "--no-plots", "--out", str(out)]
+            "--no-progress", "--out", str(out)]
     assert mnist.main(argv) == 0
     s = json.loads((out / "seed=1" / "summary.json").read_text())
     assert s["device"] == "cuda" and s["batched_models"] == 2

@@ -56,7 +56,7 @@ def test_help_states_defaults(capsys):
     text = capsys.readouterr().out
     for flag in ("--model", "--prior", "--hidden", "--epochs", "--samples", "--lr",
                  "--batch-size", "--seed", "--device", "--out", "--data-dir", "--quick",
-                 "--eval-samples", "--kl-weighting", "--bench", "--no-plots"):
+                 "--eval-samples", "--kl-weighting", "--bench", "--plots"):
         assert flag in text
     assert "(default: 0.001)" in text and "(default: 128)" in text
 
@@ -252,8 +252,10 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
             "--eval-samples", "3", "--ood-images", "100", "--out", str(out), "--no-progress"]
     assert mnist.main(argv) == 0
     for name in ("config.json", "epochs.csv", "summary.json", "pruning.csv", "pruning.md",
-                 "weights_hist.csv", "snr_hist.csv", "test_error.png", "weights.png", "snr.png"):
+                 "weights_hist.csv", "snr_hist.csv"):
         assert (out / name).is_file(), name
+    plots = ("test_error.png", "weights.png", "snr.png")
+    assert not any((out / name).exists() for name in plots)  # drawn only with --plots
     rows = reporting.read_csv(out / "epochs.csv")
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert rows[-1]["nll"] < rows[0]["nll"] and rows[-1]["train_loss"] < rows[0]["train_loss"]
@@ -265,9 +267,9 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     assert str(mnist_data_dir) not in (out / "summary.json").read_text()
     assert 0 < s["ood"]["entropy_noise"] <= math.log(10) + 1e-6
     before = (out / "snr_hist.csv").read_text()
-    (out / "snr.png").unlink()
     assert mnist.main(["--redraw", str(out)]) == 0  # from the saved model, no data needed
-    assert (out / "snr.png").is_file() and (out / "snr_hist.csv").read_text() == before
+    assert all((out / name).is_file() for name in plots)
+    assert (out / "snr_hist.csv").read_text() == before
     report = reporting.report(tmp_path)
     assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
@@ -284,11 +286,15 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
 def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
     _no_network(monkeypatch)
     base = ["--data-dir", str(mnist_data_dir), "--train-size", "300", "--test-size", "200",
-            "--hidden", "32", "--ood-images", "50", "--no-progress", "--no-plots"]
+            "--hidden", "32", "--ood-images", "50", "--no-progress", "--plots"]
     assert mnist.main([*base, "--model", "sgd", "--epochs", "1",
                        "--out", str(tmp_path / "sgd")]) == 0
     s = json.loads((tmp_path / "sgd" / "summary.json").read_text())
     assert "pruning" not in s and "test_error_sampled" not in s["final"]
+    # --plots: the model's plots (no SNR for a network without weight noise)
+    assert (tmp_path / "sgd" / "test_error.png").is_file()
+    assert (tmp_path / "sgd" / "weights.png").is_file()
+    assert not (tmp_path / "sgd" / "snr.png").exists()
     assert mnist.main([*base, "--bench", "--bench-rounds", "1", "--bench-hidden", "16,24",
                        "--bench-runs", "3", "--bench-batches", "2",
                        "--out", str(tmp_path / "b")]) == 0
@@ -309,7 +315,7 @@ def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
     argv = ["--data-dir", str(mnist_data_dir), "--train-size", "200", "--test-size", "100",
             "--hidden", "16", "--epochs", "3", "--lr", "1e-3", "--lr-schedule", "cosine",
             "--lr-min", "1e-5", "--ood-images", "20", "--eval-samples", "2", "--prune", "0,50",
-            "--no-progress", "--no-plots", "--out", str(out)]
+            "--no-progress", "--out", str(out)]
     assert mnist.main(argv) == 0
     lrs = [r["lr"] for r in reporting.read_csv(out / "epochs.csv")]
     assert lrs[0] == pytest.approx(1e-3) and lrs[0] > lrs[1] > lrs[2] > 1e-5
@@ -343,7 +349,7 @@ def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
 # ------------------------------------------------------------------ checkpoints and resume
 
 TINY_MNIST = ["--train-size", "400", "--test-size", "200", "--hidden", "32", "--batch-size", "50",
-              "--eval-samples", "2", "--ood-images", "50", "--no-progress", "--no-plots",
+              "--eval-samples", "2", "--ood-images", "50", "--no-progress",
               "--prune", "0,50"]
 
 

@@ -17,6 +17,7 @@ import torch
 
 from bandits import mnist
 from bandits.bayes import ScaleMixturePrior
+from bandits.config import UsageError
 from bandits.mnist import cli, config, train
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
@@ -173,10 +174,13 @@ def test_help_says_what_the_no_flags_do(capsys):
     assert "(default: missing files are downloaded)" in download
     progress = _help_of("--no-progress")
     assert progress.startswith("hide the progress bar") and "(default: shown)" in progress
-    plots = _help_of("--no-plots")
-    assert plots.startswith("do not draw the PNG plots") and "default: drawn" in plots
-    for flag in ("--no-download", "--no-progress", "--no-plots"):
+    for flag in ("--no-download", "--no-progress"):
         assert "(default: True)" not in _help_of(flag)
+    # the per-model plots are drawn only when asked for
+    plots = _help_of("--plots")
+    assert plots.startswith("draw each model's plots") and "(default: off)" in plots
+    with pytest.raises(UsageError):
+        cli.build_parser().parse_args(["--no-plots"])
 
 
 def test_help_states_when_checkpoints_are_written():
@@ -201,7 +205,7 @@ def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsy
         code = mnist.main(["--data-dir", str(mnist_data_dir), "--train-size", "64",
                            "--test-size", "32", "--hidden", "8", "--epochs", "1",
                            "--batch-size", "32", "--eval-samples", "1", "--ood-images", "8",
-                           "--prune", "0", "--threads", "1", "--no-progress", "--no-plots",
+                           "--prune", "0", "--threads", "1", "--no-progress",
                            "--out", str(out)])
     finally:
         torch.set_num_threads(threads)
@@ -239,7 +243,7 @@ def test_a_diverged_model_stops_with_exit_3_and_writes_no_nan(mnist_data_dir, tm
     code = mnist.main(["--data-dir", str(mnist_data_dir), "--train-size", "256",
                        "--test-size", "32", "--hidden", "8", "--epochs", "3",
                        "--batch-size", "32", "--eval-samples", "1", "--ood-images", "8",
-                       "--prune", "0", "--threads", "1", "--no-progress", "--no-plots",
+                       "--prune", "0", "--threads", "1", "--no-progress",
                        "--model", "sgd", "--optimizer", "sgd", "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert code == 3, err
@@ -291,7 +295,7 @@ def test_a_checkpoint_copied_from_another_run_is_refused(mnist_data_dir, tmp_pat
     import shutil
 
     base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
-            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress", "--no-plots",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
             "--checkpoint-every", "0"]
     a, b = tmp_path / "a", tmp_path / "b"
     assert mnist.main([*base, "--seed", "1", "--out", str(a)]) == 0
@@ -311,9 +315,9 @@ def test_lenet5_trains_resumes_and_reports(tmp_path, mnist_data_dir, estimator):
     out = tmp_path / "lenet"
     base = ["--arch", "lenet5", "--estimator", estimator, "--prior", "gaussian",
             "--seeds", "2", "--train-size", "512", "--test-size", "256", "--threads", "1",
-            "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir)]
+            "--no-progress", "--data-dir", str(mnist_data_dir)]
     assert mnist.main([*base, "--epochs", "1", "--out", str(out)]) == 0
-    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress", "--no-plots",
+    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress",
                  "--data-dir", str(mnist_data_dir)]) == 0
     models = pd.read_csv(out / "models.csv")
     assert len(models) == 2 and (models["test_error"] < 90).all()
@@ -331,9 +335,9 @@ def test_mlp_with_noise_per_image_trains_resumes_prunes_and_reports(tmp_path, mn
     base = ["--estimator", estimator, "--prior", "mixture", "--complexity", "kl",
             "--kl-weighting", "uniform", "--kl-factor", "0.001", "--lr", "3e-3",
             "--hidden", "16", "--seeds", "2", "--train-size", "512", "--test-size", "256",
-            "--threads", "1", "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir)]
+            "--threads", "1", "--no-progress", "--data-dir", str(mnist_data_dir)]
     assert mnist.main([*base, "--epochs", "1", "--out", str(out)]) == 0
-    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress", "--no-plots",
+    assert mnist.main(["--resume", str(out), "--epochs", "2", "--no-progress",
                        "--data-dir", str(mnist_data_dir)]) == 0
     models = pd.read_csv(out / "models.csv")
     assert len(models) == 2 and (models["test_error"] < 80).all()
@@ -379,7 +383,7 @@ def test_ood_report_has_shifted_inputs_and_histograms(tmp_path, mnist_data_dir):
     out = tmp_path / "o"
     assert mnist.main(["--model", "sgd", "--hidden", "16", "--epochs", "1", "--train-size",
                        "512", "--test-size", "256", "--ood-images", "64", "--threads", "1",
-                       "--no-progress", "--no-plots", "--data-dir", str(mnist_data_dir),
+                       "--no-progress", "--data-dir", str(mnist_data_dir),
                        "--out", str(out)]) == 0
     ood = json.loads((out / "summary.json").read_text())["ood"]
     for kind in ("test", "noise", "inverted", "rotated_30", "rotated_60", "rotated_90"):
@@ -401,7 +405,7 @@ def test_overwrite_removes_an_earlier_runs_model_files_so_report_counts_only_the
 
     _no_network(monkeypatch)
     base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
-            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress", "--no-plots",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
             "--ood-images", "8", "--prune", "0"]
     out = tmp_path / "exp" / "run"
     assert mnist.main([*base, "--out", str(out)]) == 0  # one model: files at the top level

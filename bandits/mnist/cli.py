@@ -45,10 +45,10 @@ PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: err
 def build_parser() -> argparse.ArgumentParser:
     """An argparse parser with one kebab-case flag per :class:`Config` field
     (:func:`bandits.config.build_parser`): a setting that is on by default (``download``,
-    ``progress``, ``plots``) becomes a ``--no-...`` flag whose help says what giving it
-    does, a grid setting takes one or more values. Only the flags given are in the parsed
-    namespace; parse errors raise :class:`bandits.config.UsageError` instead of printing
-    the usage and exiting."""
+    ``progress``) becomes a ``--no-...`` flag whose help says what giving it does, one
+    that is off by default (``plots``, ``quick``) a ``--...`` switch, a grid setting takes
+    one or more values. Only the flags given are in the parsed namespace; parse errors
+    raise :class:`bandits.config.UsageError` instead of printing the usage and exiting."""
     return build_settings_parser(
         Config, "python -m bandits.mnist",
         "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",

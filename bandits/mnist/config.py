@@ -140,8 +140,10 @@ class Config:
         True, "never download: fail with an error if a data file is missing (default: "
         "missing files are downloaded)")
     progress: bool = setting(True, "hide the progress bar of each epoch (default: shown)")
+    # off by default: a run's per-model PNGs are drawn only when asked for
     plots: bool = setting(
-        True, "do not draw the PNG plots (the CSV files are still written; default: drawn)")
+        False, "draw each model's plots (test_error.png, weights.png, snr.png) from its CSV "
+        "files, which are written either way")
     quick: bool = setting(
         False, "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)")
     bench: bool = setting(

@@ -17,8 +17,8 @@ off at test time), and writes into ``--out``:
   entropy check, the pruning table, wall time, device, command and machine;
 * ``pruning.csv`` / ``pruning.md`` (BBB): test error with the lowest-SNR
   0/50/75/95/98 % of the weights removed (the paper's Table 2);
-* ``weights_hist.csv``, ``snr_hist.csv`` and the plots ``test_error.png``
-  (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
+* ``weights_hist.csv``, ``snr_hist.csv`` and, with ``--plots``, the plots
+  ``test_error.png`` (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
 
 **Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
 paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
@@ -505,7 +505,8 @@ def _summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
                splits: dict[str, Split], history: History, train_wall: float,
                provenance: dict[str, Any]) -> dict[str, Any]:
     """Finish model ``r`` (settings ``cfg``, directory ``out``): its evaluation and files
-    (:func:`finish_model`), its ``summary.json`` with timing and provenance, its plots."""
+    (:func:`finish_model`), its ``summary.json`` with timing and provenance, and with
+    ``--plots`` its plots."""
     t_r = time.perf_counter()
     best = {"epoch": int(history.best_epoch[r]), "val_error": float(history.best_val[r])}
     summary = finish_model(clf, r, cfg, out, splits, best, history.best)
