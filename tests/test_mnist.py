@@ -273,6 +273,12 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     report = reporting.report(tmp_path)
     assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
+    # the model gathered into the report's tidy file
+    [record] = reporting.read_models(tmp_path)
+    assert record["model"] == "run" and record["settings"] == json.loads(
+        (out / "config.json").read_text())
+    assert record["best_validation"] == s["best_validation"]
+    assert record["last_epoch"] == rows[-1] and record["first_epoch"] == rows[0]
     table1 = reporting.read_csv_rows(tmp_path / "table1.csv")
     assert list(table1[0])[:2] == ["method", "run"] and {
         "prior", "kl_weighting", "hidden", "seeds", "test_error_mean", "test_error_std"

@@ -5,8 +5,8 @@ training (:func:`bandits.mnist.train.run`), resuming a run, ``--bench``, ``--rep
 
 Run ``python -m bandits.mnist --help`` for the flags, ``--quick`` for a few-minute
 check, ``--bench`` to time BBB against the plain MLP (and R batched models against R
-single ones), and ``--report DIR`` to build the tables and figures from every model
-under ``DIR``.
+single ones), and ``--report DIR`` to gather every model under ``DIR`` into
+``DIR/models.jsonl`` and build the tables (and the figures it has the files for) from it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """What the benchmark writes: CSV files, weight and SNR histograms, figures, the table of
-one command's models (``table.md``), and the tables and figures of ``--report`` over
-every model under a directory (``tables.md``, Figures 2-4)."""
+one command's models (``table.md``), and ``--report`` over every model under a
+directory: the models gathered into one tidy file (``models.jsonl``, one line per
+model), and the tables built from that file (``tables.md``, ``table1.csv``), with
+Figures 2-4 where the models' own files are there to draw them from."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import csv
 import dataclasses
 import json
 import math
+import sys
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -360,31 +363,113 @@ _NOTES = [
 ]
 
 
-def report(root: Path) -> str:
-    """Tables 1 and 2 and Figures 2-4 from every model under ``root``; returns the markdown.
+MODELS = "models.jsonl"  # the tidy file of --report: one line per model
+# the rows of a model's epochs.csv that the tables need (the cost after the first epoch,
+# the cost and the training NLL after the last), kept in its line of models.jsonl
+_EPOCH_ROWS = ("first_epoch", "last_epoch")
 
-    Models that differ only in their seed form one row: the mean +- standard deviation
-    over seeds of the test error at each model's best validation epoch. Writes
-    ``tables.md``, ``fig2_test_error.png``, ``fig3_weights.png`` and ``fig4_snr.png``.
+
+def model_record(root: Path, model_dir: Path) -> dict[str, Any]:
+    """A model's line of ``models.jsonl``: its directory (relative to ``root``), command,
+    settings (its ``config.json``, also in its ``summary.json``), every number of its
+    ``summary.json`` (errors, best-validation epoch, out-of-distribution entropies,
+    pruning rows, timing, machine) and the first and last rows of its ``epochs.csv``
+    (None for a run of no epochs): what the tables need, and nothing of the model's
+    histograms, which only the figures use."""
+    summary = json.loads((model_dir / "summary.json").read_text())
+    epochs = read_csv(model_dir / "epochs.csv") if (model_dir / "epochs.csv").is_file() else []
+    return {"model": model_dir.relative_to(root).as_posix(), "command": summary["command"],
+            "settings": summary["settings"],
+            **{k: v for k, v in summary.items() if k not in ("command", "settings")},
+            _EPOCH_ROWS[0]: epochs[0] if epochs else None,
+            _EPOCH_ROWS[1]: epochs[-1] if epochs else None}
+
+
+def read_models(root: Path) -> list[dict[str, Any]]:
+    """The lines of ``root/models.jsonl`` (none when there is no such file)."""
+    path = root / MODELS
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _run_dir(record: dict[str, Any]) -> PurePosixPath:
+    """The directory of the command that trained a model (relative to the report's
+    directory): the model's own, or for a command of several models its parent."""
+    model = PurePosixPath(record["model"])
+    return model.parent if _in_multi_model_run(record) else model
+
+
+def gather(root: Path) -> list[dict[str, Any]]:
+    """Every model under ``root`` as the lines of ``models.jsonl``, ordered by directory.
+    The models of a command whose directory is on disk come from their own files (each
+    model's ``summary.json`` and ``epochs.csv``); every other line of ``root/models.jsonl``
+    stays as it is (a shipped model whose files are not kept, or a run whose directory
+    was removed). So a new run beside the shipped ones adds its models, and a rerun into
+    a run's directory replaces that run's models."""
+    found = [model_record(root, p.parent) for p in root.rglob("summary.json")]
+    kept = [r for r in read_models(root) if not (root / _run_dir(r)).exists()]
+    return sorted(found + kept, key=lambda r: PurePosixPath(r["model"]))
+
+
+def write_models(root: Path, records: list[dict[str, Any]]) -> None:
+    """``root/models.jsonl``: one JSON object per line and model, in the order given."""
+    write_atomic(root / MODELS, "".join(json.dumps(r) + "\n" for r in records))
+
+
+def report(root: Path) -> str:
+    """Tables 1 and 2 (and Figures 2-4) of every model under ``root``; returns the markdown.
+
+    First the models: when ``root`` holds model directories (a ``summary.json`` each),
+    they are gathered into ``root/models.jsonl`` (:func:`gather`); the tables are then
+    built from ``models.jsonl`` alone, so a directory that ships only that file (and not
+    the models' own files) gives the same tables. Models that differ only in their seed
+    form one row: the mean +- standard deviation over seeds of the test error at each
+    model's best validation epoch. Writes ``tables.md`` and ``table1.csv``; the figures
+    ``fig2_test_error.png``, ``fig3_weights.png`` and ``fig4_snr.png`` are drawn from the
+    models' ``epochs.csv``, ``weights_hist.csv`` and ``snr_hist.csv`` where those are
+    under ``root`` (a figure without them is left as it is, with a one-line note).
     """
-    found = [(p.parent, json.loads(p.read_text())) for p in sorted(root.rglob("summary.json"))]
+    if any(root.rglob("summary.json")):
+        write_models(root, gather(root))
+    found = [(root / r["model"], r) for r in read_models(root)]
+    if not found:
+        raise ValueError(f"--report {root}: no models there (no summary.json under it and "
+                         f"no {MODELS})")
     rows = _groups(root, found)
     chosen = _chosen(rows)
     lines = (_table1(rows, chosen) + _prior_pairs(rows, chosen) + _commands(rows, found)
              + _ood_table(rows))
     write_csv(_table1_rows(rows, chosen), root / "table1.csv")
+    figures: list[tuple[str, list[Path], Any]] = []
     bbb = [(k, m) for k, m in rows if "pruning" in m[0][1] and "quick" not in k[0]]
     if bbb:
         best = _best_bbb(bbb)
         lines += _table2(best) + _pruning_every_row(bbb) + _cost_table(bbb)
-        _plot_fig4(best, root / "fig4_snr.png")
-    if rows:
-        _plot_test_errors(rows, chosen, root / "fig2_test_error.png")
-        # Figure 3 as the paper draws it: one histogram per method
-        shown = [(k, m) for k, m in rows if "quick" not in k[0]]
-        shown = [(k, m) for k, m in shown if k in chosen] or shown
-        _plot_weight_hists({_row_name(k, m): m[0][0] for k, m in shown},
-                           root / "fig3_weights.png")
+        curves, title = _fig4_curves(best)
+        figures.append(("fig4_snr.png", list(curves.values()),
+                        lambda path: _plot_snr(curves, path, title)))
+    # Figure 2: the first seed of each row chosen on validation (every row when none
+    # has a validation set); Figure 3 as the paper draws it: one histogram per method
+    drawn = [(k, m) for k, m in rows if k in chosen] or rows
+    figures.append(("fig2_test_error.png", [m[0][0] / "epochs.csv" for _, m in drawn],
+                    lambda path: _plot_test_errors(drawn, path)))
+    shown = [(k, m) for k, m in rows if "quick" not in k[0]]
+    shown = [(k, m) for k, m in shown if k in chosen] or shown
+    hists = {_row_name(k, m): m[0][0] for k, m in shown}
+    figures.append(("fig3_weights.png", [d / "weights_hist.csv" for d in hists.values()],
+                    lambda path: _plot_weight_hists(hists, path)))
+    missing = []  # figures whose models' files are not there (a shipped models.jsonl)
+    for name, sources, draw in sorted(figures, key=lambda f: f[0]):
+        if all(p.is_file() for p in sources):
+            draw(root / name)
+        else:
+            missing.append((name, sources[0].name))
+    if missing:
+        print("bandits.mnist: note: not drawn (no models' files to draw from; a figure "
+              "already there is left as it is): "
+              + ", ".join(f"{name} (from {source})" for name, source in missing),
+              file=sys.stderr)
     speed = root / "speed.json"
     if speed.exists():
         lines += ["", "## Speed", "", speed_markdown(json.loads(speed.read_text()))]
@@ -800,12 +885,13 @@ def _cost_table(bbb: list[Group]) -> list[str]:
              "Last / first | Training NLL, last epoch |",
              "|---|---|---|---|---:|---:|---:|---:|"]
     for key, members in bbb:
-        epochs = [read_csv(d / "epochs.csv") for d, _ in members]
-        if not all(epochs):
+        first_rows = [s.get(_EPOCH_ROWS[0]) for _, s in members]
+        last_rows = [s.get(_EPOCH_ROWS[1]) for _, s in members]
+        if not all(first_rows) or not all(last_rows):
             continue
-        first = float(np.mean([e[0]["kl"] for e in epochs]))
-        last = float(np.mean([e[-1]["kl"] for e in epochs]))
-        nll = float(np.mean([e[-1]["nll"] for e in epochs]))
+        first = float(np.mean([e["kl"] for e in first_rows]))
+        last = float(np.mean([e["kl"] for e in last_rows]))
+        nll = float(np.mean([e["nll"] for e in last_rows]))
         st = members[0][1]["settings"]
         lines.append(f"| {_kind(members[0][1])} | {_row_name(key, members)} | "
                      f"{st.get('optimizer', 'adam')} {st['lr']:g} | {_weighting_text(st)} | "
@@ -835,18 +921,18 @@ def _best_bbb(bbb: list[Group]) -> dict[tuple[str, str, int], Group]:
     return best
 
 
-def _plot_fig4(best: dict[tuple[str, str, int], Group], path: Path) -> None:
-    """Figure 4 for the paper's model: the first seed of the scale-mixture row chosen on
-    validation (the paper's Table 2 network; of the widest MLP with one), beside the
-    Gaussian row chosen on validation at that width; without a scale-mixture MLP row, the
-    BBB row with the lowest validation error."""
+def _fig4_curves(best: dict[tuple[str, str, int], Group]) -> tuple[dict[str, Path], str]:
+    """Figure 4's curves (label: ``snr_hist.csv``) and title, for the paper's model: the
+    first seed of the scale-mixture row chosen on validation (the paper's Table 2
+    network; of the widest MLP with one), beside the Gaussian row chosen on validation at
+    that width; without a scale-mixture MLP row, the BBB row with the lowest validation
+    error."""
     mlp = {key: v for key, v in best.items() if key[1] == "mlp"}
     widths = sorted({h for kind, _, h in mlp if kind == "bbb-mixture"})
     if not widths:
         k, members = min(best.values(), key=lambda t: _selection(t[1]))
-        _plot_snr({_row_name(k, members): members[0][0] / "snr_hist.csv"}, path,
-                  _row_name(k, members))
-        return
+        return ({_row_name(k, members): members[0][0] / "snr_hist.csv"},
+                _row_name(k, members))
     hidden = widths[-1]
     names = {"bbb-mixture": "scale mixture", "bbb-gaussian": "Gaussian"}
     curves = {}
@@ -854,7 +940,7 @@ def _plot_fig4(best: dict[tuple[str, str, int], Group], path: Path) -> None:
         if (kind, "mlp", hidden) in mlp:
             members = mlp[(kind, "mlp", hidden)][1]
             curves[f"{name}, seed {_seed(members[0])}"] = members[0][0] / "snr_hist.csv"
-    _plot_snr(curves, path, f"2 x {hidden}, chosen rows")
+    return curves, f"2 x {hidden}, chosen rows"
 
 
 def _network(settings: dict[str, Any]) -> str:
@@ -902,11 +988,10 @@ def _pruning_every_row(bbb: list[Group]) -> list[str]:
     return lines
 
 
-def _plot_test_errors(rows: list[Group], chosen: set[tuple[str, str]], path: Path) -> None:
-    """Figure 2: the test error against the epoch of the first seed of each row chosen
-    on validation (as the paper draws one curve per method; every row when none has a
-    validation set)."""
-    drawn = [(k, m) for k, m in rows if k in chosen] or rows
+def _plot_test_errors(drawn: list[Group], path: Path) -> None:
+    """Figure 2: the test error against the epoch of the first seed of each of the rows
+    ``drawn`` (the report draws those chosen on validation, one curve per method as in
+    the paper)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, members in drawn:

@@ -20,6 +20,9 @@ off at test time), and writes into ``--out``:
 * ``weights_hist.csv``, ``snr_hist.csv`` and, with ``--plots``, the plots
   ``test_error.png`` (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
 
+``python -m bandits.mnist --report DIR`` gathers the models under ``DIR`` into
+``DIR/models.jsonl`` and builds the tables from it (:func:`bandits.mnist.report.report`).
+
 **Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
 paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
 ``KL = log q(w) - log p(w)`` summed over all weights (a Monte Carlo estimate at

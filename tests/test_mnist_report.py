@@ -1,0 +1,156 @@
+"""``python -m bandits.mnist --report``: the models gathered into ``models.jsonl``, and the
+shipped tables rebuilt from that file alone, byte for byte."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from bandits import mnist
+from bandits.mnist import report as reporting
+from bandits.outputs import write_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "results" / "mnist"
+# the experiments whose tables --report builds (tables.md, table1.csv)
+REPORTED = ("2x400", "2x1200", "lenet5")
+TABLES = ("tables.md", "table1.csv")
+
+
+def _models_only(src: Path, to: Path) -> Path:
+    """A new directory ``to`` holding only a copy of ``src/models.jsonl`` (as a shipped
+    experiment: no model's own files)."""
+    to.mkdir(parents=True)
+    shutil.copyfile(src / reporting.MODELS, to / reporting.MODELS)
+    return to
+
+
+def _explode(root: Path) -> None:
+    """Write each line of ``root/models.jsonl`` back out as a model's own files, as a
+    training run leaves them: ``summary.json``, ``config.json``, and an ``epochs.csv``
+    holding the first and last epochs."""
+    for r in reporting.read_models(root):
+        d = root / r["model"]
+        d.mkdir(parents=True, exist_ok=True)
+        summary = {k: v for k, v in r.items()
+                   if k not in ("model", "first_epoch", "last_epoch")}
+        (d / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (d / "config.json").write_text(json.dumps(r["settings"], indent=2) + "\n")
+        if r["first_epoch"] is not None:
+            rows = [r["first_epoch"]]
+            if r["last_epoch"]["epoch"] != r["first_epoch"]["epoch"]:
+                rows.append(r["last_epoch"])
+            write_csv(rows, d / "epochs.csv")
+
+
+@pytest.mark.parametrize("name", REPORTED)
+def test_the_shipped_tables_are_rebuilt_from_models_jsonl_alone(name, tmp_path, capsys):
+    """The shipped ``models.jsonl`` alone (no model's own files) gives the shipped
+    tables byte for byte; the figures, which need the models' histograms, are left out
+    with a one-line note."""
+    out = _models_only(SHIPPED / name, tmp_path / name)
+    assert mnist.main(["--report", str(out)]) == 0
+    for table in TABLES:
+        assert (out / table).read_bytes() == (SHIPPED / name / table).read_bytes(), table
+    assert (out / reporting.MODELS).read_bytes() == (SHIPPED / name / reporting.MODELS
+                                                     ).read_bytes()
+    assert not list(out.glob("*.png"))
+    [note] = [ln for ln in capsys.readouterr().err.splitlines() if "not drawn" in ln]
+    assert "fig3_weights.png (from weights_hist.csv)" in note
+
+
+def test_gathering_the_models_files_gives_the_same_file_and_tables(tmp_path):
+    """Models' own directories (here written back from a shipped ``models.jsonl``) are
+    gathered into the same ``models.jsonl``, byte for byte, and the tables built with
+    the directories there are those built from the file alone."""
+    out = _models_only(SHIPPED / "2x1200", tmp_path / "2x1200")
+    _explode(out)
+    (out / reporting.MODELS).unlink()
+    reporting.report(out)
+    assert (out / reporting.MODELS).read_bytes() == (SHIPPED / "2x1200" / reporting.MODELS
+                                                     ).read_bytes()
+    for table in TABLES:
+        assert (out / table).read_bytes() == (SHIPPED / "2x1200" / table).read_bytes(), table
+
+
+def test_a_new_run_beside_shipped_models_adds_to_them_and_a_rerun_replaces_its_own(tmp_path):
+    """With a shipped ``models.jsonl`` and the files of some runs: a run whose directory
+    is there replaces its models' lines, a new run adds its lines, every other line
+    stays; the lines stay in the order of their directories."""
+    out = _models_only(SHIPPED / "lenet5", tmp_path / "lenet5")
+    shipped = {r["model"]: r for r in reporting.read_models(out)}
+    _explode(out)
+    for name in ("flipout", "lrt", "reparam"):  # shipped: only models.jsonl is kept
+        shutil.rmtree(out / name)
+    # a rerun of "sgd" with other numbers, and a new run "sgd-2"
+    summary = json.loads((out / "sgd" / "summary.json").read_text())
+    summary["best_validation"]["test_error_mean"] = 0.5
+    (out / "sgd" / "summary.json").write_text(json.dumps(summary))
+    shutil.copytree(out / "sgd", out / "sgd-2")
+    reporting.report(out)
+    records = reporting.read_models(out)
+    assert [r["model"] for r in records] == ["flipout", "lrt", "reparam", "sgd", "sgd-2"]
+    for r in records[:3]:
+        assert r == shipped[r["model"]]
+    assert records[3]["best_validation"]["test_error_mean"] == 0.5
+    assert {k: v for k, v in records[4].items() if k != "model"} == {
+        k: v for k, v in records[3].items() if k != "model"}
+    # the new rows are in the tables; a run gone from the disk stays in models.jsonl
+    rows = {r["run"]: r for r in reporting.read_csv_rows(out / "table1.csv")}
+    assert float(rows["sgd"]["test_error_mean"]) == 0.5 and "sgd-2" in rows
+    shutil.rmtree(out / "sgd-2")
+    reporting.report(out)
+    assert [r["model"] for r in reporting.read_models(out)][-1] == "sgd-2"
+
+
+def test_a_directory_without_models_is_one_clear_error(tmp_path, capsys):
+    assert mnist.main(["--report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no models there" in err
+
+
+def test_the_grids_shipped_table_agrees_with_its_models():
+    """The prior grid's ``settings.csv`` (written by its training command; one seed per
+    setting) holds the numbers of its models in ``models.jsonl``."""
+    grid = SHIPPED / "grid-2x400-20-epochs"
+    with open(grid / "settings.csv") as f:
+        settings = {r["setting"]: r for r in csv.DictReader(f)}
+    records = reporting.read_models(grid)
+    assert len(records) == len(settings) == 27
+    for r in records:
+        row = settings[r["model"].rsplit("__seed=", 1)[0]]
+        bv = r["best_validation"]
+        assert float(row["val_error_mean"]) == bv["val_error_mean"]
+        assert float(row["test_error_mean"]) == bv["test_error_mean"]
+        assert float(row["test_error_sampled_mean"]) == bv["test_error_sampled"]
+        assert float(row["final_test_error_mean"]) == r["final"]["test_error_mean"]
+
+
+def test_a_tiny_run_reports_the_same_from_its_files_and_from_models_jsonl(
+        mnist_data_dir, tmp_path, monkeypatch):
+    """A real run of two settings and two seeds: the tables built with the models' files
+    there (figures drawn) are those built from ``models.jsonl`` alone."""
+    def no_network(*args, **kwargs):
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    exp = tmp_path / "exp"
+    argv = ["--data-dir", str(mnist_data_dir), "--train-size", "300", "--test-size", "200",
+            "--hidden", "16", "--batch-size", "50", "--eval-samples", "2",
+            "--ood-images", "20", "--prune", "0,50", "--no-progress", "--epochs", "1",
+            "--seeds", "2", "--prior", "mixture", "gaussian", "--out", str(exp / "grid")]
+    assert mnist.main(argv) == 0
+    assert not list(exp.rglob("*.png"))  # no per-model plots without --plots
+    reporting.report(exp)
+    assert all((exp / f).is_file() for f in ("fig2_test_error.png", "fig3_weights.png",
+                                             "fig4_snr.png"))
+    alone = _models_only(exp, tmp_path / "alone")
+    reporting.report(alone)
+    for name in (*TABLES, reporting.MODELS):
+        assert (alone / name).read_bytes() == (exp / name).read_bytes(), name
+    assert len(reporting.read_models(alone)) == 4
