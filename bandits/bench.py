@@ -49,6 +49,7 @@ from bandits.outputs import (
     write_csv,
     write_json,
 )
+from bandits.processes import available_cores
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
@@ -292,8 +293,6 @@ OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_co
 def _main(p: argparse.ArgumentParser, args: argparse.Namespace,
           argv: Sequence[str] | None) -> int:
     if args.default_command or args.mnist_workers:
-        from bandits.processes import available_cores
-
         start = time.perf_counter()
         cores = list(range(1, available_cores() + 1))
         if args.mnist_workers:
@@ -312,8 +311,6 @@ def _main(p: argparse.ArgumentParser, args: argparse.Namespace,
         print(df.to_string(index=False))
         return 0
     if args.scaling:
-        from bandits.parallel import available_cores
-
         start = time.perf_counter()
         workers = list(range(1, available_cores() + 1))
         df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)

@@ -31,8 +31,18 @@ import pandas as pd
 
 import envs
 from agents import population_groups
-from bandits.outputs import package_versions, write_atomic, write_json
+from bandits.config import UsageError, refuse_with_resume
+from bandits.loop import Outcome
+from bandits.outputs import (
+    OutputDirError,
+    claim_dir,
+    package_versions,
+    write_atomic,
+    write_json,
+)
+from bandits.plot import plot_regret
 from bandits.processes import available_cores, ctrl_c_on, requested_workers
+from bandits.settings import RESUME_FLAGS, env_options, identity
 
 PARTS = "parts"
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
@@ -96,8 +106,6 @@ def is_parallel_run(out: Path) -> bool:
 
 def run(cfg, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
-    from bandits.run import UsageError, env_options, identity
-
     try:  # missing or malformed data: one line before any worker starts
         envs.make_vec(cfg.env, 1, **env_options(cfg))
     except (FileNotFoundError, ValueError) as e:
@@ -124,9 +132,6 @@ def run(cfg, out: Path, command: str):
 def resume(out: Path, changes: dict, command: str):
     """Continue a run made by :func:`run` in ``out``: every worker from its checkpoint,
     with ``changes`` (the settings that may be given beside ``--resume``)."""
-    from bandits.outputs import OutputDirError, claim_dir
-    from bandits.run import RESUME_FLAGS, UsageError, refuse_with_resume
-
     refuse_with_resume(changes, RESUME_FLAGS)
     config = json.loads((out / "config.json").read_text())
     try:
@@ -307,8 +312,6 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     write_json(config, out / "config.json")
     if (out / "metrics.csv").is_file():
         _plot(cfg, out)
-    from bandits.run import Outcome
-
     return Outcome(status, message, out)
 
 
@@ -335,8 +338,6 @@ def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
 
 def _plot(cfg, out: Path) -> None:
     """``regret.png`` from the merged ``metrics.csv``, as a single process draws it."""
-    from bandits.plot import plot_regret
-
     if not (out / "metrics.csv").read_bytes().strip():  # no worker completed a step
         return
     metrics = pd.read_csv(out / "metrics.csv")

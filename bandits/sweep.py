@@ -58,7 +58,15 @@ from typing import Any
 import pandas as pd
 
 from bandits import checkpoint
-from bandits.config import HelpFormatter, first_paragraph, forbid_repeats, to_flags
+from bandits import run as runner
+from bandits.config import (
+    HelpFormatter,
+    UsageError,
+    first_paragraph,
+    forbid_repeats,
+    given_values,
+    to_flags,
+)
 from bandits.diagnose import per_seed
 from bandits.outputs import (
     OutputDirError,
@@ -76,6 +84,7 @@ from bandits.processes import (
     pool_worker_init,
     sigint_handler,
 )
+from bandits.settings import RESUME_FLAGS, Config, config_from, identity
 
 try:
     import tomllib
@@ -102,8 +111,6 @@ class Point:
 
     def config(self, **changes: Any):
         """Its :class:`bandits.run.Config` (raises ``UsageError`` for a bad setting)."""
-        from bandits.run import config_from
-
         return config_from({**self.base, **self.settings, "out": self.out, **changes})
 
     def command(self) -> str:
@@ -114,8 +121,6 @@ class Point:
 
 
 def run_settings() -> dict[str, dataclasses.Field]:
-    from bandits.run import Config
-
     return {f.name: f for f in dataclasses.fields(Config)}
 
 
@@ -199,8 +204,6 @@ def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[
 
 def check_point(point: Point) -> str | None:
     """The one-line error of a point's settings, or ``None`` if bandits.run accepts them."""
-    from bandits.run import UsageError
-
     try:
         point.config()
     except UsageError as e:
@@ -216,8 +219,6 @@ def requested(point: Point) -> dict[str, Any]:
 def stale_reason(point: Point) -> str | None:
     """Why the run already in the point's directory is not the one asked for (settings
     or steps differ), or ``None`` when it is (or when there is none yet)."""
-    from bandits.run import RESUME_FLAGS, identity
-
     saved = _saved_config(point.out)
     if saved is None:
         return None
@@ -263,8 +264,6 @@ def point_state(point: Point) -> str:
 
 def run_point(point: Point) -> dict[str, Any]:
     """Run (or resume) one point in this process; never raises for a failed run."""
-    from bandits import run as runner
-
     # the sweep runs its points side by side: a point uses one process unless its own
     # settings say --workers
     os.environ["BANDITS_WORKERS"] = "1"
@@ -282,7 +281,7 @@ def run_point(point: Point) -> dict[str, Any]:
             Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
             outcome = runner.start(point.config(overwrite=True, no_progress=True),
                                    point.command())
-    except runner.UsageError as e:
+    except UsageError as e:
         return {"point": point.name, "status": STATUS[2], "message": str(e)}
     message = (outcome.message or "").removeprefix("error: ")
     return {"point": point.name, "status": STATUS.get(outcome.status, f"exit {outcome.status}"),
@@ -602,14 +601,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _base_from_flags(extra: list[str]) -> dict[str, Any]:
     """Base settings from ``bandits.run`` flags (``-- --agent bbb --seeds 3``)."""
-    from bandits import run as runner
-    from bandits.config import given_values
-
     if not extra:
         return {}
     try:
         given = given_values(runner.build_parser, extra)  # one parse, no defaults filled in
-    except runner.UsageError as e:
+    except UsageError as e:
         raise SweepError(str(e)) from None
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
             for k, v in given.items()}

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from bandits import diagnose
+from bandits.hooks import Probe
 from bandits.regret import RegretLog, phase_length
-from bandits.run import Probe, main
+from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy", "eps5",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -54,6 +55,9 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
 # The floors of the layout (README, "Layout"): a module imports only the floors above it.
 APPLICATIONS = ["bandits.run", "bandits.sweep", "bandits.parallel", "bandits.mnist",
                 "bandits.bench", "bandits.plot", "bandits.diagnose"]
+# The simulator's own floors: settings, then the hooks, then the loop, then the command
+# line (bandits.run) and the parallel runner.
+RUNNER = ["bandits.settings", "bandits.hooks", "bandits.loop", "bandits.parallel", "bandits.run"]
 FLOORS = {
     "bandits.bayes": ["agents", "envs", "bandits.buffer", "bandits.outputs", *APPLICATIONS],
     "bandits.buffer": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
@@ -62,6 +66,8 @@ FLOORS = {
     "envs": ["agents", "bandits.bayes", "bandits.outputs", *APPLICATIONS],
     "agents": ["envs", "bandits.outputs", *APPLICATIONS],
     "bandits.mnist": ["agents", "envs", "bandits.run", "bandits.sweep", "bandits.parallel"],
+    **{m: RUNNER[i + 1:] + ["bandits.sweep"] for i, m in enumerate(RUNNER[:3])},
+    "bandits.parallel": ["bandits.run", "bandits.sweep"],
 }
 
 
@@ -70,3 +76,28 @@ def test_each_floor_imports_only_the_floors_above_it(tmp_path):
         code = (f"import importlib, json, sys; importlib.import_module({module!r}); "
                 f"print(json.dumps([m for m in {below!r} if m in sys.modules]))")
         assert json.loads(_run(code, tmp_path)) == [], module
+
+
+# Imports inside a function, each with its reason; any other is refused (a function-level
+# import hides a dependency, and most often dodges a cycle that the floors should remove).
+LAZY = {
+    ("bandits/mnist/__init__.py", "bandits.mnist.cli"): "the command turns Ctrl-C on first",
+    ("envs/__init__.py", "envs.classification"): "import envs loads no data module",
+}
+
+
+def test_no_module_imports_the_project_inside_a_function():
+    found = set()
+    for path in sorted(p for top in ("bandits", "agents", "envs")
+                       for p in (REPO / top).rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for sub in ast.walk(node):
+                names = ([sub.module or ""] if isinstance(sub, ast.ImportFrom)
+                         else [a.name for a in sub.names] if isinstance(sub, ast.Import) else [])
+                for name in names:
+                    if name.split(".")[0] in ("bandits", "agents", "envs"):
+                        found.add((path.relative_to(REPO).as_posix(), name))
+    assert found - set(LAZY) == set()

@@ -243,17 +243,17 @@ def test_argparse_and_usage_errors_share_one_prefix(capsys):
 
 
 def test_a_second_ctrl_c_during_the_final_writes_keeps_every_output(tmp_path, monkeypatch):
-    import bandits.run as runner
+    from bandits import loop
 
     out = tmp_path / "run"
-    original = runner.write_outputs
+    original = loop.write_outputs
 
     def interrupted_writes(*a, **k):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the results are written
         time.sleep(0.05)
         return original(*a, **k)
 
-    monkeypatch.setattr(runner, "write_outputs", interrupted_writes)
+    monkeypatch.setattr(loop, "write_outputs", interrupted_writes)
     assert main([*TINY, "--steps", "4", "--out", str(out)]) == 0
     for name in ("metrics.csv", "summary.csv", "config.json", "regret.png", "regret.pdf"):
         assert (out / name).is_file(), name
@@ -381,12 +381,13 @@ def test_an_interrupt_while_starting_is_one_line_and_exit_130(tmp_path, module, 
 
 def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory(
         tmp_path, capsys, monkeypatch):
+    from bandits import loop
     from bandits import run as runner
 
     def interrupted(cfg):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "build", interrupted)
+    monkeypatch.setattr(loop, "build", interrupted)
     out = tmp_path / "out"
     assert runner.main([*TINY, "--steps", "10", "--out", str(out)]) == 130
     err = capsys.readouterr().err.strip()
