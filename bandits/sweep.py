@@ -110,7 +110,7 @@ class Point:
     base: dict[str, Any] = dataclasses.field(default_factory=dict)  # the shared settings
 
     def config(self, **changes: Any):
-        """Its :class:`bandits.run.Config` (raises ``UsageError`` for a bad setting)."""
+        """Its :class:`bandits.settings.Config` (raises ``UsageError`` for a bad setting)."""
         return config_from({**self.base, **self.settings, "out": self.out, **changes})
 
     def command(self) -> str:
