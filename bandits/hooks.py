@@ -1,4 +1,4 @@
-"""What happens around a step, outside the loop: the hooks of :func:`bandits.loop.run`.
+"""What happens around a step, outside the loop: the hooks of :func:`bandits.loop.simulate`.
 
 After every step the loop calls ``hook.after_step(populations, log, stopping)`` on each
 hook in turn: :class:`Probe` (what the reward models believe, at a few steps),
@@ -27,7 +27,7 @@ import envs
 from bandits import checkpoint
 from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
-from bandits.settings import KIND, Config, env_options, plain
+from bandits.settings import CHECKPOINT_KIND, Config, env_options, plain
 
 if TYPE_CHECKING:
     from bandits.loop import Population
@@ -174,7 +174,7 @@ class Checkpoints:
             self.save(self.state(), log.done)
 
     def save(self, state: dict[str, Any], done: int) -> None:
-        checkpoint.save(self.path, KIND, {**state, "config": plain(self.record())},
+        checkpoint.save(self.path, CHECKPOINT_KIND, {**state, "config": plain(self.record())},
                         identity=self.identity)
         self.step = done
         self.next = time.monotonic() + self.cfg.checkpoint_every

@@ -80,7 +80,7 @@ class Outcome:
     message: str | None = None
     out: Path | None = None  # where its outputs are (None if it wrote none)
 
-def run(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None
+def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None
         ) -> Outcome:
     """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
 

@@ -35,7 +35,7 @@ import pandas as pd
 
 from bandits import checkpoint, parallel
 from bandits.config import UsageError
-from bandits.loop import Outcome, run, write_outputs
+from bandits.loop import Outcome, simulate, write_outputs
 from bandits.outputs import (
     OutputDirError,
     claim_dir,
@@ -128,7 +128,7 @@ def start(cfg: Config, command: str) -> Outcome:
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
             return parallel.run(cfg, out, command)
-        return run(cfg, out, command=command)
+        return simulate(cfg, out, command=command)
     except (UsageError, KeyboardInterrupt):
         remove_if_unused(out)  # stopped before writing anything: leave no empty directory
         raise
@@ -146,7 +146,7 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
             claim_dir(out)
         except OutputDirError as e:
             raise UsageError(str(e)) from None
-        return run(cfg, out, state, command)
+        return simulate(cfg, out, state, command)
     finally:
         release_dir(out)
 
@@ -181,7 +181,7 @@ def _main(argv: list[str], command: str) -> int:
 
 __all__ = ["OUTPUTS", "PRESETS", "RESUME_FLAGS", "Config", "Outcome", "UsageError", "build_parser",
            "config_from", "given_flags", "header", "identity", "main", "parse_config",
-           "prepare_out_dir", "print_summary", "resume", "run", "start", "write_outputs"]
+           "prepare_out_dir", "print_summary", "resume", "simulate", "start", "write_outputs"]
 
 
 if __name__ == "__main__":

@@ -291,7 +291,7 @@ def memory_estimate(cfg: Config) -> float:
     return models + activations + records + buffers + metrics
 
 
-KIND = "bandits.run"  # the checkpoint kind
+CHECKPOINT_KIND = "bandits.run"  # the kind of checkpoint a run writes
 
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
@@ -320,11 +320,11 @@ def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
 
 def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     """The config of the run to resume in ``out`` (its config.json, with ``changes``:
-    --steps and the other flags of :data:`RESUME_FLAGS`) and what :func:`bandits.loop.run` needs
-    to continue it."""
+    --steps and the other flags of :data:`RESUME_FLAGS`) and what
+    :func:`bandits.loop.simulate` needs to continue it."""
     refuse_with_resume(changes, RESUME_FLAGS)
     try:  # the checkpoint must be this directory's own, and intact
-        state = checkpoint.load_own(out, KIND, identity)
+        state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
     except CheckpointError as e:
         raise UsageError(str(e)) from None
     saved = state["config"]  # config.json as it was when the checkpoint was written
