@@ -184,3 +184,12 @@ def on_nav(nav, config, files):
     for readme in sorted(_Site.readmes - in_nav):
         log.warning("%s is an experiment's page but not in the nav of mkdocs.yml", readme)
     return nav
+
+
+# The docstrings cross-reference in Sphinx's roles (:class:`X`, :func:`f`); the Markdown
+# of the API pages shows the role's name before the code, which this drops.
+_ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):(?=<code>)")
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    return _ROLE.sub("", html)
