@@ -43,11 +43,9 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +74,7 @@ from bandits.outputs import (
     release_dir,
     write_json,
 )
-from bandits.processes import (
-    ctrl_c_on,
-    interrupt_workers,
-    pool_worker_init,
-    sigint_handler,
-)
+from bandits.processes import Ended, ctrl_c_on, one_line, run_jobs
 from bandits.sweep_results import collect, column, redraw, write_results
 
 WORKER_BYTES = 400 * 2**20  # a local worker process with torch and a run loaded, about
@@ -89,48 +82,14 @@ WORKER_BYTES = 400 * 2**20  # a local worker process with torch and a run loaded
 
 def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
            task=run_point) -> None:
-    """Run ``task(point)`` for every point in a pool of ``workers`` processes; a point whose
-    worker dies or raises is submitted again (to a new pool) up to ``retries`` times."""
-    todo = {p.name: p for p in points}
-    tries = dict.fromkeys(todo, 0)
-    while todo:
-        # spawn: a fresh interpreter per worker, as a Ray worker is (no forked torch state)
-        import multiprocessing
+    """Run ``task(point)`` for every point in a pool of ``workers`` processes
+    (:func:`bandits.processes.run_jobs`); a point whose worker dies or raises runs again
+    (in a new pool) up to ``retries`` times, then is reported as failed."""
+    def ended(e: Ended) -> None:
+        progress.done(e.job, e.result if e.error is None
+                      else {"status": "failed", "message": one_line(e.error)})
 
-        ctx = multiprocessing.get_context("spawn")
-        stop = ctx.Event()
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=pool_worker_init,
-                                 initargs=(os.getpid(), stop)) as ex:
-            futures = {ex.submit(task, p): p for p in todo.values()}
-            progress.running(min(workers, len(futures)))
-            pending = set(futures)
-            try:
-                _gather(futures, pending, tries, retries, todo, workers, progress)
-            except KeyboardInterrupt:  # pass it on once: each run stops at a checkpoint
-                interrupt_workers(ex, stop)  # and the points the pool has queued never start
-                # the workers stop at once; a second Ctrl-C must not leave them running
-                with sigint_handler(signal.SIG_IGN):
-                    ex.shutdown(wait=True, cancel_futures=True)
-                raise
-
-def _gather(futures: dict, pending: set, tries: dict, retries: int, todo: dict, workers: int,
-            progress: _Progress) -> None:
-    """Record the pool's results as they come; a failed point stays in ``todo`` to retry."""
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for f in finished:
-            p = futures[f]
-            try:
-                result = f.result()
-            except Exception as e:  # its worker died (BrokenProcessPool) or it raised
-                tries[p.name] += 1
-                if tries[p.name] > retries:
-                    progress.done(p, {"status": "failed", "message": _one_line(e)})
-                    todo.pop(p.name)
-                continue
-            progress.done(p, result)
-            todo.pop(p.name)
-        progress.running(min(workers, len(pending)))
+    run_jobs(task, points, workers, retries, on_end=ended, on_running=progress.running)
 
 def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gpus: float,
          retries: int, progress: _Progress) -> None:
@@ -152,13 +111,9 @@ def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gp
         try:
             result = ray.get(ready[0])
         except Exception as e:  # retries exhausted
-            result = {"status": "failed", "message": _one_line(e)}
+            result = {"status": "failed", "message": one_line(e)}
         progress.done(p, result)
         progress.running(min(len(pending), workers))
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[-1] if text else ''}"
 
 class _Progress:
     """Points done / running / failed, with an ETA (tqdm)."""
