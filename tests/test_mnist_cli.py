@@ -73,14 +73,14 @@ def test_zero_epochs_refused(capsys):
     (["--init-rho", "-1000"], "--init-rho"),
     (["--checkpoint-every", "-1"], "--checkpoint-every"),
     (["--checkpoint-every", "nan"], "--checkpoint-every"),
-    (["--bench-rounds", "0"], "--bench-rounds"),
-    (["--bench-runs", "0"], "--bench-runs"),
-    (["--bench-batches", "-1"], "--bench-batches"),
+    (["bench", "--bench-rounds", "0"], "--bench-rounds"),
+    (["bench", "--bench-runs", "0"], "--bench-runs"),
+    (["bench", "--bench-batches", "-1"], "--bench-batches"),
     (["--neg-log-sigma1", "-800"], "--neg-log-sigma1"),
     (["--neg-log-sigma2", "1000"], "--neg-log-sigma2"),
     (["--prune", "0,x"], "--prune"),
     (["--prune", "150"], "--prune"),
-    (["--bench-hidden", "0,16"], "--bench-hidden"),
+    (["bench", "--bench-hidden", "0,16"], "--bench-hidden"),
 ])
 def test_numeric_settings_out_of_range_refused(argv, flag, capsys):
     assert mnist.main([*argv, "--no-progress"]) == 2
@@ -102,7 +102,7 @@ def test_absurd_sizes_refused_before_allocating(capsys, monkeypatch):
     have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert "--hidden 100000000" in line and "needs about" in line and "PiB" in line
     assert f"{config._bytes_text(have)} of memory" in line
-    assert mnist.main(["--bench", "--bench-hidden", "400,100000000"]) == 2
+    assert mnist.main(["bench", "--bench-hidden", "400,100000000"]) == 2
     assert "--bench-hidden 100000000" in _one_error_line(capsys)
 
 
@@ -166,7 +166,7 @@ def _help_of(flag: str) -> str:
 
 def test_help_says_what_the_no_flags_do(capsys):
     with pytest.raises(SystemExit) as e:
-        mnist.main(["--help"])
+        mnist.main(["train", "--help"])
     assert e.value.code == 0
     assert "--no-download" in capsys.readouterr().out
     download = _help_of("--no-download")
@@ -192,6 +192,66 @@ def test_help_states_when_checkpoints_are_written():
     assert "written after every epoch" not in resume
     assert "every epoch" not in cli.build_parser().format_help().replace(
         "(0: after every epoch)", "")
+
+
+def _flags(command: str, capsys) -> set[str]:
+    """The flags ``python -m bandits.mnist COMMAND --help`` lists."""
+    with pytest.raises(SystemExit) as e:
+        mnist.main([command, "--help"])
+    assert e.value.code == 0
+    return set(re.findall(r"^  (?:-h, )?(--[a-z0-9-]+)", capsys.readouterr().out, re.M))
+
+
+def test_each_command_lists_only_its_own_settings(capsys):
+    assert mnist.main(["--help"]) == 0
+    top = capsys.readouterr().out
+    for command in ("train", "report", "redraw", "bench", "adam-probe"):
+        assert f"  {command} " in top
+    train = _flags("train", capsys)
+    bench = _flags("bench", capsys)
+    probe = _flags("adam-probe", capsys)
+    report = _flags("report", capsys)
+    assert {"--epochs", "--seeds", "--resume", "--quick", "--workers"} <= train
+    assert not {"--bench", "--bench-hidden", "--adam-probe", "--report", "--redraw"} & train
+    assert {"--bench-hidden", "--bench-runs", "--bench-rounds", "--bench-batches",
+            "--prior", "--lr", "--compile"} <= bench
+    assert not {"--epochs", "--seeds", "--hidden", "--model", "--resume", "--prune"} & bench
+    assert {"--prior", "--kl-weighting", "--kl-factor", "--epochs", "--hidden"} <= probe
+    assert not {"--seeds", "--model", "--optimizer", "--estimator", "--bench-hidden",
+                "--kl-factor-final", "--resume"} & probe
+    assert report == {"--help"}
+
+
+@pytest.mark.parametrize("argv, command, args", [
+    (["--report", "DIR"], "report", ["DIR"]),
+    (["--report=DIR"], "report", ["DIR"]),
+    (["--redraw", "DIR"], "redraw", ["DIR"]),
+    (["--bench", "--bench-hidden", "16"], "bench", ["--bench-hidden", "16"]),
+    (["--prior", "gaussian", "--adam-probe", "--epochs", "2"], "adam-probe",
+     ["--prior", "gaussian", "--epochs", "2"]),
+])
+def test_the_older_flag_forms_name_their_command(argv, command, args):
+    got, rest, note = cli.split_command(argv)
+    assert (got, rest) == (command, args)
+    assert note.startswith("bandits.mnist: note: ") and "\n" not in note
+    assert f"python -m bandits.mnist {command}" in note
+
+
+def test_flags_without_a_command_train_silently():
+    assert cli.split_command(["--epochs", "2"]) == ("train", ["--epochs", "2"], None)
+    assert cli.split_command(["train", "--epochs", "2"]) == ("train", ["--epochs", "2"], None)
+    assert cli.split_command(["--bench-hidden", "16"])[0] == "train"  # not --bench
+
+
+def test_an_older_form_still_runs_with_a_one_line_note(tmp_path, capsys):
+    assert mnist.main(["--report", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "python -m bandits.mnist report DIR" in err[0]
+    assert err[1].startswith(PREFIX) and "no such directory" in err[1]
+    assert mnist.main(["--bench", "--bench-hidden", "0,16"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "python -m bandits.mnist bench" in err[0]
+    assert "--bench-hidden must be" in err[1]
 
 
 # --------------------------------------------------------------------------- 4. printed lines
@@ -254,8 +314,8 @@ def test_a_diverged_model_stops_with_exit_3_and_writes_no_nan(mnist_data_dir, tm
 # --------------------------------------------------------------------------- 5. missing data
 
 
-@pytest.mark.parametrize("extra", [[], ["--bench"]])
-def test_missing_data_leaves_no_directory(tmp_path, monkeypatch, capsys, extra):
+@pytest.mark.parametrize("command", [["train"], ["bench"]])
+def test_missing_data_leaves_no_directory(tmp_path, monkeypatch, capsys, command):
     _no_network(monkeypatch)
     monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
     empty = tmp_path / "empty"
@@ -263,8 +323,7 @@ def test_missing_data_leaves_no_directory(tmp_path, monkeypatch, capsys, extra):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    base = ["--data-dir", str(empty), "--no-download", "--epochs", "1", "--hidden", "8",
-            "--no-progress", *extra]
+    base = [*command, "--data-dir", str(empty), "--no-download", "--no-progress"]
     # an explicit --out
     out = tmp_path / "out" / "run"
     assert mnist.main([*base, "--out", str(out)]) == 2
@@ -278,8 +337,8 @@ def test_missing_data_leaves_no_directory(tmp_path, monkeypatch, capsys, extra):
 
 
 def test_other_errors_use_the_same_prefix(tmp_path, capsys):
-    assert mnist.main(["--report", str(tmp_path / "nowhere")]) == 2
-    assert "--report" in _one_error_line(capsys)
+    assert mnist.main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "report " in _one_error_line(capsys)
     if not torch.cuda.is_available():
         assert mnist.main(["--device", "cuda", "--no-progress"]) == 2
         assert "--device cuda" in _one_error_line(capsys)
@@ -370,7 +429,7 @@ def test_the_autograd_mlp_starts_from_the_fused_trainers_weights():
     (["--arch", "lenet5", "--model", "dropout"], "--arch lenet5 trains --model bbb or sgd"),
     (["--estimator", "flipout", "--model", "sgd"], "use it with --model bbb"),
     (["--estimator", "lrt", "--compile"], "--compile fuses the MLP's 'reparam' step"),
-    (["--estimator", "lrt", "--adam-probe"], "--adam-probe needs"),
+    (["adam-probe", "--estimator", "lrt"], "unrecognized arguments: --estimator"),
     (["--arch", "resnet"], "--arch must be one of"),
 ])
 def test_lenet5_bad_settings_are_one_line(args, message, capsys):

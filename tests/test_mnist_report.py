@@ -54,7 +54,7 @@ def test_the_shipped_tables_are_rebuilt_from_models_jsonl_alone(name, tmp_path, 
     tables byte for byte; the figures, which need the models' histograms, are left out
     with a one-line note."""
     out = _models_only(SHIPPED / name, tmp_path / name)
-    assert mnist.main(["--report", str(out)]) == 0
+    assert mnist.main(["report", str(out)]) == 0
     for table in TABLES:
         assert (out / table).read_bytes() == (SHIPPED / name / table).read_bytes(), table
     assert (out / reporting.MODELS).read_bytes() == (SHIPPED / name / reporting.MODELS
@@ -109,7 +109,7 @@ def test_a_new_run_beside_shipped_models_adds_to_them_and_a_rerun_replaces_its_o
 
 
 def test_a_directory_without_models_is_one_clear_error(tmp_path, capsys):
-    assert mnist.main(["--report", str(tmp_path)]) == 2
+    assert mnist.main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no models there" in err
 

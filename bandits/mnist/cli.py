@@ -1,17 +1,20 @@
-"""The command line ``python -m bandits.mnist``: flags into a :class:`Config`, then
-training (:func:`bandits.mnist.train.run`), resuming a run, ``--bench``, ``--report`` or
-``--redraw``. Bad flags or settings, missing data and unwritable files end in one line
-``bandits.mnist: error: ...`` and exit status 2; Ctrl-C in one line and status 130.
+"""The command line ``python -m bandits.mnist COMMAND``: ``train`` (the default: flags
+without a command train), ``report DIR``, ``redraw DIR``, ``bench`` and ``adam-probe``,
+each with its own settings (``python -m bandits.mnist COMMAND --help``). Bad flags or
+settings, missing data and unwritable files end in one line ``bandits.mnist: error: ...``
+and exit status 2; Ctrl-C in one line and status 130.
 
-Run ``python -m bandits.mnist --help`` for the flags, ``--quick`` for a few-minute
-check, ``--bench`` to time BBB against the plain MLP (and R batched models against R
-single ones), and ``--report DIR`` to gather every model under ``DIR`` into
-``DIR/models.jsonl`` and build the tables (and the figures it has the files for) from it.
+``train --quick`` is a few-minute check, ``bench`` times BBB against the plain MLP (and
+R batched models against R single ones), and ``report DIR`` gathers every model under
+``DIR`` into ``DIR/models.jsonl`` and builds the tables (and the figures it has the
+files for) from it. The older flag forms ``--report DIR``, ``--redraw DIR``, ``--bench``
+and ``--adam-probe`` still work, with a one-line note naming the command.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -21,10 +24,17 @@ from typing import Any
 import torch
 
 from bandits import checkpoint
-from bandits.config import UsageError, refuse_with_resume
+from bandits.config import Parser, UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.adam_probe import probe
-from bandits.mnist.config import QUICK, Config, unreachable_spikes
+from bandits.mnist.config import (
+    BENCH_SETTINGS,
+    PROBE_SETTINGS,
+    QUICK,
+    BenchConfig,
+    Config,
+    unreachable_spikes,
+)
 from bandits.mnist.report import redraw, report
 from bandits.mnist.speed import bench
 from bandits.mnist.train import (
@@ -42,28 +52,122 @@ from bandits.processes import ctrl_c_on
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
 
+# the commands, each with the line that describes it in the help
+COMMANDS = {
+    "train": "train and evaluate models: every combination of the grid settings, times "
+             "--seeds seeds (the default: flags without a command train)",
+    "report": "gather every model under DIR into DIR/models.jsonl and build the tables "
+              "(tables.md, table1.csv) and the figures it has the files for",
+    "redraw": "rewrite a model directory's histograms and plots from its saved model",
+    "bench": "time epochs of BBB and the plain MLP, interleaved, and R models batched "
+             "against R single ones; writes speed.csv and speed.json",
+    "adam-probe": "train each setting (one seed) and record, per epoch, Adam's per-weight "
+                  "step scale sqrt(v) against the data's gradient (adam_probe.csv)",
+}
+# the older forms: a flag that chose the command
+OLD_FLAGS = {"--report": "report", "--redraw": "redraw", "--bench": "bench",
+             "--adam-probe": "adam-probe"}
+DESCRIPTION = "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2)."
+
+
+def _parser_of(cls: type, names: Sequence[str] | None, command: str
+               ) -> argparse.ArgumentParser:
+    """The parser of ``command``: one kebab-case flag per field of ``cls`` (only those in
+    ``names``, if given) by :func:`bandits.config.build_parser`: a setting that is on by
+    default (``download``, ``progress``) becomes a ``--no-...`` flag whose help says what
+    giving it does, one that is off by default (``plots``, ``quick``) a ``--...`` switch,
+    a grid setting takes one or more values. Only the flags given are in the parsed
+    namespace; parse errors raise :class:`bandits.config.UsageError`."""
+    if names is not None:
+        cls = dataclasses.make_dataclass(cls.__name__, [
+            (f.name, f.type, dataclasses.field(default=f.default,
+                                               default_factory=f.default_factory,
+                                               metadata=f.metadata))
+            for f in dataclasses.fields(cls) if f.name in names])
+    return build_settings_parser(cls, f"python -m bandits.mnist {command}",
+                                 f"{COMMANDS[command]}. {DESCRIPTION}",
+                                 argument_default=argparse.SUPPRESS)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """An argparse parser with one kebab-case flag per :class:`Config` field
-    (:func:`bandits.config.build_parser`): a setting that is on by default (``download``,
-    ``progress``) becomes a ``--no-...`` flag whose help says what giving it does, one
-    that is off by default (``plots``, ``quick``) a ``--...`` switch, a grid setting takes
-    one or more values. Only the flags given are in the parsed namespace; parse errors
-    raise :class:`bandits.config.UsageError` instead of printing the usage and exiting."""
-    return build_settings_parser(
-        Config, "python -m bandits.mnist",
-        "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Tables 1-2).",
-        argument_default=argparse.SUPPRESS)
+    """The parser of ``train``: a flag per :class:`Config` field."""
+    return _parser_of(Config, None, "train")
+
+
+def _settings(cls: type, given: dict[str, Any], preset: dict[str, Any] | None = None) -> Any:
+    """``cls`` from the flags ``given`` (a grid setting's one value as itself) over
+    ``preset``, checked."""
+    values = dict(preset or {})
+    values.update({k: v[0] if isinstance(v, list) and len(v) == 1 else v
+                   for k, v in given.items()})
+    cfg = cls(**values)
+    cfg.validate()
+    return cfg
 
 
 def parse_config(argv: Sequence[str] | None = None) -> Config:
-    """Parse flags into a :class:`Config`; ``--quick`` fills in what was not given."""
+    """Parse ``train``'s flags into a :class:`Config`; ``--quick`` fills in what was not
+    given."""
     given = vars(build_parser().parse_args(argv))
-    values: dict[str, Any] = dict(QUICK) if given.get("quick") else {}
-    values.update({k: v[0] if isinstance(v, list) and len(v) == 1 else v
-                   for k, v in given.items()})
-    cfg = Config(**values)
-    cfg.validate()
-    return cfg
+    return _settings(Config, given, QUICK if given.get("quick") else None)
+
+
+def parse_bench(argv: Sequence[str]) -> BenchConfig:
+    """Parse ``bench``'s flags (:data:`~bandits.mnist.config.BENCH_SETTINGS`)."""
+    return _settings(BenchConfig,
+                     vars(_parser_of(BenchConfig, BENCH_SETTINGS, "bench").parse_args(argv)))
+
+
+def parse_probe(argv: Sequence[str]) -> Config:
+    """Parse ``adam-probe``'s flags (:data:`~bandits.mnist.config.PROBE_SETTINGS`)."""
+    return _settings(Config,
+                     vars(_parser_of(Config, PROBE_SETTINGS, "adam-probe").parse_args(argv)))
+
+
+def _directory_parser(command: str) -> argparse.ArgumentParser:
+    """The parser of ``report`` and ``redraw``: one directory."""
+    p = Parser(prog=f"python -m bandits.mnist {command}",
+               description=f"{COMMANDS[command]}. {DESCRIPTION}")
+    p.add_argument("dir", help="the directory")
+    return p
+
+
+def split_command(argv: Sequence[str]) -> tuple[str, list[str], str | None]:
+    """The command of ``argv``, its arguments, and for an older flag form (``--report
+    DIR``, ``--redraw DIR``, ``--bench``, ``--adam-probe``) a note naming the command.
+    Flags without a command are ``train``'s."""
+    argv = list(argv)
+    if argv and argv[0] in COMMANDS:
+        return argv[0], argv[1:], None
+    for i, a in enumerate(argv):
+        name, eq, value = a.partition("=")
+        if name not in OLD_FLAGS:
+            continue
+        command, rest = OLD_FLAGS[name], argv[:i] + argv[i + 1:]
+        usage = command
+        if command in ("report", "redraw"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise UsageError(f"argument {name}: expected one argument (see --help)")
+                value, rest = argv[i + 1], argv[:i] + argv[i + 2:]
+            rest = [value, *rest]
+            usage += " DIR"
+        else:
+            usage += " [its flags]"
+        return command, rest, (f"{PROG}: note: {name} is the older form of the command "
+                               f"'python -m bandits.mnist {usage}'")
+    return "train", argv, None
+
+
+def help_text() -> str:
+    """``python -m bandits.mnist --help``: the commands."""
+    width = max(map(len, COMMANDS)) + 2
+    lines = ["usage: python -m bandits.mnist [COMMAND] [flags]", "", DESCRIPTION, "",
+             "commands:"]
+    lines += [f"  {name:<{width}}{text}" for name, text in COMMANDS.items()]
+    lines += ["", "python -m bandits.mnist COMMAND --help lists a command's flags; flags "
+              "without a command are train's."]
+    return "\n".join(lines)
 
 
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
@@ -163,36 +267,42 @@ def _error(message: str) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        print(help_text())
+        return 0
+    command, args, note = split_command(argv)
+    if note is not None:
+        print(note, file=sys.stderr)
+    if command in ("report", "redraw"):
+        where = Path(_directory_parser(command).parse_args(args).dir)
+        if not where.is_dir():
+            raise ValueError(f"{command} {where}: no such directory")
+        if command == "report":
+            print(report(where))
+        else:
+            redraw(where)
+        print(f"outputs in {where}")
+        return 0
     resume = None
-    if "resume" in vars(build_parser().parse_args(argv)):
-        cfg, resume = resume_config(argv)
+    if command == "bench":
+        cfg = parse_bench(args)
+    elif command == "adam-probe":
+        cfg = parse_probe(args)
+    elif "resume" in vars(build_parser().parse_args(args)):
+        cfg, resume = resume_config(args)
     else:
-        cfg = parse_config(argv)
+        cfg = parse_config(args)
     n_threads = threads(cfg)
     if n_threads > 0:
         torch.set_num_threads(n_threads)
-    if cfg.redraw is not None:
-        redraw(Path(cfg.redraw))
-        print(f"outputs in {cfg.redraw}")
-        return 0
-    if cfg.report is not None:
-        if not Path(cfg.report).is_dir():
-            raise ValueError(f"--report {cfg.report}: no such directory")
-        print(report(Path(cfg.report)))
-        print(f"outputs in {cfg.report}")
-        return 0
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available to this torch "
                          f"{torch.__version__}; use --device cpu")
     default = " (torch's default)" if not n_threads else ""
     print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
           flush=True)
-    if cfg.adam_probe:
-        probe(cfg, argv)
-        print(f"outputs in {cfg.out}")
-        return 0
-    if cfg.bench:
-        bench(cfg, argv)
+    if command in ("bench", "adam-probe"):
+        (bench if command == "bench" else probe)(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0
     if resume is None:

@@ -1,6 +1,7 @@
-"""The settings of a benchmark command: :class:`Config` (one field per flag), their
-checks, and the models a command trains (every combination of the grid settings,
-times ``--seeds`` seeds)."""
+"""The settings of the benchmark's commands: :class:`Config` (``train``: one field per
+flag), :class:`BenchConfig` (``bench``), the settings ``bench`` and ``adam-probe`` take
+(:data:`BENCH_SETTINGS`, :data:`PROBE_SETTINGS`), their checks, and the models a command
+trains (every combination of the grid settings, times ``--seeds`` seeds)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.mnist.classifiers import IN_FEATURES, KINDS, OPTIMIZERS, n_parameters
 from bandits.outputs import machine_memory
 
-MODELS = KINDS
 ARCHS = ("mlp", "lenet5")
 PRIORS = ("mixture", "gaussian")
 
@@ -37,11 +37,11 @@ NEG_LOG_SIGMA = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
 
 @dataclass
 class Config:
-    """Settings of one benchmark run; every field is a kebab-case flag. A grid setting
+    """Settings of one training command; every field is a kebab-case flag. A grid setting
     may take several values in one run (BBB): every combination is trained, each with
     --seeds seeds as one batched model."""
 
-    model: str = setting("bbb", f"one of {MODELS}")
+    model: str = setting("bbb", f"one of {KINDS}")
     arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
                                "paper's) or 'lenet5' (LeNet-5: two convolutions, 120, 84; "
                                "--model bbb or sgd)")
@@ -146,26 +146,6 @@ class Config:
         "files, which are written either way")
     quick: bool = setting(
         False, "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)")
-    bench: bool = setting(
-        False, "time epochs of BBB and the plain MLP, interleaved; writes speed.csv/json")
-    adam_probe: bool = setting(
-        False, "train each setting (one seed) for --epochs and record, per epoch, Adam's "
-        "per-weight step scale sqrt(v) against the data's gradient (adam_probe.csv in --out, "
-        "default: a new directory under runs/)")
-    bench_rounds: int = setting(
-        3, "interleaved epochs per model (--bench)", range=(1, 100_000))
-    bench_hidden: str = setting("400,1200", "hidden sizes timed by --bench")
-    bench_runs: int = setting(
-        8, "models batched together in --bench's batched timing", range=(1, 100_000))
-    bench_batches: int = setting(
-        0, "--bench times this many minibatches per epoch, scaled to the epoch (0: all)",
-        range=(0, MAX_INT))
-    report: str | None = setting(
-        None, "build tables and figures from the runs under this directory, then exit",
-        type=str)
-    redraw: str | None = setting(
-        None, "rewrite a run directory's histograms and plots from its saved model, then exit",
-        type=str)
     checkpoint_every: float = setting(
         300.0, "write a checkpoint after an epoch once this many seconds have passed since "
         "the last one (0: after every epoch); always after the last epoch",
@@ -194,7 +174,7 @@ class Config:
                              f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
         priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
         checks = [
-            (self.model in MODELS, f"--model must be one of {MODELS}, got {self.model!r}"),
+            (self.model in KINDS, f"--model must be one of {KINDS}, got {self.model!r}"),
             (set(priors) <= set(PRIORS), f"--prior must be one of {PRIORS}, got {priors}"),
             (self.complexity in ("mc", "kl"),
              f"--complexity must be 'mc' or 'kl', got {self.complexity!r}"),
@@ -215,15 +195,10 @@ class Config:
             (not self.compile or (self.arch == "mlp" and self.estimator == "reparam"),
              "--compile fuses the MLP's 'reparam' step: leave it out with --arch lenet5 "
              "or --estimator lrt/flipout"),
-            (not self.adam_probe or (self.model == "bbb" and self.optimizer == "adam"
-                                     and self.arch == "mlp" and self.estimator == "reparam"),
-             "--adam-probe needs --model bbb --optimizer adam --arch mlp --estimator reparam"),
-            (self.arch == "mlp" or not self.bench,
-             "--bench times the MLP; leave out --arch lenet5"),
-            (self.kl_factor_final is None or (self.model == "bbb" and not self.adam_probe
+            (self.kl_factor_final is None or (self.model == "bbb"
                                               and min(grid_values(self, "kl_factor")) > 0),
-             "--kl-factor-final schedules BBB's training: use it with --model bbb, a "
-             "--kl-factor above 0 (the schedule is geometric) and without --adam-probe"),
+             "--kl-factor-final schedules BBB's training: use it with --model bbb and a "
+             "--kl-factor above 0 (the schedule is geometric)"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -232,22 +207,45 @@ class Config:
         if self.seed + self.seeds - 1 > MAX_SEED:
             raise ValueError(f"--seed + --seeds - 1 must be at most {MAX_SEED}, got "
                              f"{self.seed + self.seeds - 1}")
-        for name, lo, hi in (("prune", 0.0, 100.0), ("bench_hidden", 1, MAX_INT)):
-            text = getattr(self, name)
-            try:
-                values = [float(v) if name == "prune" else int(v)
-                          for v in text.split(",") if v.strip()]
-            except ValueError:
-                values = None
-            if not values or any(not lo <= v <= hi for v in values):
-                kind = "percentages from 0 to 100" if name == "prune" else "positive integers"
-                raise ValueError(f"{flag(name)} must be a comma-separated list of {kind}, got "
-                                 f"{text!r}")
+        _check_list(self, "prune", float, 0.0, 100.0, "percentages from 0 to 100")
         check_memory(self)
 
     def prune_fractions(self) -> list[float]:
         """``--prune`` as fractions in [0, 1]."""
         return [float(p) / 100.0 for p in self.prune.split(",") if p.strip()]
+
+
+def _check_list(cfg: Config, name: str, kind: type, lo: float, hi: float, what: str) -> None:
+    """Raise ValueError unless the setting ``name`` is a comma-separated list of numbers
+    of type ``kind`` in ``[lo, hi]`` (``what`` names them in the message)."""
+    text = getattr(cfg, name)
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values or any(not lo <= v <= hi for v in values):
+        raise ValueError(f"{flag(name)} must be a comma-separated list of {what}, got {text!r}")
+
+
+@dataclass
+class BenchConfig(Config):
+    """Settings of ``bench``: the model's settings (one value each) and the timing's."""
+
+    bench_rounds: int = setting(3, "interleaved epochs per model", range=(1, 100_000))
+    bench_hidden: str = setting("400,1200", "hidden sizes timed")
+    bench_runs: int = setting(
+        8, "models batched together in the batched timing", range=(1, 100_000))
+    bench_batches: int = setting(
+        0, "time this many minibatches per epoch, scaled to the epoch (0: all)",
+        range=(0, MAX_INT))
+
+    def validate(self) -> None:
+        """:meth:`Config.validate`, and one value per grid setting and positive sizes."""
+        for name in GRID_FIELDS:
+            if len(grid_values(self, name)) > 1:
+                raise ValueError(f"bench times one setting: give {flag(name)} one value")
+        _check_list(self, "bench_hidden", int, 1, MAX_INT, "positive integers")
+        super().validate()
 
     def bench_sizes(self) -> list[int]:
         """``--bench-hidden`` as a list of hidden sizes."""
@@ -256,6 +254,18 @@ class Config:
 
 # The settings that may take several values in one run (BBB), in field order.
 GRID_FIELDS = tuple(f.name for f in dataclasses.fields(Config) if "grid" in f.metadata)
+
+# The settings each command other than ``train`` (which takes every field of Config)
+# shows and takes; the others keep their defaults. ``bench`` times BBB (and the plain
+# MLP) at each --bench-hidden, ``adam-probe`` trains BBB under Adam, one seed per setting.
+_DATA_AND_RUN = ("train_size", "test_size", "seed", "device", "threads", "out", "overwrite",
+                 "data_dir", "download", "progress")
+_PRIOR = ("prior", "pi", "neg_log_sigma1", "neg_log_sigma2", "neg_log_prior_sigma")
+BENCH_SETTINGS = (*_PRIOR, "init_rho", "complexity", "kl_weighting", "layers", "samples",
+                  "lr", "batch_size", "compile", *_DATA_AND_RUN, "bench_rounds",
+                  "bench_hidden", "bench_runs", "bench_batches")
+PROBE_SETTINGS = (*_PRIOR, "init_rho", "complexity", "kl_weighting", "kl_factor", "hidden",
+                  "layers", "epochs", "samples", "lr", "batch_size", *_DATA_AND_RUN)
 
 
 # --------------------------------------------------------------------------- the models
@@ -404,7 +414,8 @@ def memory_estimate(cfg: Config) -> tuple[int, int, int]:
     one model x the models trained together x 4 (mu and rho, or weights and gradients, and
     Adam's two moments), plus the out-of-distribution noise images. Returns
     ``(bytes, models, largest hidden size)``."""
-    if cfg.bench:
+    bench = isinstance(cfg, BenchConfig)
+    if bench:
         hidden = max(cfg.bench_sizes())
         models = cfg.bench_runs + 5
     else:
@@ -418,6 +429,7 @@ def memory_estimate(cfg: Config) -> tuple[int, int, int]:
 def check_memory(cfg: Config) -> None:
     """Raise ValueError when the settings would need more memory than the machine has."""
     need, models, hidden = memory_estimate(cfg)
+    bench = isinstance(cfg, BenchConfig)
     have = machine_memory(cfg.device)
     images = cfg.ood_images * IN_FEATURES * 12
     if have and need > have and images > need / 2:  # the noise images are most of it
@@ -428,7 +440,7 @@ def check_memory(cfg: Config) -> None:
     if have and need > have:
         what = "GPU" if cfg.device == "cuda" else "machine"
         raise ValueError(
-            f"{flag('bench_hidden' if cfg.bench else 'hidden')} {hidden} with --layers "
+            f"{flag('bench_hidden' if bench else 'hidden')} {hidden} with --layers "
             f"{cfg.layers} and {models} model(s) needs about {_bytes_text(need)} (parameters x "
             f"models x 4 for mu, rho and Adam's moments), more than this {what}'s "
             f"{_bytes_text(have)} of memory; use a smaller --hidden, --layers, --seeds or grid")

@@ -118,7 +118,9 @@ from bandits.processes import (
     sigint_handler,
 )
 
-CHECKPOINT_KIND = "bandits.mnist/2"  # the batched trainer's checkpoints
+# the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
+# settings; their settings, and so their fingerprints, held bench's and the others')
+CHECKPOINT_KIND = "bandits.mnist/3"
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
                 "checkpoint_every", "workers"}
@@ -128,19 +130,12 @@ class Interrupted(Exception):
     """Ctrl-C during training; the message says how to resume."""
 
 
-# Settings added after checkpoints were first written, with the value that leaves a run
-# as it was before them: at that value they stay out of the fingerprint, so a checkpoint
-# written before they existed still resumes.
-LATER_SETTINGS = {"kl_factor_final": None}
-
-
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
     return checkpoint.fingerprint({
         k: v for k, v in config.items()
-        if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}
-        and not (k in LATER_SETTINGS and v == LATER_SETTINGS[k])})
+        if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}})
 
 
 def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
@@ -344,10 +339,6 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
             sched.load_state_dict(state["scheduler"])
         history = History(state["rows"], state["best_val"], state["best_epoch"],
                           {k: v.to(cfg.device) for k, v in state["best"].items()})
-        if clf.bayesian:  # a checkpoint written before epochs.csv recorded the factor
-            for rows, m in zip(history.rows, models, strict=True):
-                for row in rows:
-                    row.setdefault("kl_factor", kl_factor_at(m, int(row["epoch"])))
         first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
     schemes = [m.kl_weighting for m in models]
     saved, last_save = first_epoch - 1, time.perf_counter()
