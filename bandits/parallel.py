@@ -13,6 +13,18 @@ cost, shows one progress bar, forwards Ctrl-C once to every worker (each stops a
 boundary and checkpoints), and never hangs on a dead worker: when one dies the others
 are stopped at a checkpoint and the run ends with one line saying how to resume.
 ``python -m bandits.run --resume DIR`` resumes every worker from its own checkpoint.
+
+Its workers are ``python -m bandits.run`` subprocesses, not jobs of the worker pool
+(:func:`bandits.processes.run_jobs`): each is a whole run of its own, with the exit
+status the coordinator reads (2, 3, 130), its stderr in ``DIR/parts/worker-<k>.log``
+(where the coordinator finds the line that says why it stopped), a progress file read
+while it runs, and a command line that ``config.json`` records and ``--resume``
+reruns; and when one dies the others must stop at a checkpoint, whereas a pool whose
+worker dies terminates the others at once and cannot tell which worker died or how.
+What the pool's workers have, these have too, from :mod:`bandits.processes`: Ctrl-C
+passed on once to every worker (:func:`~bandits.processes.signal_each`), the parent
+watch (:func:`~bandits.processes.die_with_parent`) and the dead worker's one line
+(:func:`~bandits.processes.how_it_ended`).
 """
 
 from __future__ import annotations
@@ -41,7 +53,14 @@ from bandits.outputs import (
     write_json,
 )
 from bandits.plot import plot_regret
-from bandits.processes import available_cores, ctrl_c_on, requested_workers
+from bandits.processes import (
+    available_cores,
+    ctrl_c_on,
+    die_with_parent,
+    how_it_ended,
+    requested_workers,
+    signal_each,
+)
 from bandits.settings import RESUME_FLAGS, env_options, identity
 
 PARTS = "parts"
@@ -179,17 +198,6 @@ def _never_checkpointed(part: Path) -> bool:
     return record.get("steps_completed") == 0
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """The worker is killed when its coordinator dies (Linux), so a killed run leaves no
-    orphan that would race a rerun."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed: bool):
     from tqdm.auto import tqdm
 
@@ -208,7 +216,7 @@ def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "bandits.run", *argv, "--progress-file", str(pf)],
             stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None))
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None))
     bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
                desc=f"{cfg.env} x{cfg.seeds}, {len(procs)} workers", dynamic_ncols=True)
     try:
@@ -245,12 +253,7 @@ def _watch(procs, progress_files, bar) -> int:
 
 
 def _signal_all(procs, sig) -> None:
-    for p in procs:
-        if p.poll() is None:
-            try:
-                p.send_signal(sig)
-            except OSError:
-                pass
+    signal_each([p.pid for p in procs if p.poll() is None], sig)
 
 
 def _read_steps(path: Path) -> int:
@@ -290,7 +293,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     dead = [k for k, c in enumerate(codes) if c not in (0, 2, 3, 130)]
     if dead:
         k = dead[0]
-        how = f"signal {-codes[k]}" if codes[k] < 0 else f"exit status {codes[k]}"
+        how = how_it_ended(codes[k])
         status = 1
         message = (f"error: worker {k} (agents {' '.join(parts[k]['agents'])}) died ({how}); "
                    f"the others stopped at a checkpoint; resume with: {resume}")
