@@ -5,7 +5,9 @@ and, for numbers, its allowed range. :func:`build_parser` turns such a dataclass
 an argparse parser with one ``--kebab-case`` flag per field, :func:`given_flags` says
 which flags a command line names, :func:`check_ranges` checks values against the
 ranges, and :func:`refuse_with_resume` names the first flag a ``--resume`` may not
-change. ``bandits.run`` and ``bandits.mnist`` declare their settings this way.
+change. Every entry point declares its settings this way: ``bandits.run``,
+``bandits.mnist`` and ``bandits.regression``, and ``bandits.sweep``, ``bandits.bench``,
+``bandits.plot`` and ``bandits.diagnose``, whose errors stay argparse's own.
 """
 
 from __future__ import annotations
@@ -32,12 +34,15 @@ POSITIVE = (1e-8, 1e8)
 
 
 def setting(default, help: str, range: tuple | None = None,  # noqa: A002
-            grid: bool = False, allow_inf: bool = False, **kw):
+            grid: bool = False, allow_inf: bool = False, positional: bool = False, **kw):
     """A setting: its default, its CLI help and, for numbers, its allowed ``range``
     ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded; a
     value must be finite unless ``allow_inf`` (then an infinite end admits itself).
-    ``grid``: the setting takes one or more values (a model per value). Other keywords
-    go to ``argparse.add_argument`` (``choices``, ``nargs``, ``type``)."""
+    ``grid``: the setting takes one or more values (a model per value). ``positional``:
+    an argument named by its place, not by a flag (``DIR``; with ``nargs="+"``, one or
+    more). A list default is copied for every instance. Other keywords go to
+    ``argparse.add_argument`` (``choices``, ``nargs``, ``type``, ``metavar``,
+    ``action``)."""
     meta = {"help": help, **kw}
     if range is not None:
         meta["range"] = range
@@ -45,6 +50,10 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
         meta["grid"] = True
     if allow_inf:
         meta["allow_inf"] = True
+    if positional:
+        meta["positional"] = True
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -183,20 +192,29 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser(cls, prog: str, description: str,
                  presets: dict[str, dict] | None = None,
-                 argument_default: Any = None) -> argparse.ArgumentParser:
+                 argument_default: Any = None,
+                 parser_class: type[argparse.ArgumentParser] = Parser
+                 ) -> argparse.ArgumentParser:
     """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
     field is a switch (one that is on by default a ``--no-NAME`` flag, whose help says
-    what giving it does), a grid field takes one or more values, a field's range and its
-    presets' values are added to its help, and its default is shown.
+    what giving it does), a grid field takes one or more values, a positional field is
+    an argument without a flag, a field's range and its presets' values are added to its
+    help, and its default is shown (unless its help states it). Each flag is given at
+    most once (:func:`forbid_repeats`).
     ``argument_default=argparse.SUPPRESS`` leaves unset flags out of the parsed
-    namespace."""
-    p = Parser(prog=prog, description=description, argument_default=argument_default)
+    namespace. ``parser_class``: :class:`Parser` (errors raise :class:`UsageError`), or
+    ``argparse.ArgumentParser`` for a command whose errors are argparse's own (the
+    usage, one line, exit status 2)."""
+    p = parser_class(prog=prog, description=description, argument_default=argument_default)
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
         meta.pop("allow_inf", None)
         grid = meta.pop("grid", False)
+        if meta.pop("positional", False):
+            p.add_argument(f.name, help=help_, **meta)
+            continue
         if help_ is argparse.SUPPRESS:
             p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
                            **({} if suppress else {"default": f.default}))
@@ -212,15 +230,17 @@ def build_parser(cls, prog: str, description: str,
             p.add_argument(option(f), dest=f.name, action="store_false", help=help_,
                            **({} if suppress else {"default": True}))
             continue
+        stated = "(default:" in help_  # the help says the default in its own words
         if isinstance(f.default, bool):
-            p.add_argument(flag(f.name), action="store_true", help=help_ + " (default: off)")
+            p.add_argument(flag(f.name), action="store_true",
+                           help=help_ + ("" if stated else " (default: off)"))
             continue
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
         if grid:
             meta["nargs"] = "+"
             help_ += "; several values: one model per value"
-        if default is not None:
+        if default is not None and default != [] and not stated:
             help_ += f" (default: {show(default)})"
         p.add_argument(flag(f.name), help=help_, **meta,
                        **({} if suppress else {"default": default}))
