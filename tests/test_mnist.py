@@ -14,6 +14,7 @@ import urllib.request
 from functools import partial
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -30,13 +31,17 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
-from bandits.mnist import cli, config, evaluate, train
+from bandits.mnist import cli, config, evaluate, tables, train
 from bandits.mnist import report as reporting
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
 from bandits.mnist.cli import parse_config
 from bandits.mnist.config import Config, kl_factor_at
 from bandits.mnist.data import Split
 from bandits.mnist.evaluate import build_model, predict
+from bandits.mnist.gather import read_models
+from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
+from bandits.mnist.report import report
+from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
 from bandits.mnist.speed import train_epoch
 
 
@@ -79,7 +84,7 @@ def test_bad_settings_rejected(argv):
 
 
 def test_command_line_hides_data_dir():
-    cmd = reporting.command_line(["--data-dir", "/some/where", "--epochs", "3", "--data-dir=/x"])
+    cmd = command_line(["--data-dir", "/some/where", "--epochs", "3", "--data-dir=/x"])
     assert "/some/where" not in cmd and "/x" not in cmd
     assert cmd == "python -m bandits.mnist --data-dir DIR --epochs 3 --data-dir=DIR"
 
@@ -257,7 +262,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
         assert (out / name).is_file(), name
     plots = ("test_error.png", "weights.png", "snr.png")
     assert not any((out / name).exists() for name in plots)  # drawn only with --plots
-    rows = reporting.read_csv(out / "epochs.csv")
+    rows = read_csv(out / "epochs.csv")
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert rows[-1]["nll"] < rows[0]["nll"] and rows[-1]["train_loss"] < rows[0]["train_loss"]
     assert rows[-1]["test_error"] < 40
@@ -271,16 +276,16 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     assert mnist.main(["redraw", str(out)]) == 0  # from the saved model, no data needed
     assert all((out / name).is_file() for name in plots)
     assert (out / "snr_hist.csv").read_text() == before
-    report = reporting.report(tmp_path)
-    assert "Table 1" in report and "Table 2" in report and "| 1.29% |" in report
+    text = report(tmp_path)
+    assert "Table 1" in text and "Table 2" in text and "| 1.29% |" in text
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
     # the model gathered into the report's tidy file
-    [record] = reporting.read_models(tmp_path)
+    [record] = read_models(tmp_path)
     assert record["model"] == "run" and record["settings"] == json.loads(
         (out / "config.json").read_text())
     assert record["best_validation"] == s["best_validation"]
     assert record["last_epoch"] == rows[-1] and record["first_epoch"] == rows[0]
-    table1 = reporting.read_csv_rows(tmp_path / "table1.csv")
+    table1 = read_csv_rows(tmp_path / "table1.csv")
     assert list(table1[0])[:2] == ["method", "run"] and {
         "prior", "kl_weighting", "hidden", "seeds", "test_error_mean", "test_error_std"
     } <= set(table1[0])
@@ -314,7 +319,7 @@ def test_sgd_run_and_bench(mnist_data_dir, tmp_path, monkeypatch):
         assert v["ratio_bbb_over_mlp"] > 0 and v["batched_speedup"] > 0
         assert set(v["seconds_per_epoch"]) == {"mlp", "bbb", "autograd-mlp", "autograd-bbb",
                                                "bbb-batched"}
-    rows = reporting.read_csv_rows(tmp_path / "b" / "speed.csv")
+    rows = read_csv_rows(tmp_path / "b" / "speed.csv")
     assert len(rows) == 2 * 5 and {r["models"] for r in rows} == {"1", "3"}
 
 
@@ -326,7 +331,7 @@ def test_cosine_schedule_recorded(mnist_data_dir, tmp_path, monkeypatch):
             "--lr-min", "1e-5", "--ood-images", "20", "--eval-samples", "2", "--prune", "0,50",
             "--no-progress", "--out", str(out)]
     assert mnist.main(argv) == 0
-    lrs = [r["lr"] for r in reporting.read_csv(out / "epochs.csv")]
+    lrs = [r["lr"] for r in read_csv(out / "epochs.csv")]
     assert lrs[0] == pytest.approx(1e-3) and lrs[0] > lrs[1] > lrs[2] > 1e-5
 
 
@@ -382,7 +387,7 @@ def _ctrl_c_in_epoch(monkeypatch, epoch: int):
 
 def _results(out: Path) -> tuple[list, dict]:
     rows = [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")}
-            for r in reporting.read_csv(out / "epochs.csv")]
+            for r in read_csv(out / "epochs.csv")]
     s = json.loads((out / "summary.json").read_text())
     return rows, {k: s.get(k) for k in ("final", "best_validation", "ood", "pruning")}
 
@@ -512,7 +517,7 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     argv = [*TINY_MNIST, "--data-dir", str(mnist_data_dir), "--epochs", "2", "--seeds", "2",
             "--prior", "mixture", "gaussian", "--neg-log-sigma2", "6", "7", "--out", str(out)]
     assert mnist.main(argv) == 0
-    models = reporting.read_csv_rows(out / "models.csv")
+    models = read_csv_rows(out / "models.csv")
     assert len(models) == (2 + 1) * 2
     dirs = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name != "checkpoints")
     assert dirs == sorted(r["model"] for r in models)
@@ -527,7 +532,7 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
         assert s["command_models"] == 6
         cfg = json.loads((out / d / "config.json").read_text())
         assert cfg["seeds"] == 1 and not isinstance(cfg["prior"], list)
-    settings = reporting.read_csv_rows(out / "settings.csv")
+    settings = read_csv_rows(out / "settings.csv")
     assert [r["setting"] for r in settings] == [
         "prior=mixture__neg_log_sigma2=6", "prior=mixture__neg_log_sigma2=7", "prior=gaussian"]
     for r in settings:
@@ -542,12 +547,12 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     assert "| prior=gaussian | 2 |" in table and "yes" in table
     # the report builds Table 1 with mean +- std over the seeds
     drawn = []
-    monkeypatch.setattr(reporting, "_plot_snr", lambda curves, path, title: drawn.append(
+    monkeypatch.setattr(reporting, "plot_snr", lambda curves, path, title: drawn.append(
         (dict(curves), path)))
-    text = reporting.report(tmp_path)
+    text = report(tmp_path)
     assert "bbb-gaussian" in text and "+-" in text
     # table1.csv marks, per method, the row chosen on the validation set
-    table1 = reporting.read_csv_rows(tmp_path / "table1.csv")
+    table1 = read_csv_rows(tmp_path / "table1.csv")
     for method in ("bbb-mixture", "bbb-gaussian"):
         mine = [r for r in table1 if r["method"] == method]
         chosen = [r for r in mine if r["chosen"] == "True"]
@@ -606,7 +611,7 @@ def _same_outputs(a: Path, b: Path) -> None:
     """Two runs of several models wrote the same results (timings aside)."""
     def table(path: Path) -> list[dict]:
         return [{k: v for k, v in r.items() if "seconds" not in k}
-                for r in reporting.read_csv_rows(path)]
+                for r in read_csv_rows(path)]
     for name in ("models.csv", "settings.csv"):
         assert table(a / name) == table(b / name), name
     dirs = sorted(p.name for p in b.iterdir() if p.is_dir() and "seed=" in p.name)
@@ -650,8 +655,8 @@ def test_a_kl_factor_grid_trains_each_factor_as_its_own_command(mnist_data_dir, 
     assert json.loads((elbo / "summary.json").read_text())["settings"]["kl_factor"] == 1.0
     # the factor acts: the tempered run's loss counts a tenth of the cost
     assert _results(cold)[0][-1]["train_loss"] != _results(elbo)[0][-1]["train_loss"]
-    reporting.report(grid)
-    table1 = reporting.read_csv_rows(grid / "table1.csv")
+    report(grid)
+    table1 = read_csv_rows(grid / "table1.csv")
     assert sorted(float(r["kl_factor"]) for r in table1) == [0.1, 1.0]
 
 
@@ -735,7 +740,7 @@ def test_adam_probe_records_adams_step_scale_per_prior(mnist_data_dir, tmp_path)
             "--epochs", "2", "--data-dir", str(mnist_data_dir), "--out", str(out),
             "--train-size", "1000", "--test-size", "200", "--hidden", "32", "--no-progress"]
     assert mnist.main(argv) == 0
-    rows = reporting.read_csv_rows(out / "adam_probe.csv")
+    rows = read_csv_rows(out / "adam_probe.csv")
     assert [(r["setting"], r["epoch"]) for r in rows] == [
         ("prior=gaussian", "1"), ("prior=mixture", "1"), ("prior=gaussian", "2"),
         ("prior=mixture", "2")]
@@ -809,25 +814,27 @@ def test_a_commands_time_is_its_wall_time_only_where_that_is_known():
         return [{"batch_wall_seconds": wall, "wall_seconds": wall * 60 / models,
                  "workers": workers} for _ in range(models)]
 
-    assert reporting._time_text(batch(1.0, 3, 1) + batch(2.0, 3, 1)) == "wall time 3.0 min"
-    assert reporting._time_text(batch(1.0, 3, 2) + batch(2.0, 3, 2)) == (
+    def time_text(models):
+        return tables.time_text(pd.DataFrame(models))
+
+    assert time_text(batch(1.0, 3, 1) + batch(2.0, 3, 1)) == "wall time 3.0 min"
+    assert time_text(batch(1.0, 3, 2) + batch(2.0, 3, 2)) == (
         "wall time 2.0 min (2 batches side by side in 2 processes; 3.0 min of batch time "
         "in all)")
-    assert reporting._time_text(batch(1.0, 2, 2) + batch(2.0, 2, 2) + batch(4.0, 2, 2)) == (
+    assert time_text(batch(1.0, 2, 2) + batch(2.0, 2, 2) + batch(4.0, 2, 2)) == (
         "7.0 min of batch time in all (3 batches in 2 processes side by side)")
-    assert reporting._time_text([{"wall_seconds": 90.0}]) == "wall time 1.5 min"  # old runs
 
 
 def test_the_reports_paper_note_gives_the_numbers_for_its_own_widths():
     """A 2 x 1200 report sets the paper's 2 x 1200 numbers beside its rows, not the 2 x 400
     ones; a report without an MLP names only the pruning table."""
-    note = reporting._paper_note([1200])
+    note = tables.paper_note([1200])
     assert "2 x 1200: SGD 1.88, dropout 1.36, BBB Gaussian 2.04, BBB scale mixture 1.32" in note
     assert "2 x 400" not in note
-    both = reporting._paper_note([400, 1200])
+    both = tables.paper_note([400, 1200])
     assert "2 x 400: SGD 1.83" in both and "2 x 1200: SGD 1.88" in both
-    assert "Table 1 (" not in reporting._paper_note([])
-    assert "Table 1 (" not in reporting._paper_note([100])  # a width the paper did not train
+    assert "Table 1 (" not in tables.paper_note([])
+    assert "Table 1 (" not in tables.paper_note([100])  # a width the paper did not train
 
 
 def test_kl_factor_at_moves_geometrically_from_the_first_epoch_to_the_last():
@@ -859,8 +866,8 @@ def test_a_kl_factor_schedule_trains_each_epoch_at_its_factor(mnist_data_dir, tm
     # from the second epoch on the schedule's stronger cost trains other weights
     assert ramp_rows[1]["nll"] != flat_rows[1]["nll"]
     assert ramp_rows[2]["kl"] != flat_rows[2]["kl"]
-    reporting.report(ramp)
-    (row,) = reporting.read_csv_rows(ramp / "table1.csv")
+    report(ramp)
+    (row,) = read_csv_rows(ramp / "table1.csv")
     assert (float(row["kl_factor"]), float(row["kl_factor_final"])) == (0.1, 1.0)
     assert "uniform x 0.1 -> 1" in (ramp / "tables.md").read_text()
     capsys.readouterr()
@@ -883,8 +890,8 @@ def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, t
     assert mnist.main([*base, "--seeds", "2", "--out", str(exp / "a")]) == 0
     assert mnist.main([*base, "--seed", "2", "--out", str(exp / "b")]) == 0
     assert mnist.main([*base, "--out", str(exp / "c")]) == 0
-    reporting.report(tmp_path)
-    rows = {r["run"]: r for r in reporting.read_csv_rows(tmp_path / "table1.csv")}
+    report(tmp_path)
+    rows = {r["run"]: r for r in read_csv_rows(tmp_path / "table1.csv")}
     assert sorted(rows) == ["exp/a + exp/b", "exp/c"]
     joined = rows["exp/a + exp/b"]
     errs = [json.loads((d / "summary.json").read_text())["best_validation"]["test_error_mean"]
@@ -899,51 +906,77 @@ def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, t
                        "--out", str(tmp_path / "exp2" / "grid")]) == 0
     assert mnist.main([*base, *two, "--kl-factor", "0.5", "--seed", "1",
                        "--out", str(tmp_path / "exp2" / "more")]) == 0
-    reporting.report(tmp_path / "exp2")
-    rows = {r["run"]: r["seeds"] for r in reporting.read_csv_rows(tmp_path / "exp2" / "table1.csv")}
+    report(tmp_path / "exp2")
+    rows = {r["run"]: r["seeds"] for r in read_csv_rows(tmp_path / "exp2" / "table1.csv")}
     assert rows == {"grid/kl_factor=1": "1", "grid/kl_factor=0.5 + more": "2"}
 
 
-def test_a_run_made_before_a_setting_existed_joins_a_later_run_at_its_neutral_value(tmp_path):
-    """Seeds of the same setting join a row when the earlier run's summary lacks a setting
-    added since (``kl_factor_final``), as long as the later run left it at its neutral
-    value; a later run that changed it is another row."""
-    st = {"model": "bbb", "prior": "mixture", "hidden": 400, "kl_factor": 0.03}
-
-    def member(run, seed, **extra):
-        settings = {**st, **extra, "seed": seed}
-        return tmp_path / "exp" / run, {"settings": settings, "command_models": 1}
-
-    found = [member("old", 0), member("new", 1, kl_factor_final=None),
-             member("ramp", 2, kl_factor_final=1.0)]
-    rows = {key[0]: [m[1]["settings"]["seed"] for m in members]
-            for key, members in reporting._groups(tmp_path, found)}
-    assert rows == {"exp/new + exp/old": [0, 1], "exp/ramp": [2]}
+def _record(model: str, seed: int, val: float = 1.5, command_models: int = 1,
+            **settings) -> dict:
+    """A line of models.jsonl with the given settings (and the defaults)."""
+    st = saved_config(Config(**settings, seed=seed))
+    return {"model": model, "command": f"python -m bandits.mnist --out {model}",
+            "settings": st, "final": {"test_error_mean": 1.6},
+            "best_validation": {"epoch": 1, "val_error_mean": val, "test_error_mean": 1.5},
+            "epochs": st["epochs"], "command_models": command_models, "workers": 1}
 
 
-def test_at_equal_validation_error_the_row_with_more_seeds_is_chosen(tmp_path):
+def _rows(records: list[dict]) -> dict[str, list[int]]:
+    """The report's rows of ``records``: name -> seeds."""
+    rows, models = rows_table(models_table(records), records)
+    return {row["name"]: list(models.loc[models["row"] == r, "seed"])
+            for r, row in rows.iterrows()}
+
+
+def test_rows_are_the_models_of_the_same_settings_wherever_they_were_written():
+    """Models join a row by their settings alone: seeds of one setting written by several
+    commands, in any directories, are one row named by where they were written; a model
+    that repeats a seed of its setting starts another row; other settings are other
+    rows. A --quick check is known by its settings, not its directory's name."""
+    records = [_record("exp/a/seed=0", 0, command_models=2),
+               _record("exp/a/seed=1", 1, command_models=2),
+               _record("exp/c", 0),
+               _record("exp/d", 3, kl_factor=0.5),
+               _record("grid/kl_factor=0.5__seed=1", 1, command_models=2, kl_factor=0.5),
+               _record("grid/kl_factor=1__seed=5", 5, command_models=2),
+               _record("later/more/b", 2),
+               _record("quick-look", 0, hidden=16),
+               _record("smoke", 0, quick=True)]
+    assert _rows(records) == {"exp/a + grid/kl_factor=1 + later/more/b": [0, 1, 2, 5],
+                              "exp/c": [0], "exp/d + grid/kl_factor=0.5": [1, 3],
+                              "quick-look": [0], "smoke": [0]}
+    rows, _ = rows_table(models_table(records), records)
+    assert list(rows.loc[rows["quick"], "name"]) == ["smoke"]
+
+
+def test_at_equal_validation_error_the_row_with_more_seeds_is_chosen():
     """1.52 over 3 seeds and 1.52 over 6 (float32 means that differ in the 8th digit) are
     the same number of misclassified images: the row with more seeds is chosen, in either
     order; a lower error still wins over more seeds."""
-    def row(name, vals):
-        st = {"model": "bbb", "prior": "gaussian", "hidden": 1200}
-        return ((name, ""), [(tmp_path / name, {"settings": {**st, "seed": i},
-                                                "best_validation": {"val_error_mean": v}})
-                             for i, v in enumerate(vals)])
+    def row(name, vals, lr):
+        return [_record(f"{name}/seed={i}", i, v, len(vals), prior="gaussian", hidden=1200,
+                        lr=lr) for i, v in enumerate(vals)]
 
-    three = row("three", [1.46, 1.49, 1.6100000143051147])
-    six = row("six", [1.53, 1.39, 1.46, 1.51, 1.67, 1.5600001])
-    assert reporting._mean_val_error(three[1]) < reporting._mean_val_error(six[1])
-    assert reporting._chosen([three, six]) == reporting._chosen([six, three]) == {("six", "")}
-    lower = row("lower", [1.5, 1.5, 1.5])
-    assert reporting._chosen([six, lower]) == {("lower", "")}
+    three = row("three", [1.46, 1.49, 1.6100000143051147], 1e-3)
+    six = row("six", [1.53, 1.39, 1.46, 1.51, 1.67, 1.5600001], 2e-3)
+    lower = row("lower", [1.5, 1.5, 1.5], 3e-3)
+    models = models_table(three + six)
+    assert (mean_val_error(models[models["line"] < 3])
+            < mean_val_error(models[models["line"] >= 3]))
+    rows, _ = rows_table(models, three + six)
+    for order in (rows, rows.iloc[::-1]):
+        assert list(order.loc[chosen(order), "name"]) == ["six"]
+    rows, _ = rows_table(models_table(six + lower), six + lower)
+    assert list(rows.loc[rows["chosen"], "name"]) == ["lower"]
 
 
-@pytest.mark.parametrize("df", [1, 2, 5, 30])
-def test_t_quantile_covers_95_percent(df):
-    """The report's 95 % interval: Student's t density integrated over +-t975(df)."""
-    q = reporting.t975(df)
+@pytest.mark.parametrize("df, known", [(1, 12.706), (2, 4.303), (5, 2.571), (10, 2.228),
+                                       (30, 2.042), (31, 2.040), (100, 1.984)])
+def test_t_quantile_is_students(df, known):
+    """The report's 95 % interval: the known quantiles of Student's t, and its density
+    integrated over +-t975(df) is 0.95."""
+    q = t975(df)
+    assert round(q, 3) == known
     x = torch.linspace(-q, q, 200_001, dtype=torch.float64)
     density = torch.distributions.StudentT(df).log_prob(x).exp()
     assert torch.trapezoid(density, x).item() == pytest.approx(0.95, abs=2e-4)
-    assert reporting.t975(31) == 1.96

@@ -21,6 +21,8 @@ from bandits.config import UsageError
 from bandits.mnist import cli, config, train
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
+from bandits.mnist.model_files import read_csv_rows
+from bandits.mnist.report import report
 
 PREFIX = "bandits.mnist: error: "
 
@@ -460,8 +462,6 @@ def test_too_many_ood_images_are_named_as_the_cause(capsys):
 
 def test_overwrite_removes_an_earlier_runs_model_files_so_report_counts_only_the_new(
         mnist_data_dir, tmp_path, monkeypatch):
-    from bandits.mnist import report as reporting
-
     _no_network(monkeypatch)
     base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
             "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
@@ -474,6 +474,6 @@ def test_overwrite_removes_an_earlier_runs_model_files_so_report_counts_only_the
         assert not (out / stale).exists(), stale
     assert (out / "notes.txt").read_text() == "a user's notes"
     assert sorted(p.parent.name for p in out.rglob("summary.json")) == ["seed=0", "seed=1"]
-    reporting.report(tmp_path / "exp")
-    rows = reporting.read_csv_rows(tmp_path / "exp" / "table1.csv")
+    report(tmp_path / "exp")
+    rows = read_csv_rows(tmp_path / "exp" / "table1.csv")
     assert [int(r["seeds"]) for r in rows] == [2]

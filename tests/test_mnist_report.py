@@ -1,4 +1,4 @@
-"""``python -m bandits.mnist --report``: the models gathered into ``models.jsonl``, and the
+"""``python -m bandits.mnist report``: the models gathered into ``models.jsonl``, and the
 shipped tables rebuilt from that file alone, byte for byte."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from bandits import mnist
-from bandits.mnist import report as reporting
+from bandits.mnist.gather import MODELS_FILE, read_models
+from bandits.mnist.model_files import read_csv_rows
+from bandits.mnist.report import report
 from bandits.outputs import write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +28,7 @@ def _models_only(src: Path, to: Path) -> Path:
     """A new directory ``to`` holding only a copy of ``src/models.jsonl`` (as a shipped
     experiment: no model's own files)."""
     to.mkdir(parents=True)
-    shutil.copyfile(src / reporting.MODELS, to / reporting.MODELS)
+    shutil.copyfile(src / MODELS_FILE, to / MODELS_FILE)
     return to
 
 
@@ -34,7 +36,7 @@ def _explode(root: Path) -> None:
     """Write each line of ``root/models.jsonl`` back out as a model's own files, as a
     training run leaves them: ``summary.json``, ``config.json``, and an ``epochs.csv``
     holding the first and last epochs."""
-    for r in reporting.read_models(root):
+    for r in read_models(root):
         d = root / r["model"]
         d.mkdir(parents=True, exist_ok=True)
         summary = {k: v for k, v in r.items()
@@ -57,7 +59,7 @@ def test_the_shipped_tables_are_rebuilt_from_models_jsonl_alone(name, tmp_path, 
     assert mnist.main(["report", str(out)]) == 0
     for table in TABLES:
         assert (out / table).read_bytes() == (SHIPPED / name / table).read_bytes(), table
-    assert (out / reporting.MODELS).read_bytes() == (SHIPPED / name / reporting.MODELS
+    assert (out / MODELS_FILE).read_bytes() == (SHIPPED / name / MODELS_FILE
                                                      ).read_bytes()
     assert not list(out.glob("*.png"))
     [note] = [ln for ln in capsys.readouterr().err.splitlines() if "not drawn" in ln]
@@ -70,9 +72,9 @@ def test_gathering_the_models_files_gives_the_same_file_and_tables(tmp_path):
     the directories there are those built from the file alone."""
     out = _models_only(SHIPPED / "2x1200", tmp_path / "2x1200")
     _explode(out)
-    (out / reporting.MODELS).unlink()
-    reporting.report(out)
-    assert (out / reporting.MODELS).read_bytes() == (SHIPPED / "2x1200" / reporting.MODELS
+    (out / MODELS_FILE).unlink()
+    report(out)
+    assert (out / MODELS_FILE).read_bytes() == (SHIPPED / "2x1200" / MODELS_FILE
                                                      ).read_bytes()
     for table in TABLES:
         assert (out / table).read_bytes() == (SHIPPED / "2x1200" / table).read_bytes(), table
@@ -83,7 +85,7 @@ def test_a_new_run_beside_shipped_models_adds_to_them_and_a_rerun_replaces_its_o
     is there replaces its models' lines, a new run adds its lines, every other line
     stays; the lines stay in the order of their directories."""
     out = _models_only(SHIPPED / "lenet5", tmp_path / "lenet5")
-    shipped = {r["model"]: r for r in reporting.read_models(out)}
+    shipped = {r["model"]: r for r in read_models(out)}
     _explode(out)
     for name in ("flipout", "lrt", "reparam"):  # shipped: only models.jsonl is kept
         shutil.rmtree(out / name)
@@ -92,8 +94,8 @@ def test_a_new_run_beside_shipped_models_adds_to_them_and_a_rerun_replaces_its_o
     summary["best_validation"]["test_error_mean"] = 0.5
     (out / "sgd" / "summary.json").write_text(json.dumps(summary))
     shutil.copytree(out / "sgd", out / "sgd-2")
-    reporting.report(out)
-    records = reporting.read_models(out)
+    report(out)
+    records = read_models(out)
     assert [r["model"] for r in records] == ["flipout", "lrt", "reparam", "sgd", "sgd-2"]
     for r in records[:3]:
         assert r == shipped[r["model"]]
@@ -101,11 +103,11 @@ def test_a_new_run_beside_shipped_models_adds_to_them_and_a_rerun_replaces_its_o
     assert {k: v for k, v in records[4].items() if k != "model"} == {
         k: v for k, v in records[3].items() if k != "model"}
     # the new rows are in the tables; a run gone from the disk stays in models.jsonl
-    rows = {r["run"]: r for r in reporting.read_csv_rows(out / "table1.csv")}
+    rows = {r["run"]: r for r in read_csv_rows(out / "table1.csv")}
     assert float(rows["sgd"]["test_error_mean"]) == 0.5 and "sgd-2" in rows
     shutil.rmtree(out / "sgd-2")
-    reporting.report(out)
-    assert [r["model"] for r in reporting.read_models(out)][-1] == "sgd-2"
+    report(out)
+    assert [r["model"] for r in read_models(out)][-1] == "sgd-2"
 
 
 def test_a_directory_without_models_is_one_clear_error(tmp_path, capsys):
@@ -120,7 +122,7 @@ def test_the_grids_shipped_table_agrees_with_its_models():
     grid = SHIPPED / "grid-2x400-20-epochs"
     with open(grid / "settings.csv") as f:
         settings = {r["setting"]: r for r in csv.DictReader(f)}
-    records = reporting.read_models(grid)
+    records = read_models(grid)
     assert len(records) == len(settings) == 27
     for r in records:
         row = settings[r["model"].rsplit("__seed=", 1)[0]]
@@ -146,11 +148,11 @@ def test_a_tiny_run_reports_the_same_from_its_files_and_from_models_jsonl(
             "--seeds", "2", "--prior", "mixture", "gaussian", "--out", str(exp / "grid")]
     assert mnist.main(argv) == 0
     assert not list(exp.rglob("*.png"))  # no per-model plots without --plots
-    reporting.report(exp)
+    report(exp)
     assert all((exp / f).is_file() for f in ("fig2_test_error.png", "fig3_weights.png",
                                              "fig4_snr.png"))
     alone = _models_only(exp, tmp_path / "alone")
-    reporting.report(alone)
-    for name in (*TABLES, reporting.MODELS):
+    report(alone)
+    for name in (*TABLES, MODELS_FILE):
         assert (alone / name).read_bytes() == (exp / name).read_bytes(), name
-    assert len(reporting.read_models(alone)) == 4
+    assert len(read_models(alone)) == 4

@@ -32,7 +32,7 @@ import torch
 from bandits.mnist.classifiers import BatchedClassifiers
 from bandits.mnist.config import Config, expand, make_prior, setting_name, varying
 from bandits.mnist.data import load_splits
-from bandits.mnist.report import command_line
+from bandits.mnist.model_files import command_line
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
 

@@ -35,7 +35,8 @@ from bandits.mnist.config import (
     Config,
     unreachable_spikes,
 )
-from bandits.mnist.report import redraw, report
+from bandits.mnist.figures import redraw
+from bandits.mnist.report import report
 from bandits.mnist.speed import bench
 from bandits.mnist.train import (
     CHECKPOINT_KIND,

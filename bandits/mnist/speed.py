@@ -21,7 +21,8 @@ from bandits.bayes import MLP, kl_weights
 from bandits.mnist.config import Config, make_prior
 from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
-from bandits.mnist.report import command_line, speed_markdown
+from bandits.mnist.model_files import command_line
+from bandits.mnist.tables import speed_markdown
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
 

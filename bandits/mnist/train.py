@@ -20,7 +20,7 @@ off at test time), and writes into ``--out``:
 * ``weights_hist.csv``, ``snr_hist.csv`` and, with ``--plots``, the plots
   ``test_error.png`` (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
 
-``python -m bandits.mnist --report DIR`` gathers the models under ``DIR`` into
+``python -m bandits.mnist report DIR`` gathers the models under ``DIR`` into
 ``DIR/models.jsonl`` and builds the tables from it (:func:`bandits.mnist.report.report`).
 
 **Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
@@ -87,6 +87,7 @@ from bandits.mnist.classifiers import (
     seed_streams,
     seeded_generator,
 )
+from bandits.mnist.command_tables import aggregate
 from bandits.mnist.config import (
     Config,
     batches,
@@ -100,10 +101,9 @@ from bandits.mnist.config import (
 )
 from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
-from bandits.mnist.report import (
-    aggregate,
+from bandits.mnist.figures import plot_run
+from bandits.mnist.model_files import (
     command_line,
-    plot_run,
     pruning_markdown,
     saved_config,
     write_histograms,
@@ -262,7 +262,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     several settings are several batches, trained one after another or side by side in
     :func:`worker_count` worker processes, with the same results either way. One model
     (no grid, one seed) writes its files into ``--out``; several write one directory per
-    model and the tables of :func:`bandits.mnist.report.aggregate`. ``resume`` (the state
+    model and the tables of :func:`bandits.mnist.command_tables.aggregate`. ``resume`` (the state
     of one of the run's checkpoints, see :func:`bandits.mnist.cli.resume_config`) makes
     every batch continue from its own checkpoint, to the same result as an uninterrupted
     run. Returns the summary of the first model (with ``"models"``: how many were

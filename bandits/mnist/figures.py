@@ -1,0 +1,133 @@
+"""The benchmark's figures, drawn from the CSV files a model wrote (never from the
+model itself, so that they can be redrawn without training): a model's plots
+(``--plots``, ``redraw DIR``) and the report's Figures 2-4."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bandits.mnist.config import Config, run_label
+from bandits.mnist.evaluate import build_model, seed_everything
+from bandits.mnist.model_files import read_csv, write_histograms
+from bandits.outputs import save_figure
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot, drawing to files only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plain_log_ticks(ax: Any) -> None:
+    """Tick labels 1, 2, 3 ... instead of powers of ten on a log-scale error axis."""
+    from matplotlib.ticker import ScalarFormatter
+
+    ax.set_yscale("log")
+    for axis_fmt in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        axis_fmt(fmt)
+
+
+def plot_run(out: Path, label: str) -> None:
+    """Draw a model's PNGs from its CSV files only: ``test_error.png`` (Figure 2),
+    ``weights.png`` (Figure 3) and, for BBB, ``snr.png`` (Figure 4)."""
+    plt = _pyplot()
+    ep = read_csv(out / "epochs.csv")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep], label=f"{label} test")
+    if "val_error" in ep[0] and not math.isnan(ep[0]["val_error"]):
+        ax.plot([r["epoch"] for r in ep], [r["val_error"] for r in ep], "--",
+                label=f"{label} validation")
+    ax.set(xlabel="epoch", ylabel="error (%)", yscale="log", title="Test error (Figure 2)")
+    plain_log_ticks(ax)
+    ax.legend()
+    fig.tight_layout()
+    save_figure(fig, out / "test_error.png", dpi=100)
+    plt.close(fig)
+    plot_weight_hists({label: out}, out / "weights.png")
+    if (out / "snr_hist.csv").exists():
+        plot_snr({label: out / "snr_hist.csv"}, out / "snr.png", label)
+
+
+def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
+    """Figure 3: the density of the weights of each model (label: its directory, which
+    holds its ``weights_hist.csv``)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for label, d in runs.items():
+        rows = read_csv(d / "weights_hist.csv")
+        centres = [(r["left"] + r["right"]) / 2 for r in rows]
+        width = rows[0]["right"] - rows[0]["left"]
+        for col in [k for k in rows[0] if k not in ("left", "right", "mean")]:
+            counts = np.array([r[col] for r in rows])
+            name = label if col == "weights" else f"{label} ({col})"
+            ax.plot(centres, counts / counts.sum() / width, label=name)
+    ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)", yscale="log",
+           title="Trained weights (Figure 3)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
+    """Figure 4: density and CDF of the signal-to-noise ratios, one curve per label (from
+    each ``snr_hist.csv``)."""
+    plt = _pyplot()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    for label, csv_path in curves.items():
+        rows = read_csv(csv_path)
+        centres = np.array([(r["left_db"] + r["right_db"]) / 2 for r in rows])
+        counts = np.array([r["count"] for r in rows])
+        width = rows[0]["right_db"] - rows[0]["left_db"]
+        a1.plot(centres, counts / counts.sum() / width, label=label)
+        a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum(), label=label)
+    a1.set(xlabel="signal-to-noise ratio (dB)", ylabel="density", title=f"SNR density, {title}")
+    a2.set(xlabel="signal-to-noise ratio (dB)", ylabel="CDF", title="SNR CDF (Figure 4)")
+    if len(curves) > 1:
+        a2.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+def plot_test_errors(curves: dict[str, Path], path: Path) -> None:
+    """Figure 2: the test error against the epoch, one curve per label (from each
+    ``epochs.csv``; the report draws the first seed of each row chosen on validation)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, csv_path in curves.items():
+        ep = read_csv(csv_path)
+        ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep], label=label)
+    ax.set(xlabel="epoch", ylabel="test error (%)", yscale="log",
+           title="Test error against epoch (Figure 2; first seed of each chosen row)")
+    plain_log_ticks(ax)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    save_figure(fig, path, dpi=100)
+    plt.close(fig)
+
+
+def redraw(run_dir: Path) -> None:
+    """Rewrite a model's histogram CSVs and plots from ``raw/model.pt`` (no training)."""
+    saved = json.loads((run_dir / "config.json").read_text())
+    names = {f.name for f in dataclasses.fields(Config)}
+    cfg = Config(**{k: v for k, v in saved.items() if k in names})
+    cfg.device, cfg.data_dir = "cpu", None
+    seed_everything(cfg.seed)
+    model = build_model(cfg)
+    model.load_state_dict(torch.load(run_dir / "raw" / "model.pt", map_location="cpu"))
+    write_histograms(model, run_dir)
+    plot_run(run_dir, run_label(cfg))

@@ -1,0 +1,110 @@
+"""What a training command writes beside each model's numbers: the command as run and
+the settings as saved (no local paths), the weight and SNR histograms (Figures 3-4 are
+drawn from them), the pruning table as markdown, and the CSV files read back."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from bandits.bayes import MLP, snr
+from bandits.mnist.evaluate import is_bayesian
+from bandits.mnist.markdown import pipe_table
+from bandits.outputs import write_csv
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """The command as run, with a ``--data-dir`` value hidden (it is a local path)."""
+    out, hide = ["python -m bandits.mnist"], False
+    for a in argv:
+        if hide:
+            out.append("DIR")
+            hide = False
+        elif a == "--data-dir":
+            out.append(a)
+            hide = True
+        elif a.startswith("--data-dir="):
+            out.append("--data-dir=DIR")
+        else:
+            out.append(a)
+    return " ".join(out)
+
+
+def saved_config(cfg: Any) -> dict[str, Any]:
+    """The settings (a dataclass) as saved: a local ``data_dir`` path is not written out."""
+    d = dataclasses.asdict(cfg)
+    if d["data_dir"] is not None:
+        d["data_dir"] = "DIR"
+    return d
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """Read a CSV file as rows of strings."""
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    """Read a CSV of numbers written by :func:`bandits.outputs.write_csv`."""
+    with open(path) as f:
+        return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
+
+
+WEIGHT_BINS = np.linspace(-0.4, 0.4, 801)
+SNR_BINS_DB = np.linspace(-40.0, 20.0, 241)
+
+
+def model_weights(model: MLP, sample: bool) -> np.ndarray:
+    """All weights (no biases) as one vector: point weights, or one BBB sample / the mean."""
+    parts = []
+    for m in model.layers:
+        if hasattr(m, "weight_mu"):
+            if sample:
+                with torch.no_grad():
+                    w = m.weight_mu + m.weight_sigma * torch.randn_like(m.weight_mu)
+            else:
+                w = m.weight_mu
+        else:
+            w = m.weight
+        parts.append(w.detach().cpu().reshape(-1).numpy())
+    return np.concatenate(parts)
+
+
+def write_histograms(model: MLP, out: Path) -> None:
+    """``weights_hist.csv`` (and ``snr_hist.csv`` for BBB): tidy histograms for Figures 3-4."""
+    cols: dict[str, np.ndarray] = {}
+    if is_bayesian(model):
+        cols["sampled"] = model_weights(model, sample=True)
+        cols["mean"] = model_weights(model, sample=False)
+    else:
+        cols["weights"] = model_weights(model, sample=False)
+    rows = [{"left": a, "right": b} for a, b in zip(WEIGHT_BINS[:-1], WEIGHT_BINS[1:],
+                                                     strict=True)]
+    for name, w in cols.items():
+        counts, _ = np.histogram(w, WEIGHT_BINS)  # weights outside +-0.4 are left out
+        for r, c in zip(rows, counts, strict=True):
+            r[name] = int(c)
+    write_csv(rows, out / "weights_hist.csv")
+    if is_bayesian(model):
+        db = 10.0 * np.log10(snr(model).cpu().numpy())
+        counts, _ = np.histogram(np.clip(db, SNR_BINS_DB[0], SNR_BINS_DB[-1]), SNR_BINS_DB)
+        write_csv([{"left_db": a, "right_db": b, "count": int(c)}
+                   for a, b, c in zip(SNR_BINS_DB[:-1], SNR_BINS_DB[1:], counts, strict=True)],
+                  out / "snr_hist.csv")
+
+
+def pruning_markdown(rows: list[dict[str, float]]) -> str:
+    """The pruning table (``pruning.md``) as markdown."""
+    return pipe_table(pd.DataFrame({
+        "Proportion removed": [f"{r['removed_pct']:g}%" for r in rows],
+        "# weights left": [f"{int(r['weights_left']):,}" for r in rows],
+        "Test error, mean net": [f"{r['test_error_mean']:.2f}%" for r in rows],
+        "Test error, sampled avg": [f"{r['test_error_sampled']:.2f}%" for r in rows]}),
+        "rrrr")
