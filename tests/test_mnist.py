@@ -42,7 +42,8 @@ from bandits.mnist.gather import read_models
 from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
 from bandits.mnist.report import report
 from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
-from bandits.mnist.speed import train_epoch
+from bandits.studies.adam_probe import data_gradient_scale
+from bandits.studies.autograd_baseline import train_epoch
 
 
 def _no_network(monkeypatch):
@@ -757,7 +758,6 @@ def test_adam_probe_records_adams_step_scale_per_prior(mnist_data_dir, tmp_path)
 
 
 def test_adam_probe_data_gradient_changes_nothing():
-    from bandits.mnist.adam_probe import data_gradient_scale
     torch.manual_seed(0)
     x, y = torch.rand(3, 1, 20, 784) * 2, torch.randint(0, 10, (3, 1, 20))
     clf = Classifiers("bbb", [16], [train.RunSpec(0, config.make_prior(Config()))])

@@ -26,7 +26,6 @@ import torch
 from bandits import checkpoint
 from bandits.config import Parser, UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
-from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import (
     BENCH_SETTINGS,
     PROBE_SETTINGS,
@@ -49,6 +48,7 @@ from bandits.mnist.train import (
     threads,
 )
 from bandits.processes import ctrl_c_on
+from bandits.studies.adam_probe import probe
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 

@@ -1,12 +1,12 @@
-"""``--bench``: seconds per training epoch of BBB against the plain MLP, of the batched
-trainer against one model trained with autograd, and of ``R`` models batched against
-``R`` single ones; writes ``speed.csv`` and ``speed.json``."""
+"""``python -m bandits.mnist bench``: seconds per training epoch of BBB against the plain
+MLP, of the batched trainer against one model trained with autograd (the baseline of
+:mod:`bandits.studies.autograd_baseline`), and of ``R`` models batched against ``R``
+single ones; writes ``speed.csv`` and ``speed.json``."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from collections.abc import Sequence
 from functools import partial
@@ -14,69 +14,18 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from tqdm import tqdm
 
-from bandits.bayes import MLP, kl_weights
-from bandits.mnist.config import Config, make_prior
-from bandits.mnist.data import Split, load_splits
-from bandits.mnist.evaluate import build_model, is_bayesian, seed_everything
+from bandits.mnist.config import BenchConfig, make_prior
+from bandits.mnist.data import load_splits
+from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import command_line
 from bandits.mnist.tables import speed_markdown
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
+from bandits.studies.autograd_baseline import train_epoch
 
 
-def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config,
-                shuffle: torch.Generator, desc: str = "", max_batches: int = 0
-                ) -> dict[str, float]:
-    """One epoch of one model with autograd; returns the epoch means of loss, NLL, KL.
-
-    The baseline that ``--bench`` times the batched trainer
-    (:class:`bandits.mnist.classifiers.BatchedClassifiers`) against: one model through
-    :mod:`bandits.bayes`'s layers, its gradients from autograd. Training runs do not
-    use it. Minimises ``(pi_i KL + sum NLL) / B`` per minibatch (see
-    :mod:`bandits.mnist.train`).
-    """
-    model.train()
-    n = len(data.y)
-    perm = torch.randperm(n, generator=shuffle).to(data.x.device)
-    n_batches = math.ceil(n / cfg.batch_size)
-    bayes = is_bayesian(model)
-    weights = kl_weights(n_batches, cfg.kl_weighting) if bayes else None
-    tot_nll = tot_kl = tot_loss = 0.0
-    stop = n_batches if max_batches <= 0 else min(max_batches, n_batches)
-    bar = tqdm(range(stop), desc=desc, disable=not cfg.progress, leave=False,
-               mininterval=1.0, file=sys.stderr)
-    for i in bar:
-        idx = perm[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-        x, y = data.x[idx], data.y[idx]  # (B, 784), (B,)
-        b = len(y)
-        if bayes:
-            nll = kl = 0.0
-            for _ in range(cfg.samples):  # each forward call draws one network
-                nll = nll + F.cross_entropy(model(x), y, reduction="sum")
-                kl = kl + model.complexity_cost(cfg.complexity)
-            nll, kl = nll / cfg.samples, kl / cfg.samples
-            loss = (weights[i] * kl + nll) / b
-        else:
-            nll = F.cross_entropy(model(x), y, reduction="sum")
-            kl = torch.zeros(())
-            loss = nll / b
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        tot_nll += nll.item()
-        tot_kl += float(kl.detach()) if bayes else 0.0
-        tot_loss += loss.item() * b
-        if i % 50 == 0:
-            bar.set_postfix(nll=f"{nll.item() / b:.3f}", kl=f"{float(kl.detach()):.3g}")
-    bar.close()
-    return {"nll": tot_nll / n, "kl": tot_kl / n_batches,
-            "train_loss": tot_nll / n + tot_kl / n_batches / n}
-
-
-def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
+def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
     """Seconds per training epoch: BBB against the plain MLP, and R models batched.
 
     For each ``--bench-hidden`` size, in one process on the same data, alternating model by
@@ -86,7 +35,7 @@ def bench(cfg: Config, argv: Sequence[str] = ()) -> dict[str, Any]:
       (:mod:`bandits.mnist.classifiers`); their ratio is the cost of Bayes by Backprop
       over a plain network;
     * ``autograd-mlp`` and ``autograd-bbb``: one model trained with autograd
-      (:func:`train_epoch`), the baseline;
+      (:func:`bandits.studies.autograd_baseline.train_epoch`), the baseline;
     * ``bbb-batched``: ``--bench-runs`` BBB models (seeds) in one batched model, against
       as many single-model ``bbb`` epochs one after another.
 

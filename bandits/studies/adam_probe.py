@@ -1,4 +1,5 @@
-"""``--adam-probe``: what Adam's per-weight step size does to each prior's weights.
+"""``python -m bandits.mnist adam-probe``: what Adam's per-weight step size does to each
+prior's weights.
 
 Adam divides each parameter's step by ``sqrt(v)``, the running root mean square of its
 gradient (``v`` decays with ``beta2 = 0.999``, a memory of about 1,000 steps). The
