@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +40,8 @@ import torch
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
-from bandits.config import HelpFormatter, first_paragraph, forbid_repeats, with_flags
+from bandits.config import build_parser as build_settings_parser
+from bandits.config import first_paragraph, setting, with_flags
 from bandits.outputs import (
     OutputDirError,
     machine,
@@ -238,41 +240,49 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
     return df
 
 
+@dataclass
+class Settings:
+    """The settings of the benchmark; each field is a flag of ``python -m bandits.bench``."""
+
+    runs: int = setting(5, "runs (seeds) per agent")
+    updates: int = setting(64, "updates per fused call (the paper's updates per step), timed "
+                           "per round")
+    rounds: int = setting(5, "interleaved rounds (median taken)")
+    device: str = setting("cpu", "torch device", choices=["cpu", "cuda"])
+    threads: int | None = setting(None, "torch CPU threads", type=int)
+    matmul_precision: str = setting(
+        "highest", "torch.set_float32_matmul_precision for the timed updates ('medium' lets "
+        "a CPU with AVX-512 BF16 multiply in bfloat16)", choices=["highest", "high", "medium"])
+    out: Path | None = setting(None, "output directory (default: a new directory under runs/; "
+                               "the shipped reference results are rewritten only when named "
+                               "here)", type=Path)
+    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (its "
+                              "earlier benchmark files are replaced, nothing else)")
+    scaling: bool = setting(False, "instead: time `bandits.run --preset paper` end to end "
+                            "with 1, 2, ... workers (up to the cores) and project the paper "
+                            "protocol; writes scaling.csv and scaling.json")
+    scaling_steps: list[int] = setting([10, 60], "the two horizons whose difference is timed "
+                                       "(--scaling)", nargs=2, type=int)
+    mnist_workers: bool = setting(False, "instead: time `python -m bandits.mnist` training "
+                                  "two settings (two seeds each, 3 epochs on 20,000 images) "
+                                  "end to end with 1, 2, ... workers and check its tables are "
+                                  "the same bytes; writes mnist_workers.csv and .json (needs "
+                                  "the MNIST data)")
+    default_command: bool = setting(False, "instead: time the default `python -m bandits.run` "
+                                    "end to end with 1, 2, ... workers and check its CSVs are "
+                                    "the same bytes; writes default_command.csv and .json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.bench``; its errors are argparse's (the usage,
+    one line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.bench", first_paragraph(__doc__),
+                                 parser_class=argparse.ArgumentParser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.bench",
-                                description=first_paragraph(__doc__),
-                                formatter_class=HelpFormatter)
-    p.add_argument("--runs", type=int, default=5, help="runs (seeds) per agent")
-    p.add_argument("--updates", type=int, default=64,
-                   help="updates per fused call (the paper's updates per step), timed per round")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median taken)")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="torch device")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    p.add_argument("--matmul-precision", default="highest", choices=["highest", "high", "medium"],
-                   help="torch.set_float32_matmul_precision for the timed updates ('medium' "
-                        "lets a CPU with AVX-512 BF16 multiply in bfloat16)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output directory (default: a new directory under runs/; the shipped "
-                        "reference results are rewritten only when named here)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="allow writing into an existing non-empty --out (its earlier "
-                        "benchmark files are replaced, nothing else)")
-    p.add_argument("--scaling", action="store_true",
-                   help="instead: time `bandits.run --preset paper` end to end with 1, 2, ... "
-                        "workers (up to the cores) and project the paper protocol; writes "
-                        "scaling.csv and scaling.json")
-    p.add_argument("--scaling-steps", type=int, nargs=2, default=[10, 60],
-                   help="the two horizons whose difference is timed (--scaling)")
-    p.add_argument("--mnist-workers", action="store_true",
-                   help="instead: time `python -m bandits.mnist` training two settings (two "
-                        "seeds each, 3 epochs on 20,000 images) end to end with 1, 2, ... "
-                        "workers and check its tables are the same bytes; writes "
-                        "mnist_workers.csv and .json (needs the MNIST data)")
-    p.add_argument("--default-command", action="store_true",
-                   help="instead: time the default `python -m bandits.run` end to end with 1, "
-                        "2, ... workers and check its CSVs are the same bytes; writes "
-                        "default_command.csv and .json")
-    args = forbid_repeats(p).parse_args(argv)
+    p = build_parser()
+    args = Settings(**vars(p.parse_args(argv)))
     try:
         args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS)
     except OutputDirError as e:
@@ -290,7 +300,7 @@ OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_co
            "default_command.json", "mnist_workers.csv", "mnist_workers.json")
 
 
-def _main(p: argparse.ArgumentParser, args: argparse.Namespace,
+def _main(p: argparse.ArgumentParser, args: Settings,
           argv: Sequence[str] | None) -> int:
     if args.default_command or args.mnist_workers:
         start = time.perf_counter()

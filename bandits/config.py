@@ -122,15 +122,6 @@ def first_paragraph(doc: str | None) -> str:
     return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Defaults shown in the help, except the empty ones (no "(default: None)")."""
-
-    def _get_help_string(self, action):
-        if action.default in (None, False, [], argparse.SUPPRESS):
-            return action.help
-        return super()._get_help_string(action)
-
-
 def with_flags(base: Sequence[str], extra: Sequence[str]) -> list[str]:
     """The command line ``base`` with ``extra`` added, each flag given once: a flag of
     ``extra`` replaces ``base``'s value of it (a flag given twice is an error)."""

@@ -34,13 +34,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from agents import AGENTS
-from bandits.config import first_paragraph, forbid_repeats
+from bandits.config import build_parser as build_settings_parser
+from bandits.config import first_paragraph, setting
 from bandits.memory import MEMORY_COLUMNS
 from bandits.outputs import save_figure, write_csv
 from bandits.plot import COLORS, LABELS
@@ -313,14 +315,25 @@ def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
     return last_steps(phases, last)
 
 
+@dataclass
+class Settings:
+    """The settings of ``python -m bandits.diagnose``: its argument and flag."""
+
+    dir: Path | None = setting(None, "a bandits.run output directory", positional=True,
+                               type=Path)
+    last: int | None = setting(None, "steps at the end to average the regret per step over "
+                               "(default: the last fifth)", type=int)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.diagnose``; its errors are argparse's (the usage,
+    one line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.diagnose",
+                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.diagnose",
-                                description=first_paragraph(__doc__))
-    p.add_argument("dir", type=Path, help="a bandits.run output directory")
-    p.add_argument("--last", type=int, default=None,
-                   help="steps at the end to average the regret per step over "
-                        "(default: the last fifth)")
-    args = forbid_repeats(p).parse_args(argv)
+    args = Settings(**vars(build_parser().parse_args(argv)))
     if args.last is not None and args.last < 1:
         print("bandits.diagnose: error: --last must be a positive integer", file=sys.stderr)
         return 2

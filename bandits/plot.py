@@ -23,6 +23,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -33,7 +34,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bandits.config import first_paragraph, forbid_repeats  # noqa: E402
+from bandits.config import build_parser as build_settings_parser  # noqa: E402
+from bandits.config import first_paragraph, setting  # noqa: E402
 from bandits.outputs import save_figure  # noqa: E402
 from bandits.regret import METRICS_COLUMNS  # noqa: E402
 from bandits.tables import header, read_run_table  # noqa: E402
@@ -218,18 +220,29 @@ def _error(msg: str) -> int:
     return 2
 
 
+@dataclass
+class Settings:
+    """The settings of ``python -m bandits.plot``: its arguments and flags."""
+
+    dirs: list[Path] | None = setting(None, "run output directories (with metrics.csv)",
+                                      positional=True, nargs="+", type=Path)
+    log_y: bool = setting(False, "logarithmic y axis (default: linear)")
+    expected: bool = setting(False, "plot cumulative expected regret instead of realised "
+                             "regret (default file: DIR/expected_regret.png)")
+    out: Path | None = setting(None, "write one combined figure here; its directory must "
+                               "exist (default for one DIR: DIR/regret.png, or "
+                               "DIR/expected_regret.png with --expected)", type=Path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.plot``; its errors are argparse's (the usage, one
+    line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.plot", first_paragraph(__doc__),
+                                 parser_class=argparse.ArgumentParser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.plot", description=first_paragraph(__doc__))
-    p.add_argument("dirs", nargs="+", type=Path, help="run output directories (with metrics.csv)")
-    p.add_argument("--log-y", action="store_true", help="logarithmic y axis (default: linear)")
-    p.add_argument("--expected", action="store_true",
-                   help="plot cumulative expected regret instead of realised regret "
-                        "(default file: DIR/expected_regret.png)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="write one combined figure here; its directory must exist "
-                        "(default for one DIR: DIR/regret.png, or DIR/expected_regret.png "
-                        "with --expected)")
-    args = forbid_repeats(p).parse_args(argv)
+    args = Settings(**vars(build_parser().parse_args(argv)))
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
     if len(args.dirs) > 1 and args.out is None:
         return _error("several DIRs need --out FILE for the combined figure")

@@ -46,17 +46,13 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bandits import run as runner
-from bandits.config import (
-    HelpFormatter,
-    UsageError,
-    first_paragraph,
-    forbid_repeats,
-    given_values,
-)
+from bandits.config import UsageError, first_paragraph, given_values, setting
+from bandits.config import build_parser as build_settings_parser
 from bandits.grid import (
     Point,
     SweepError,
@@ -148,33 +144,39 @@ class _Progress:
 DASHES = (" Flags after -- are bandits.run flags given to every point: python -m "
           "bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3")
 
+@dataclass
+class Settings:
+    """The settings of a sweep; each field is a flag of ``python -m bandits.sweep``."""
+
+    grid: Path | None = setting(None, "TOML spec with [base] and [grid]", type=Path)
+    set: list[str] = setting([], "a swept setting and its values (repeatable)",
+                             action="append", type=str, metavar="NAME=V1,V2,...")
+    out: Path | None = setting(None, "sweep directory (required, except with --redraw)",
+                               type=Path)
+    backend: str = setting("local", "where the points run", choices=["local", "ray"])
+    address: str | None = setting(None, "Ray cluster address (ray backend)", type=str)
+    workers: int = setting(os.cpu_count() or 1,
+                           "points run at once (local pool size; a local Ray's CPUs)")
+    cpus_per_point: float = setting(1.0, "Ray CPUs per point")
+    gpus_per_point: float = setting(0.0, "Ray GPUs per point")
+    retries: int = setting(2, "times a point whose worker dies or raises is run again (a "
+                           "dead local worker takes the points running beside it down too: "
+                           "they retry)")
+    redraw: Path | None = setting(None, "rebuild the summary and plot of DIR from its "
+                                  "sweep.csv, then exit", type=Path, metavar="DIR")
+    no_progress: bool = setting(False, "hide the progress bar")
+    overwrite: bool = setting(False, "rerun points whose directory holds a run of other "
+                              "settings, and rewrite the tables of a sweep directory made "
+                              "with another grid (without it such a sweep is refused)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bandits.sweep",
-                                description=first_paragraph(__doc__) + DASHES,
-                                formatter_class=HelpFormatter)
-    p.add_argument("--grid", type=Path, default=None, help="TOML spec with [base] and [grid]")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2,...",
-                   help="a swept setting and its values (repeatable)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="sweep directory (required, except with --redraw)")
-    p.add_argument("--backend", choices=["local", "ray"], default="local",
-                   help="where the points run")
-    p.add_argument("--address", default=None, help="Ray cluster address (ray backend)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="points run at once (local pool size; a local Ray's CPUs)")
-    p.add_argument("--cpus-per-point", type=float, default=1.0, help="Ray CPUs per point")
-    p.add_argument("--gpus-per-point", type=float, default=0.0, help="Ray GPUs per point")
-    p.add_argument("--retries", type=int, default=2,
-                   help="times a point whose worker dies or raises is run again (a dead local "
-                        "worker takes the points running beside it down too: they retry)")
-    p.add_argument("--redraw", type=Path, default=None, metavar="DIR",
-                   help="rebuild the summary and plot of DIR from its sweep.csv, then exit")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--overwrite", action="store_true",
-                   help="rerun points whose directory holds a run of other settings, and "
-                        "rewrite the tables of a sweep directory made with another grid "
-                        "(without it such a sweep is refused)")
-    return p
+    """The parser of the sweep's own flags (those before ``--``); its errors are
+    argparse's (the usage, one line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.sweep",
+                                 first_paragraph(__doc__) + DASHES,
+                                 parser_class=argparse.ArgumentParser)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -183,8 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
-    parser = build_parser()
-    args = forbid_repeats(parser).parse_args(argv)
+    args = Settings(**vars(build_parser().parse_args(argv)))
     try:
         if args.redraw is not None:
             print(redraw(args.redraw).to_string(index=False))
@@ -239,7 +240,7 @@ def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
                                  f"({reason}); choose another --out, or pass --overwrite to "
                                  "run it again")
 
-def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
+def sweep(args: Settings, extra: list[str], command: str) -> int:
     if args.out is None:
         raise SweepError("--out DIR is required: the sweep's directory")
     if args.workers < 1:
@@ -272,7 +273,7 @@ def sweep(args: argparse.Namespace, extra: list[str], command: str) -> int:
     finally:
         release_dir(out)
 
-def _sweep(args: argparse.Namespace, out: Path, base: dict, grid: dict, command: str) -> int:
+def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str) -> int:
     points = make_points(base, grid, out)
     problems = {p.name: check_point(p) for p in points}
     if len(points) > 1 and len(set(problems.values())) == 1 and None not in problems.values():

@@ -1,14 +1,17 @@
-"""Settings declared as a dataclass of bandits.config.setting fields: positional and
-list-valued settings, and parsers whose errors are argparse's own."""
+"""One CLI style: every entry point declares its settings as a dataclass of
+bandits.config.setting fields; sweep, bench, plot and diagnose keep their flags, defaults
+and argparse's own errors."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from bandits import bench, diagnose, plot, sweep
 from bandits.config import build_parser, setting
 
 
@@ -36,3 +39,39 @@ def test_positional_and_list_settings():
         p.parse_args([])
     with pytest.raises(SystemExit):
         p.parse_args(["a", "--pair", "1", "2", "--pair", "3", "4"])
+
+
+# Every flag of the four commands, with its default, as they were written by hand.
+FLAGS = {
+    sweep: {"grid": None, "set": [], "out": None, "backend": "local", "address": None,
+            "cpus_per_point": 1.0, "gpus_per_point": 0.0, "retries": 2, "redraw": None,
+            "no_progress": False, "overwrite": False},
+    bench: {"runs": 5, "updates": 64, "rounds": 5, "device": "cpu", "threads": None,
+            "matmul_precision": "highest", "out": None, "overwrite": False, "scaling": False,
+            "scaling_steps": [10, 60], "mnist_workers": False, "default_command": False},
+    plot: {"log_y": False, "expected": False, "out": None},
+    diagnose: {"last": None},
+}
+
+
+@pytest.mark.parametrize("module", list(FLAGS), ids=lambda m: m.__name__)
+def test_the_hand_written_flags_and_defaults_are_kept(module):
+    fields = {f.name for f in dataclasses.fields(module.Settings)}
+    assert set(FLAGS[module]) <= fields
+    defaults = module.Settings()
+    for name, value in FLAGS[module].items():
+        assert getattr(defaults, name) == value, name
+    options = {s for a in module.build_parser()._actions for s in a.option_strings}
+    for name in FLAGS[module]:
+        assert "--" + name.replace("_", "-") in options
+
+
+def test_positional_arguments_and_choices():
+    assert plot.build_parser().parse_args(["a", "b"]).dirs == [Path("a"), Path("b")]
+    assert diagnose.build_parser().parse_args(["a", "--last", "5"]).last == 5
+    assert sweep.build_parser().parse_args(["--workers", "3"]).workers == 3
+    for module, argv in ((plot, []), (diagnose, []), (bench, ["--device", "tpu"]),
+                         (sweep, ["--backend", "slurm"]), (bench, ["--scaling-steps", "1"])):
+        with pytest.raises(SystemExit) as err:
+            module.build_parser().parse_args(argv)
+        assert err.value.code == 2
