@@ -48,7 +48,7 @@ from bandits.bayes import (
     sample_weights,
 )
 
-KINDS = ("bbb", "sgd", "dropout")
+MODEL_KINDS = ("bbb", "sgd", "dropout")
 IN_FEATURES, CLASSES = 784, 10  # pixels of an MNIST image, digits
 
 
@@ -191,8 +191,8 @@ class BatchedClassifiers(EpochTrainer):
                  init_sigma: float = 0.0067, dropout: float = 0.5, samples: int = 1,
                  complexity: str = "mc", lr: float = 1e-3, optimizer: str = "adam",
                  device: torch.device | str = "cpu", compile: bool = False) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if kind not in MODEL_KINDS:
+            raise ValueError(f"kind must be one of {MODEL_KINDS}, got {kind!r}")
         if not specs:
             raise ValueError("BatchedClassifiers needs at least one run")
         if complexity not in ("mc", "kl"):

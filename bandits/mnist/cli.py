@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         with ctrl_c_on():
-            return _main(argv)
+            return _run_command(argv)
     except (UsageError, ValueError, OSError, checkpoint.CheckpointError) as e:
         # bad flags or settings, missing or damaged data, a file that cannot be written
         return _error(str(e))
@@ -245,10 +245,10 @@ def summary_table(summary: dict) -> str:
     ood = summary.get("ood", {})
     rows = [("model", summary.get("label", "")),
             ("test error, best-validation epoch",
-             _pct(best.get("test_error_mean")) + (f" (epoch {best['epoch']})"
+             _percent(best.get("test_error_mean")) + (f" (epoch {best['epoch']})"
                                                   if "epoch" in best else "")),
-            ("test error, last epoch", _pct(final.get("test_error_mean"))),
-            ("validation error, last epoch", _pct(final.get("val_error_mean"))),
+            ("test error, last epoch", _percent(final.get("test_error_mean"))),
+            ("validation error, last epoch", _percent(final.get("val_error_mean"))),
             ("predictive entropy, test / noise images",
              f"{ood.get('entropy_test', float('nan')):.3f} / "
              f"{ood.get('entropy_noise', float('nan')):.3f} nats" if ood else "-"),
@@ -257,7 +257,8 @@ def summary_table(summary: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
-def _pct(x) -> str:
+def _percent(x) -> str:
+    """A percentage as ``1.23 %``, or ``-`` when there is none."""
     return "-" if x is None or x != x else f"{x:.2f} %"
 
 
@@ -267,7 +268,8 @@ def _error(message: str) -> int:
     return 2
 
 
-def _main(argv: list[str]) -> int:
+def _run_command(argv: list[str]) -> int:
+    """Run the command of ``argv`` (see :func:`split_command`); returns the exit status."""
     if argv in (["-h"], ["--help"]):
         print(help_text())
         return 0

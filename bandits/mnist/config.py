@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5, sigma_to_rho
 from bandits.config import OPEN, check_ranges, flag, setting
-from bandits.mnist.classifiers import IN_FEATURES, KINDS, OPTIMIZERS, n_parameters
+from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
 from bandits.outputs import machine_memory
 
 ARCHS = ("mlp", "lenet5")
@@ -41,7 +41,7 @@ class Config:
     may take several values in one run (BBB): every combination is trained, each with
     --seeds seeds as one batched model."""
 
-    model: str = setting("bbb", f"one of {KINDS}")
+    model: str = setting("bbb", f"one of {MODEL_KINDS}")
     arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
                                "paper's) or 'lenet5' (LeNet-5: two convolutions, 120, 84; "
                                "--model bbb or sgd)")
@@ -174,7 +174,8 @@ class Config:
                              f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
         priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
         checks = [
-            (self.model in KINDS, f"--model must be one of {KINDS}, got {self.model!r}"),
+            (self.model in MODEL_KINDS,
+             f"--model must be one of {MODEL_KINDS}, got {self.model!r}"),
             (set(priors) <= set(PRIORS), f"--prior must be one of {PRIORS}, got {priors}"),
             (self.complexity in ("mc", "kl"),
              f"--complexity must be 'mc' or 'kl', got {self.complexity!r}"),

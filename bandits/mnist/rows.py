@@ -94,11 +94,13 @@ def rows_table(models: pd.DataFrame, records: list[dict[str, Any]]
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of the report, and the models ordered by row (then seed).
 
-    One line per row, in the report's order (by width, method, where and name):
-    ``name``, ``kind``, ``arch``, ``hidden``, ``epochs``, ``seeds``, ``settings`` (the
+    One line per row, in the report's order (by width, method, ``where`` and name):
+    ``name``, ``where`` (its command's directory, or its name when it joins several
+    commands), ``kind``, ``arch``, ``hidden``, ``epochs``, ``seeds``, ``settings`` (the
     first model's, a dict), ``first`` (the directory of its first seed), ``quick`` (a
     ``--quick`` check), ``bbb`` (it has pruning rows, and is no quick check), ``has_val``
-    (every model has a validation error), ``selection`` and ``chosen``."""
+    (every model has a validation error), ``val_mean`` (:func:`mean_val_error`),
+    ``selection`` and ``chosen``."""
     out = []
     for row, group in models.sort_values(["seed", "line"]).groupby("row", sort=False):
         first = records[group["line"].iloc[0]]
@@ -106,7 +108,8 @@ def rows_table(models: pd.DataFrame, records: list[dict[str, Any]]
         joined = len(runs) > 1
         name = " + ".join(runs["run_name"]) if joined else runs["run_name"].iloc[0]
         st = first["settings"]
-        out.append({"row": row, "name": name, "where": name if joined else runs["run_dir"].iloc[0],
+        where = name if joined else runs["run_dir"].iloc[0]
+        out.append({"row": row, "name": name, "where": where,
                     "kind": kind(st), "arch": st["arch"], "hidden": st["hidden"],
                     "epochs": first["epochs"], "seeds": len(group), "settings": st,
                     "first": first["model"], "quick": st["quick"],

@@ -40,7 +40,7 @@ NOTES = [
 ]
 
 
-def _of(models: pd.DataFrame, r: Any) -> pd.DataFrame:
+def _models_of(models: pd.DataFrame, r: Any) -> pd.DataFrame:
     """The models of row ``r`` (by seed)."""
     return models[models["row"] == r]
 
@@ -58,7 +58,7 @@ def table1(rows: pd.DataFrame, models: pd.DataFrame) -> list[str]:
     """Table 1: the test error of each row, beside the paper's."""
     cells = []
     for r, row in rows.iterrows():
-        m, st = _of(models, r), row["settings"]
+        m, st = _models_of(models, r), row["settings"]
         n_w = (lenet5_parameters() if st["arch"] == "lenet5"
                else n_parameters([st["hidden"]] * st["layers"]))
         paper = PAPER_TABLE1.get((row["kind"], st["hidden"])) if _is_mlp(row) else None
@@ -87,7 +87,7 @@ def table1_rows(rows: pd.DataFrame, models: pd.DataFrame) -> list[dict[str, Any]
     value at the last epoch (empty: constant)."""
     out = []
     for r, row in rows.iterrows():
-        st, errs = row["settings"], _of(models, r)["test"].to_numpy()
+        st, errs = row["settings"], _models_of(models, r)["test"].to_numpy()
         bbb = st["model"] == "bbb"
         out.append({"method": row["kind"], "run": row["name"], "arch": st["arch"],
                     "estimator": st["estimator"] if bbb else "",
@@ -152,7 +152,7 @@ def prior_pairs(rows: pd.DataFrame, models: pd.DataFrame) -> list[str]:
         if ("bbb-mixture", hidden) not in picked or ("bbb-gaussian", hidden) not in picked:
             continue
         mix, gau = picked[("bbb-mixture", hidden)], picked[("bbb-gaussian", hidden)]
-        d = paired_difference(_of(models, mix), _of(models, gau))
+        d = paired_difference(_models_of(models, mix), _models_of(models, gau))
         if d is not None:
             cells.append([hidden, rows.at[mix, "name"], rows.at[gau, "name"], *_pair_cells(d)])
     lines: list[str] = []
@@ -176,7 +176,7 @@ def _same_training_pairs(bbb_mlp: pd.DataFrame, models: pd.DataFrame) -> list[st
     for _, same in bbb_mlp.groupby(training, sort=False):
         for mix, m in same[same["kind"] == "bbb-mixture"].iterrows():
             for gau, g in same[same["kind"] == "bbb-gaussian"].iterrows():
-                d = paired_difference(_of(models, mix), _of(models, gau))
+                d = paired_difference(_models_of(models, mix), _models_of(models, gau))
                 if d is None:
                     continue
                 st = m["settings"]
@@ -234,7 +234,7 @@ def ood_table(rows: pd.DataFrame, models: pd.DataFrame) -> list[str]:
     is left empty)."""
     columns = [f"ood.entropy_{i}" for i in OOD_INPUTS] + ["ood.max_prob_noise"]
     cells = [[row["kind"], row["name"],
-              *(fmt(_of(models, r).get(c, pd.Series([math.nan])), 3, spread=False)
+              *(fmt(_models_of(models, r).get(c, pd.Series([math.nan])), 3, spread=False)
                 for c in columns)]
              for r, row in rows.iterrows()]
     table = pd.DataFrame(cells, columns=["Method", "Run", "Test", "Rot. 30", "Rot. 60",
@@ -256,7 +256,7 @@ def table2(best: pd.DataFrame, models: pd.DataFrame) -> list[str]:
     """Table 2 (pruning by SNR) of each of the ``best`` rows, beside the paper's."""
     lines: list[str] = []
     for r, row in best.iterrows():
-        pruning = list(_of(models, r)["pruning"])
+        pruning = list(_models_of(models, r)["pruning"])
         cells = []
         for i, p in enumerate(pruning[0]):
             pw, pe = PAPER_TABLE2.get(p["removed_pct"] / 100, ("-", "-"))
@@ -274,13 +274,13 @@ def table2(best: pd.DataFrame, models: pd.DataFrame) -> list[str]:
 
 def pruning_every_row(bbb: pd.DataFrame, models: pd.DataFrame) -> list[str]:
     """The pruned test error of every BBB row, when they all pruned the same fractions."""
-    firsts = [_of(models, r)["pruning"].iloc[0] for r in bbb.index]
+    firsts = [_models_of(models, r)["pruning"].iloc[0] for r in bbb.index]
     fracs = [p["removed_pct"] for p in firsts[0]]
     if any([p["removed_pct"] for p in f] != fracs for f in firsts):
         return []
     cells = []
     for r, row in bbb.iterrows():
-        pruning = list(_of(models, r)["pruning"])
+        pruning = list(_models_of(models, r)["pruning"])
         cells.append([row["kind"], row["name"], row["hidden"],
                       *(fmt([s[i]["test_error_mean"] for s in pruning])
                         for i in range(len(fracs)))])
@@ -297,7 +297,7 @@ def cost_table(bbb: pd.DataFrame, models: pd.DataFrame) -> list[str]:
     ratio, and the last epoch's training NLL per image (mean over seeds)."""
     cells = []
     for r, row in bbb.iterrows():
-        m = _of(models, r)
+        m = _models_of(models, r)
         first, last = m["first_epoch.kl"].to_numpy(), m["last_epoch.kl"].to_numpy()
         if np.isnan(first).any() or np.isnan(last).any():
             continue  # a run of no epochs

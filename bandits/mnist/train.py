@@ -240,9 +240,9 @@ def threads(cfg: Config) -> int:
 
 
 @dataclass
-class Batch:
-    """One batched model of a command: a setting's seeds (``models``), their output
-    directories, and its checkpoint file."""
+class TrainingJob:
+    """A training job: one batched model of a command, a setting's seeds (``models``),
+    with their output directories and its checkpoint file."""
 
     cfg: Config  # the command's settings
     models: list[Config]
@@ -258,7 +258,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
         ) -> dict[str, Any]:
     """Train and evaluate every model of ``cfg``; write every output.
 
-    The models of a setting (its seeds) train as one batched model (:func:`train_batch`);
+    The models of a setting (its seeds) train as one batched model (:func:`train_job`);
     several settings are several batches, trained one after another or side by side in
     :func:`worker_count` worker processes, with the same results either way. One model
     (no grid, one seed) writes its files into ``--out``; several write one directory per
@@ -296,13 +296,13 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
           f"{len(splits['train'].y):,} images, batch {cfg.batch_size}, "
           f"{workers} worker{'s' if workers > 1 else ''}, device {cfg.device} -> {out}",
           flush=True)
-    jobs = [Batch(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
+    jobs = [TrainingJob(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
                   label if len(groups) == 1 else
                   f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}",
                   workers, len(models))
             for g, path in zip(groups, checkpoint_paths(out, len(groups)), strict=True)]
     if workers == 1:
-        done = [train_batch(job, splits, resume is not None) for job in jobs]
+        done = [train_job(job, splits, resume is not None) for job in jobs]
     else:
         done = _in_workers(jobs, workers, resume is not None, out)
     summaries: list[dict[str, Any]] = [{}] * len(models)
@@ -316,9 +316,9 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     return {**summaries[0], "models": len(models), "out": str(out)}
 
 
-def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
+def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
                 ) -> list[dict[str, Any]]:
-    """Train and evaluate one batch (:class:`Batch`); returns its models' summaries.
+    """Train and evaluate one batch (:class:`TrainingJob`); returns its models' summaries.
 
     A checkpoint is written after an epoch once ``--checkpoint-every`` seconds have
     passed, and after the last one; with ``resumed`` the batch continues from its
@@ -344,7 +344,7 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
-            saved, last_save = _epoch(job, epoch, clf, sched, history, splits, dirs,
+            saved, last_save = _run_epoch(job, epoch, clf, sched, history, splits, dirs,
                                       schemes, [kl_factor_at(m, epoch) for m in models],
                                       saved, last_save,
                                       wall_before - t_start)
@@ -363,12 +363,12 @@ def train_batch(job: Batch, splits: dict[str, Split], resumed: bool = False
                           f"bandits.mnist --resume {cfg.out}") from None
 
 
-def _epoch(job: Batch, epoch: int, clf: BatchedClassifiers,
+def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
            sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
            splits: dict[str, Split], dirs: list[Path], schemes: list[str],
            factors: list[float], saved: int, last_save: float, wall_offset: float
            ) -> tuple[int, float]:
-    """One epoch of :func:`train_batch`: train, evaluate, log, and write the checkpoint
+    """One epoch of :func:`train_job`: train, evaluate, log, and write the checkpoint
     when it is due (the wall time so far is ``wall_offset + time.perf_counter()``).
     Returns the epoch of the last checkpoint written and when it was written."""
     cfg, runs = job.cfg, clf.runs
@@ -411,8 +411,8 @@ class Diverged(Exception):
     """A model's training loss became NaN or infinite (exit status 3, as bandits.run's)."""
 
 
-def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
-    """:func:`train_batch` in a pool worker: its own data, one torch thread unless
+def _train_in_worker(job: TrainingJob, resumed: bool) -> list[dict[str, Any]]:
+    """:func:`train_job` in a pool worker: its own data, one torch thread unless
     ``--threads`` says otherwise, and Ctrl-C (passed on by the parent) on. A batch taken
     after the parent's Ctrl-C (the pool hands out queued batches that cannot be
     cancelled), or whose Ctrl-C came while SIGINT was still ignored, never starts."""
@@ -421,12 +421,12 @@ def _train_in_worker(job: Batch, resumed: bool) -> list[dict[str, Any]]:
     try:
         if parent_stopped():
             raise Interrupted(f"{job.label} not started")
-        return train_batch(job, load_splits(job.cfg), resumed)
+        return train_job(job, load_splits(job.cfg), resumed)
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
+def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
                 ) -> list[list[dict[str, Any]]]:
     """Every batch of ``jobs`` in a pool of ``workers`` processes; their summaries in
     order. Ctrl-C is passed on once to every worker (each stops where it is and keeps
@@ -481,7 +481,7 @@ def _in_workers(jobs: list[Batch], workers: int, resumed: bool, out: Path
 def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
                      sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
                      command: str, wall_seconds: float) -> None:
-    """Write the checkpoint ``path``: everything :func:`train_batch` needs to continue
+    """Write the checkpoint ``path``: everything :func:`train_job` needs to continue
     after ``epoch``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     checkpoint.save(path, CHECKPOINT_KIND, {
