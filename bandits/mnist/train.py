@@ -157,7 +157,7 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
 
 # what a training run writes into --out (one model's files, or a grid's tables and its
 # batches' checkpoints): --overwrite removes these and every model directory first, so
-# that --report never counts a model of an earlier run
+# that report never counts a model of an earlier run
 OUTPUTS = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
            "pruning.md", "raw", "snr_hist.csv", "weights_hist.csv", "test_error.png",
            "weights.png", "snr.png", "models.csv", "settings.csv", "table.md",
