@@ -62,15 +62,11 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
-import os
 import signal
-import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,12 +106,11 @@ from bandits.mnist.model_files import (
 )
 from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
 from bandits.processes import (
+    JobsInterrupted,
     available_cores,
-    interrupt_workers,
     parent_stopped,
-    pool_worker_init,
     requested_workers,
-    sigint_handler,
+    run_jobs,
 )
 
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
@@ -428,54 +423,28 @@ def _train_in_worker(job: TrainingJob, resumed: bool) -> list[dict[str, Any]]:
 
 def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
                 ) -> list[list[dict[str, Any]]]:
-    """Every batch of ``jobs`` in a pool of ``workers`` processes; their summaries in
-    order. Ctrl-C is passed on once to every worker (each stops where it is and keeps
-    its last checkpoint) and ends in :class:`Interrupted`; a worker that dies ends the
-    run with a ``ValueError`` of one line (the pool stops the others; every checkpoint
-    written stays good), never a hang."""
+    """Every batch of ``jobs`` in the shared pool of ``workers`` processes
+    (:func:`bandits.processes.run_jobs`); their summaries in order. Ctrl-C is passed on
+    once to every worker (each stops where it is and keeps its last checkpoint) and ends
+    in :class:`Interrupted`; a worker that dies ends the run with a ``ValueError`` of one
+    line (every checkpoint written stays good), never a hang."""
     resume = f"python -m bandits.mnist --resume {out}"
-    # a killed worker leaves a semaphore behind, which multiprocessing's resource tracker
-    # (started with this interpreter's -W options) would report on stderr after the one
-    # line that says what happened
-    quiet = "ignore:resource_tracker:UserWarning"
-    if quiet not in sys.warnoptions:
-        sys.warnoptions.append(quiet)
-    ctx = multiprocessing.get_context("spawn")  # fresh interpreters: no forked torch state
-    stop = ctx.Event()
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=pool_worker_init,
-                             initargs=(os.getpid(), stop)) as ex:
-        futures = [ex.submit(_train_in_worker, job, resumed) for job in jobs]
-        interrupted = False
-        try:
-            wait(futures)
-        except KeyboardInterrupt:
-            interrupted = True
-            for f in futures:
-                f.cancel()  # batches not handed to the pool yet
-            interrupt_workers(ex, stop)  # the queued ones never start
-            # the workers stop at once; a second Ctrl-C must not leave them running
-            with sigint_handler(signal.SIG_IGN):
-                wait([f for f in futures if not f.cancelled()])
-    results, died, stopped = [], None, interrupted
-    for job, f in zip(jobs, futures, strict=True):
-        if f.cancelled():
-            continue
-        e = f.exception()
-        if isinstance(e, BrokenProcessPool):
-            died = died or job
-        elif isinstance(e, Interrupted | KeyboardInterrupt):  # in or between epochs
-            stopped = True
-        elif e is not None:
-            raise e
-        else:
-            results.append(f.result())
+    try:
+        ended, stopped = run_jobs(partial(_train_in_worker, resumed=resumed), jobs, workers), False
+    except JobsInterrupted as e:
+        ended, stopped = e.ended, True
+    for x in ended:  # an error of the training itself, raised as it came
+        if x.error is not None and not x.died and not isinstance(
+                x.error, Interrupted | KeyboardInterrupt):
+            raise x.error
+    died = next((x.job for x in ended if x.died), None)
     if died is not None:
         raise ValueError(f"a worker died while training {died.label}; every checkpoint "
                          f"written stays good; resume with: {resume}")
-    if stopped:
+    if stopped or any(x.error is not None for x in ended):
         raise Interrupted(f"interrupted; every batch keeps its last checkpoint; resume "
                           f"with: {resume}")
-    return results
+    return [x.result for x in ended]
 
 
 def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
