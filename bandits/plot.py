@@ -50,6 +50,9 @@ LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1%
           "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
           "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN", "linucb": "LinUCB",
           "neuralucb": "NeuralUCB", "neuralts": "NeuralTS"}
+CROWDED = 6
+"""More agents than this in one figure: the legend goes beside the axes."""
+
 # The legend's order: the paper's Figure 6 (5 %, 1 % greedy, greedy, Bayes by Backprop),
 # then every other agent in the order of the data.
 LEGEND_ORDER = ("eps5", "eps1", "greedy", "bbb")
@@ -133,6 +136,10 @@ def regret_figure(
         fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
         fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
                    fontsize=8, ncol=1)
+    elif len(lines) > CROWDED:  # many agents: beside the axes, never over the data
+        fig.set_size_inches(8.4, 4.2)
+        fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside right upper",
+                   fontsize=8)
     else:
         ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
