@@ -198,7 +198,11 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
         m, s = g["expected_regret_per_step"], g["expected_regret_per_step_sem"]
         a.plot(mid, m, color=color, label=label)
         a.fill_between(mid, (m - s).clip(lower=1e-4), m + s, color=color, alpha=0.2, lw=0)
-        for k, n in enumerate(names[:4]):
+        if len(names) > len(styles):  # many arms: every kind of mistake together
+            b.plot(mid, _positive(g[[f"{n}_rate" for n in names]].sum(axis=1)), color=color,
+                   label=f"{label}: any wrong action")
+            continue
+        for k, n in enumerate(names):
             b.plot(mid, _positive(g[f"{n}_rate"]), color=color, ls=styles[k],
                    label=f"{label}: {n.replace('_', ' ')}")
     a.set(xscale="log", xlabel="step", ylabel="expected regret per step",
@@ -219,8 +223,9 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
             for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
                 if (g[col] > 0).any():  # a point estimate has no spread: nothing to draw
                     ax.plot(g.index, _positive(g[col]), color=color, ls=ls, label=label)
-    for ax, what in ((c, "no model with sampled predictions"),
-                     (d, "no sample ever took a wrong action")):
+    empty = (("no model with sampled predictions", "no sample ever took a wrong action")
+             if probes is not None else ("no probes.csv in the run's directory",) * 2)
+    for ax, what in zip((c, d), empty):
         if ax.lines:
             ax.legend(fontsize=6, frameon=False)
         else:
