@@ -56,7 +56,8 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
 APPLICATIONS = ["bandits.run", "bandits.sweep", "bandits.parallel", "bandits.mnist",
                 "bandits.bench", "bandits.plot", "bandits.diagnose"]
 # The simulator's own floors: settings, then the hooks, then the loop, then the command
-# line (bandits.run) and the parallel runner.
+# line (bandits.run) and the parallel runner; the sweep: grid, then its results, then the
+# command line.
 RUNNER = ["bandits.settings", "bandits.hooks", "bandits.loop", "bandits.parallel", "bandits.run"]
 FLOORS = {
     "bandits.bayes": ["agents", "envs", "bandits.buffer", "bandits.outputs", *APPLICATIONS],
@@ -68,6 +69,9 @@ FLOORS = {
     "bandits.mnist": ["agents", "envs", "bandits.run", "bandits.sweep", "bandits.parallel"],
     **{m: RUNNER[i + 1:] + ["bandits.sweep"] for i, m in enumerate(RUNNER[:3])},
     "bandits.parallel": ["bandits.run", "bandits.sweep"],
+    "bandits.run": ["bandits.grid", "bandits.sweep_results", "bandits.sweep"],
+    "bandits.grid": ["bandits.sweep_results", "bandits.sweep"],
+    "bandits.sweep_results": ["bandits.sweep"],
 }
 
 
