@@ -30,6 +30,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+
 class SweepError(Exception):
     """Bad input to the sweep as a whole: one line, exit status 2."""
 
@@ -58,12 +59,14 @@ class Point:
 def run_settings() -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(Config)}
 
+
 def _value(text: str) -> Any:
     """A command-line value as TOML would read it: numbers, booleans, else a string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+
 
 def parse_sets(items: Sequence[str]) -> dict[str, list]:
     """``["noise_sigma=0.05,0.1", ...]`` -> ``{"noise_sigma": [0.05, 0.1], ...}``."""
@@ -79,6 +82,7 @@ def parse_sets(items: Sequence[str]) -> dict[str, list]:
                              f"(--set {key}=V1,V2,...)")
         grid[key] = [_value(v.strip()) for v in values.split(",")]
     return grid
+
 
 def load_spec(path: Path | None) -> tuple[dict[str, Any], dict[str, list]]:
     """``(base, grid)`` from a TOML spec (empty without one)."""
@@ -100,12 +104,14 @@ def load_spec(path: Path | None) -> tuple[dict[str, Any], dict[str, list]]:
             raise SweepError(f"grid file {path}: [grid] {name} must be a non-empty list")
     return dict(spec.get("base", {})), dict(grid)
 
+
 def point_name(settings: dict[str, Any]) -> str:
     def show(v: Any) -> str:
         return "-".join(map(str, v)) if isinstance(v, list) else str(v)
 
     name = "__".join(f"{k}={show(v)}" for k, v in settings.items()) or "base"
     return name.replace("/", "_").replace(" ", "_")
+
 
 def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[Point]:
     """Every combination of the grid's values, with the base settings, in the grid's order."""
@@ -131,6 +137,7 @@ def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[
         raise SweepError("the grid lists a value twice")
     return points
 
+
 def check_point(point: Point) -> str | None:
     """The one-line error of a point's settings, or ``None`` if bandits.run accepts them."""
     try:
@@ -139,9 +146,11 @@ def check_point(point: Point) -> str | None:
         return str(e)
     return None
 
+
 def requested(point: Point) -> dict[str, Any]:
     """The point's full configuration as ``config.json`` would record it."""
     return dataclasses.asdict(point.config())
+
 
 def stale_reason(point: Point) -> str | None:
     """Why the run already in the point's directory is not the one asked for (settings
@@ -160,12 +169,14 @@ def stale_reason(point: Point) -> str | None:
         return f"it has done {done} steps, {want['steps']} asked for"
     return None
 
+
 def _saved_config(out: str) -> dict | None:
     try:
         cfg = json.loads((Path(out) / "config.json").read_text())
     except (OSError, ValueError):
         return None
     return cfg if isinstance(cfg, dict) else None
+
 
 def point_state(point: Point) -> str:
     """``"done"``, ``"resumable"`` (a checkpoint of this very configuration to continue
@@ -182,6 +193,7 @@ def point_state(point: Point) -> str:
             and not cfg.get("diverged")):
         return "done"
     return "resumable" if (d / checkpoint.NAME).is_file() else "new"
+
 
 def run_point(point: Point) -> dict[str, Any]:
     """Run (or resume) one point in this process; never raises for a failed run."""

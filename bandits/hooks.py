@@ -34,11 +34,13 @@ if TYPE_CHECKING:
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
+
 def probe_steps(steps: int) -> set[int]:
     """The steps after which the probes look: 1, 2, 3, 5, 7 times each power of ten (the
     same steps whatever the horizon, so an extended run looks where a longer one would)."""
     return {m * 10**k for k in range(len(str(steps))) for m in (1, 2, 3, 5, 7)
             if m * 10**k <= steps}
+
 
 class Probe:
     """What the reward models believe as training goes on: at :func:`probe_steps`,
@@ -107,6 +109,7 @@ class Probe:
 class Diverged(Exception):
     """A run's training loss became NaN or infinite."""
 
+
 def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[str, Any]]:
     """The runs whose training loss has been NaN or infinite: agent, seed and first step,
     earliest first. Reads one small tensor per population: call it now and then."""
@@ -119,9 +122,11 @@ def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[
                     found.append({"step": step, "agent": name, "seed": seeds[i]})
     return sorted(found, key=lambda d: (d["step"], d["agent"], d["seed"]))
 
+
 def _describe(d: dict[str, Any]) -> str:
     return (f"agent {d['agent']}, seed {d['seed']} diverged at step {d['step']} "
             "(non-finite training loss)")
+
 
 class DivergenceWatch:
     """Stops the run (:class:`Diverged`) when a run's training loss has become NaN or
@@ -139,6 +144,7 @@ class DivergenceWatch:
             print(f"bandits.run: warning: {_describe(d)}; its other runs and "
                   "agents go on (--skip-diverged)", file=sys.stderr)
         self.found = found
+
 
 class Checkpoints:
     """Writes the run's checkpoint when one is due: every ``cfg.checkpoint_every``
@@ -203,6 +209,7 @@ class StopOnSigint:
     def __exit__(self, *exc) -> None:
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
+
 
 class Progress:
     """A tqdm bar over steps with the running mean cumulative regret of each agent."""

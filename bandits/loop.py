@@ -45,6 +45,7 @@ class Population:
     loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
     diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
 
+
 def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],
              index: dict[str, int]) -> None:
     """Step ``t`` of one population: act on its contexts, step its environments, store
@@ -70,6 +71,7 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
         log.record(index[name], t, actions_np[runs], rewards[runs], record)
     pop.context = next_context
 
+
 @dataclass
 class Outcome:
     """How a run ended: its exit status (0 finished, 1 a worker died, 2 a bad checkpoint
@@ -79,6 +81,7 @@ class Outcome:
     status: int
     message: str | None = None
     out: Path | None = None  # where its outputs are (None if it wrote none)
+
 
 def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None
         ) -> Outcome:
@@ -195,6 +198,7 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
                                 diverged_at=torch.full((agent.runs,), -1, device=cfg.device)))
     return built, seeds
 
+
 def snapshot(populations: list[Population], log: RegretLog, wall: dict[str, float],
              probe: Probe) -> dict[str, Any]:
     """The state of a run at the end of step ``log.done``, for a checkpoint."""
@@ -204,6 +208,7 @@ def snapshot(populations: list[Population], log: RegretLog, wall: dict[str, floa
                              "buffer": pop.buffer.state_dict(), "loss": pop.loss,
                              "context": torch.from_numpy(np.array(pop.context))}
                             for pop in populations]}
+
 
 def restore(populations: list[Population], log: RegretLog, wall: dict[str, float],
             probe: Probe, state: dict) -> None:
@@ -229,6 +234,7 @@ def restore(populations: list[Population], log: RegretLog, wall: dict[str, float
             raise CheckpointError("the environment does not reproduce the checkpoint's "
                                   "contexts (was the data set changed?)")
 
+
 def _restore_or_refuse(populations: list[Population], log: RegretLog, wall: dict[str, float],
                        probe: Probe, state: dict, out: Path) -> None:
     """:func:`restore`, with a checkpoint that cannot be restored as one line."""
@@ -241,6 +247,7 @@ def _restore_or_refuse(populations: list[Population], log: RegretLog, wall: dict
                          f"run needs ({type(e).__name__}: {e}); it cannot be resumed"
                          ) from None
 
+
 def last_losses(populations: list[Population]) -> dict[str, float]:
     """Each agent's mean training loss over its runs, at its last update."""
     losses = {}
@@ -250,6 +257,7 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
                 losses[name] = float(pop.loss[pop.agent.member_runs(k)].mean())
     return losses
 
+
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   config: dict, probe: Probe | None = None) -> None:
     """metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv, config.json and
@@ -258,9 +266,7 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
-    write_csv(log.phases_frame(envs.SHAPES[cfg.env][1] if cfg.env in envs.SHAPES
-                               else int(log.action.max()) + 1),
-              out / "phases.csv")
+    write_csv(log.phases_frame(envs.SHAPES[cfg.env][1]), out / "phases.csv")
     n = log.done
     write_csv(memory_frame(log.agents, log.seeds, log.action[:, :, :n], log.reward[:, :, :n],
                            log.item[:, :, :n], log.optimal_action[:, :, :n],

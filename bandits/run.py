@@ -65,12 +65,14 @@ OUTPUTS = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv
            "expected_regret.pdf", checkpoint.NAME, "diagnosis.csv", "diagnosis_seeds.csv",
            "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "parts")
 
+
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
     try:
         return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS)
     except OutputDirError as e:
         raise UsageError(str(e)) from None
+
 
 def header(cfg: Config, out: Path, workers: int) -> str:
     """The line a run starts with: what runs, with the numbers that decide its cost."""
@@ -80,6 +82,7 @@ def header(cfg: Config, out: Path, workers: int) -> str:
             f"{cfg.steps:,} steps x {cfg.seeds} seed{'s' if cfg.seeds > 1 else ''}, {updates}, "
             f"buffer {cfg.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
             f"device {cfg.device} -> {out}")
+
 
 def print_summary(out: Path) -> None:
     """The cumulative regret of each agent at one common step, from the run's
@@ -118,6 +121,7 @@ def print_summary(out: Path) -> None:
     print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     print(f"outputs in {out}")
 
+
 def start(cfg: Config, command: str) -> Outcome:
     """A new run of ``cfg`` into its output directory, in :func:`bandits.parallel.worker_count`
     processes; ``command`` is recorded in ``config.json``. Bad input raises
@@ -135,6 +139,7 @@ def start(cfg: Config, command: str) -> Outcome:
     finally:
         release_dir(out)
 
+
 def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
     """Continue the run in ``out`` from its checkpoint, with ``changes`` (settings of
     :data:`RESUME_FLAGS` only: ``{"steps": 50000}`` extends it)."""
@@ -150,6 +155,7 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
     finally:
         release_dir(out)
 
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = "python -m bandits.run " + shlex.join(argv)
@@ -160,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bandits.run: interrupted while starting; no step was run (a checkpoint "
               "already in the directory stays good)", file=sys.stderr)
         return 130
+
 
 def _main(argv: list[str], command: str) -> int:
     try:

@@ -60,6 +60,7 @@ PRESETS: dict[str, dict] = {
     },
 }
 
+
 @dataclass
 class Config:
     """Settings of one invocation; each field is a CLI flag (``--kebab-case``)."""
@@ -233,9 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     return build_settings_parser(Config, "python -m bandits.run", DESCRIPTION,
                                  PRESETS)
 
+
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse the command line, fill unset settings from the preset, and validate."""
     return _complete(vars(build_parser().parse_args(argv)))
+
 
 def config_from(settings: dict[str, Any]) -> Config:
     """The configuration of ``settings`` (names of :class:`Config`'s fields, values as
@@ -245,6 +248,7 @@ def config_from(settings: dict[str, Any]) -> Config:
     values.update(convert(Config, settings))
     return _complete(values)
 
+
 def _complete(values: dict[str, Any]) -> Config:
     for k, v in PRESETS[values["preset"]].items():  # the preset fills what was not given
         if values[k] is None:
@@ -252,6 +256,7 @@ def _complete(values: dict[str, Any]) -> Config:
     cfg = Config(**values)
     _validate(cfg)
     return cfg
+
 
 def _validate(cfg: Config) -> None:
     """Every setting against its field's ``range``, then the settings that depend on each
@@ -274,12 +279,13 @@ def _validate(cfg: Config) -> None:
                          f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
                          "--hidden, --heads or --buffer-size, or list fewer agents")
 
+
 def memory_estimate(cfg: Config) -> float:
     """Bytes a run of ``cfg`` needs, roughly (an upper-side estimate): the per-step
     records, the models with their optimiser state and workspace, the buffers, the rows
     of metrics.csv."""
     runs = cfg.seeds * len(cfg.agent)
-    d_in = sum(envs.SHAPES.get(cfg.env, (128, 5)))
+    d_in = sum(envs.SHAPES[cfg.env])  # every env --env accepts has its shape there
     sizes = [d_in, *cfg.hidden, 1]
     params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
     copies = cfg.heads if "bootstrap" in cfg.agent else 1
@@ -302,6 +308,7 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
     """The settings named on the command line (not filled by a default)."""
     return flags_named(build_parser, argv)
 
+
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
@@ -310,6 +317,7 @@ def identity(config: dict[str, Any]) -> str:
                    if f.name not in {*RESUME_FLAGS, "out", "overwrite"})
     return checkpoint.fingerprint(plain({k: config.get(k) for k in names}))
 
+
 def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
     """The parsed command line of a ``--resume`` and the flags given on it; one line
     naming the first flag that would change the results."""
@@ -317,6 +325,7 @@ def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
     given = given_flags(argv)
     refuse_with_resume(given, RESUME_FLAGS)
     return args, given
+
 
 def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     """The config of the run to resume in ``out`` (its config.json, with ``changes``:
@@ -345,6 +354,7 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
                          f"{out} has done; give --steps {done} or more")
     return cfg, {"state": state, "config": saved}
 
+
 def agent_config(cfg: Config) -> AgentConfig:
     """The agents' settings given on the command line (each agent adds its own overrides)."""
     agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
@@ -352,13 +362,16 @@ def agent_config(cfg: Config) -> AgentConfig:
     agent_cfg.hidden = tuple(cfg.hidden)
     return agent_cfg
 
+
 def env_options(cfg: Config) -> dict[str, Any]:
     """The keyword arguments of ``cfg.env``: the wheel's delta, else the data directory."""
     return {"delta": cfg.wheel_delta} if cfg.env == "wheel" else {"data_dir": cfg.data_dir}
 
+
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:
     """Entropy for an agent's generators: the run's seeds and the agent's name."""
     return [seed, runs, zlib.crc32(name.encode())]
+
 
 def plain(data: dict) -> dict:
     """``data`` as JSON would give it back (paths as strings): safe to store in a checkpoint."""

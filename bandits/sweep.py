@@ -87,6 +87,7 @@ def _local(points: list[Point], workers: int, retries: int, progress: _Progress,
 
     run_jobs(task, points, workers, retries, on_end=ended, on_running=progress.running)
 
+
 def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gpus: float,
          retries: int, progress: _Progress) -> None:
     try:
@@ -110,6 +111,7 @@ def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gp
             result = {"status": "failed", "message": one_line(e)}
         progress.done(p, result)
         progress.running(min(len(pending), workers))
+
 
 class _Progress:
     """Points done / running / failed, with an ETA (tqdm)."""
@@ -143,6 +145,7 @@ class _Progress:
 
 DASHES = (" Flags after -- are bandits.run flags given to every point: python -m "
           "bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3")
+
 
 @dataclass
 class Settings:
@@ -200,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "again to continue", file=sys.stderr)
         return 130
 
+
 def _base_from_flags(extra: list[str]) -> dict[str, Any]:
     """Base settings from ``bandits.run`` flags (``-- --agent bbb --seeds 3``)."""
     if not extra:
@@ -210,6 +214,7 @@ def _base_from_flags(extra: list[str]) -> dict[str, Any]:
         raise SweepError(str(e)) from None
     return {k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
             for k, v in given.items()}
+
 
 def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
                     problems: dict[str, str | None], overwrite: bool) -> None:
@@ -239,6 +244,7 @@ def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
                 raise SweepError(f"point {p.name} in {out} holds a run of other settings "
                                  f"({reason}); choose another --out, or pass --overwrite to "
                                  "run it again")
+
 
 def sweep(args: Settings, extra: list[str], command: str) -> int:
     if args.out is None:
@@ -272,6 +278,7 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
         return _sweep(args, out, base, grid, command)
     finally:
         release_dir(out)
+
 
 def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str) -> int:
     points = make_points(base, grid, out)

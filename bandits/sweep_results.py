@@ -21,10 +21,12 @@ RESULT_COLUMNS = {"point", "agent", "seed", "seeds", "steps", "cumulative_regret
                   "cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
                   "cumulative_regret_max", "cumulative_expected_regret_mean"}
 
+
 def column(setting: str) -> str:
     """The table column of a swept setting: its name, or ``swept_<name>`` where the name is
     also a result column (sweeping ``seeds`` or ``seed``)."""
     return f"swept_{setting}" if setting in RESULT_COLUMNS else setting
+
 
 def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
     """One row per point, agent and seed (one row per point without results)."""
@@ -55,6 +57,7 @@ def collect(points: list[Point], results: dict[str, dict]) -> pd.DataFrame:
                          "message": r.get("message", "")})
     return pd.DataFrame(rows)
 
+
 def second_half(phases: Path) -> dict[tuple[str, int], float] | None:
     """Per (agent, seed): the expected regret per step over the second half of the run
     (whole phases of ``phases.csv`` from the middle on: exact counts), or None without
@@ -69,6 +72,7 @@ def second_half(phases: Path) -> dict[tuple[str, int], float] | None:
     late = per_seed(p, end - end // 2)  # the phases that start after the middle
     return {(str(r.agent), int(r.seed)): float(r.expected_regret_per_step_last)
             for r in late.itertuples()}
+
 
 def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     """Mean, std, min, max of the final regret over seeds, per point and agent (and, where
@@ -91,6 +95,7 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
         out[f"{late}_sem"] = h.std(ddof=1) / h.count() ** 0.5
         out["cumulative_regret_median"] = g.median()
     return out.reset_index().sort_values("cumulative_regret_mean", kind="stable")
+
 
 def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     """Final cumulative regret per point (mean +- 1 std over seeds), best at the top."""
@@ -116,6 +121,7 @@ def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
 
+
 def write_results(out: Path, df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     write_csv(df, out / "sweep.csv")
     summary = summarize(df, settings)
@@ -123,6 +129,7 @@ def write_results(out: Path, df: pd.DataFrame, settings: list[str]) -> pd.DataFr
     if not summary.empty:
         plot(summary, settings, out / "sweep.png")
     return summary
+
 
 def redraw(out: Path) -> pd.DataFrame:
     """Rebuild ``sweep_summary.csv`` and the plot from ``sweep.csv``; where the points'

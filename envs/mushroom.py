@@ -98,6 +98,7 @@ class MushroomProblem(BanditProblem):
     def info(self, rounds: Rounds) -> dict[str, np.ndarray]:
         return {"edible": self.edible[rounds["row"]], "mushroom": rounds["row"]}
 
+
 class MushroomEnv(BanditEnv):
     """The UCI Mushroom bandit of Blundell et al. 2015, "Weight Uncertainty in Neural
     Networks", section 5.3.
@@ -181,6 +182,7 @@ class MushroomEnv(BanditEnv):
     ) -> None:
         problem = MushroomProblem(data_dir, reward_eat, reward_poisoned, reward_no_eat, poison_prob)
         super().__init__(problem, render_mode=render_mode)
+
 
 class MushroomVectorEnv(BanditVectorEnv):
     """``num_envs`` independent copies of :class:`MushroomEnv`, stepped as arrays.

@@ -102,6 +102,7 @@ _COLUMNS: tuple[dict[str, int], ...] = tuple(
     {v: FEATURE_NAMES.index(f"{a}={v}") for v in VALUES[a]} for a in ATTRIBUTES
 )
 
+
 class MushroomFormatError(ValueError):
     """The mushroom data file is malformed. The message names the file and the line.
 
@@ -120,6 +121,7 @@ class MushroomFormatError(ValueError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # picklable, e.g. across processes
         return type(self), (self.path, self.line, self.problem)
+
 
 def load_mushroom(
     data_dir: str | os.PathLike | None = None,
@@ -158,6 +160,7 @@ def load_mushroom(
     stat = path.stat()
     return _load_cached(path, stat.st_size, stat.st_mtime_ns, verify)
 
+
 @functools.lru_cache(maxsize=4)
 def _load_cached(
     path: Path, size: int, mtime_ns: int, verify: bool = True
@@ -173,6 +176,7 @@ def _load_cached(
     features.flags.writeable = False
     edible.flags.writeable = False
     return features, edible
+
 
 def parse_mushroom(path: str | os.PathLike) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Parse and encode one mushroom file, checking every line (no cache, no search).
