@@ -46,7 +46,7 @@ class AgentConfig:
     prior_sigma: float = 1.0
     noise_sigma: float = 0.1
     init_sigma: float = 0.02
-    act_samples: int = 2  # the paper's: two weight samples averaged to act
+    act_samples: int = 1  # Thompson sampling: one weight sample per step (the paper averaged 2)
     epsilon: float = 0.0
     lin_a0: float = 6.0
     lin_b0: float = 6.0
@@ -60,6 +60,9 @@ class AgentConfig:
     # error) or "learned" (heteroscedastic: the network also predicts the noise of each
     # context and action, sigma = noise_sigma + softplus(s), trained by Gaussian NLL)
     likelihood: str = "fixed"
+    # beta-NLL (Seitzer et al. 2022) with the learned likelihood: each datum's NLL weighted
+    # by sigma^(2 beta), held constant; 0: the plain NLL, 1: the mean learns as by squared error
+    nll_beta: float = 0.0
     # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
     # BBB's means are not decayed: its prior is its regulariser
     weight_decay: float = 0.0

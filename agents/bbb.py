@@ -19,7 +19,9 @@ With ``likelihood = "learned"`` the network has a second output ``s`` and the da
 term is the heteroscedastic Gaussian negative log-likelihood
 ``(r_b - mu_b)^2 / (2 sigma_b^2) + log sigma_b`` with ``sigma_b = noise_sigma +
 softplus(s_b)``: the noise is learned per context and action, never below
-``noise_sigma`` (:func:`agents.neural.gaussian_nll_output_grads`).
+``noise_sigma`` (:func:`agents.neural.gaussian_nll_output_grads`); ``nll_beta > 0``
+weights each datum's term by ``sigma_b^(2 beta)`` held constant (beta-NLL, Seitzer et al.
+2022).
 
 The gradient is the one autograd gives through :class:`bandits.bayes.BayesLinear` and
 its complexity cost (a test checks it), computed on the flat parameters: the network's
@@ -129,7 +131,8 @@ class BBBAgent(NeuralAgent):
             inputs: list[Tensor] = []
             out = m.apply_layers(x, m.split(w), inputs)  # (runs, batch, outputs)
             if self.learned_noise:
-                d_out, per_datum = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma)
+                d_out, per_datum = gaussian_nll_output_grads(
+                    out, rewards, self.config.noise_sigma, beta=self.config.nll_beta)
                 nll = per_datum.mean(dim=1)
             else:
                 err = out.squeeze(-1) - rewards  # (runs, batch)
@@ -173,6 +176,11 @@ class BBBAgent(NeuralAgent):
             if self.learned_noise:
                 sigma = F.softplus(out[..., 1]) + self.config.noise_sigma
                 per_datum = (out[..., 0] - rewards).square() / (2 * sigma.square()) + sigma.log()
+                if self.config.nll_beta:  # beta-NLL: sigma^(2 beta) held constant
+                    weighted = per_datum * sigma.detach().pow(2.0 * self.config.nll_beta)
+                    nll = weighted.mean(dim=1)
+                    g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
+                    return per_datum.detach().mean(dim=1), g_mu, g_rho
                 nll = per_datum.mean(dim=1)
             else:
                 err = out.squeeze(-1) - rewards  # (runs, batch)

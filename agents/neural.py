@@ -34,7 +34,8 @@ LIKELIHOODS = ("fixed", "learned")
 
 
 def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
-                              weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                              weights: Tensor | None = None, beta: float = 0.0
+                              ) -> tuple[Tensor, Tensor]:
     """The heteroscedastic likelihood of a network's two outputs ``out (runs, batch, 2)``:
     the mean ``mu`` and ``s``, with noise ``sigma = floor + softplus(s)``. Returns the
     gradient of ``mean_b w_b nll_b`` at the outputs, ``(runs, batch, 2)``, and the per-datum
@@ -42,7 +43,12 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
 
     The floor keeps the noise from explaining every outcome away (it is the noise of an
     exact reward); a noisy outcome's pull on the mean is divided by its ``sigma^2``, so the
-    network averages noisy outcomes over similar inputs instead of fitting each one."""
+    network averages noisy outcomes over similar inputs instead of fitting each one.
+
+    ``beta > 0``: the beta-NLL of Seitzer et al. (2022), each datum's term weighted by
+    ``sigma_b^(2 beta)`` held constant (a stop-gradient), so the mean's gradient is
+    ``err * sigma^(2 beta - 2)``: beta = 1 gives the mean the squared error's gradient,
+    beta = 0 is the plain NLL."""
     mu, s = out[..., 0], out[..., 1]
     sigma = F.softplus(s).add_(floor)
     err = mu - rewards
@@ -52,6 +58,8 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
     d_sigma = (1.0 - err.square() * inv_var) / sigma
     d_s = d_sigma * torch.sigmoid(s)
     d_out = torch.stack([d_mu, d_s], dim=-1).div_(out.shape[1])
+    if beta:
+        d_out.mul_(sigma.pow(2.0 * beta).unsqueeze(-1))
     if weights is not None:
         d_out.mul_(weights.unsqueeze(-1))
     return d_out, nll
@@ -128,13 +136,13 @@ class NeuralAgent(Agent):
         flat weights, and that loss per run: ``weights (runs, batch)`` (default 1, as
         for ``rewards``), ``masks`` the dropout masks of the hidden layers (default none).
         With the ``learned`` likelihood the loss is ``mean_b w_b nll_b`` of
-        :func:`gaussian_nll_output_grads` (floor ``noise_sigma``) instead."""
+        :func:`gaussian_nll_output_grads` (floor ``noise_sigma``, ``nll_beta``) instead."""
         m = self.model
         inputs: list[Tensor] = []
         out = m.apply_layers(x, m.split(m.mu), inputs, masks)
         if self.learned_noise:
             d_out, nll = gaussian_nll_output_grads(out, rewards, self.config.noise_sigma,
-                                                   weights)
+                                                   weights, self.config.nll_beta)
         else:
             err = out.squeeze(-1) - rewards
             d_out = (err.mul(2.0 / err.shape[1]) if weights is None else (

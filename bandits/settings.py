@@ -45,18 +45,18 @@ DESCRIPTION = ("The bandit simulator: agents act, learn from a replay buffer, an
 PRESETS: dict[str, dict] = {
     "quick": {
         "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 3, "steps": 2000,
-        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 16,
+        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 16, "act_samples": 1,
     },
     "paper": {
         "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 5, "steps": 50_000,
-        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 64,
+        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 64, "act_samples": 2,
     },
     # The paper's horizon, agents, network and buffer on a 2-core CPU in under an hour:
     # 10 seeds, 8 updates of 64 per step (each item is still drawn about 500 times in
     # its 4096 steps in the buffer).
     "long": {
         "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 10, "steps": 50_000,
-        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 8,
+        "buffer_size": 4096, "batch_size": 64, "updates_per_step": 8, "act_samples": 2,
     },
 }
 
@@ -142,6 +142,10 @@ class Config:
         "network also predicts the noise of each context and action, at least "
         "--noise-sigma, trained by Gaussian negative log-likelihood)",
         choices=["fixed", "learned"])
+    nll_beta: float = setting(
+        AgentConfig.nll_beta, "with --likelihood learned: beta-NLL (Seitzer et al. 2022), "
+        "each datum's negative log-likelihood weighted by sigma^(2 beta) held constant "
+        "(0: the plain NLL; 1: the mean learns as by squared error)", range=(0, 1))
     weight_decay: float = setting(
         AgentConfig.weight_decay, "decoupled weight decay (AdamW) of the point-estimate "
         "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
@@ -155,11 +159,11 @@ class Config:
     init_sigma: float = setting(
         AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
         range=SIGMA)
-    act_samples: int = setting(
-        AgentConfig.act_samples,
-        "BBB: weight samples drawn and averaged to act (the paper's 2; 1 = plain "
-        "Thompson sampling)",
-        range=(1, 10_000))
+    act_samples: int | None = setting(
+        None, "BBB: weight samples drawn to act, their predictions averaged (1: plain "
+        "Thompson sampling, one weight sample per step; 2: the paper's average, kept by "
+        "the presets that reproduce it)",
+        range=(1, 10_000), type=int)
     lrt: bool = setting(
         False, "bbb: train with the local reparameterisation trick (acting keeps "
         "one weight sample per run)")
@@ -270,6 +274,9 @@ def _validate(cfg: Config) -> None:
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
+    if cfg.nll_beta and cfg.likelihood != "learned":
+        raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
+                         "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")

@@ -31,9 +31,9 @@ def test_thompson_sampling_untrained_picks_every_action_for_the_same_context(see
     assert 0.05 < np.mean(picks) < 0.95
 
 
-def test_the_default_acts_on_the_mean_of_two_weight_samples():
-    agent = _agent("bbb")
-    assert agent.config.act_samples == 2
+def test_two_act_samples_act_on_the_mean_of_two_weight_samples():
+    assert AgentConfig().act_samples == 1  # plain Thompson sampling by default
+    agent = _agent("bbb", act_samples=2)  # the paper's average, kept by its presets
     x = agent.all_action_inputs(np.ones((R, D), dtype=np.float32))
     eps = []
     original = agent.noise
@@ -46,7 +46,7 @@ def test_the_default_acts_on_the_mean_of_two_weight_samples():
 
 
 def test_all_actions_of_one_call_are_scored_by_one_weight_sample():
-    agent = _agent("bbb", act_samples=1)
+    agent = _agent("bbb")
     x = agent.all_action_inputs(np.ones((R, D), dtype=np.float32))  # (R, A, D + A)
     assert x.shape == (R, A, D + A)
     # act draws one noise sample per run and scores every action with it: replaying
