@@ -92,6 +92,8 @@ LEARNERS: dict[str, Learner] = {
                              "beta-NLL, beta 1, floor 0.1"),
     "greedy-wd-0.1": Learner("greedy", {"weight_decay": 0.1}, "AdamW weight decay 0.1"),
     "greedy-wd-1": Learner("greedy", {"weight_decay": 1.0}, "AdamW weight decay 1"),
+    "greedy-wd-3": Learner("greedy", {"weight_decay": 3.0}, "AdamW weight decay 3"),
+    "greedy-wd-10": Learner("greedy", {"weight_decay": 10.0}, "AdamW weight decay 10"),
     "greedy-last-10": Learner("greedy", {"hidden": (100, 10)}, "a smaller last layer, 100 x 10"),
     "greedy-buffer-50k": Learner("greedy", {}, "squared error, a buffer of 50,000",
                                  buffer_size=50_000),
@@ -99,6 +101,7 @@ LEARNERS: dict[str, Learner] = {
     "bbb": Learner("bbb", {}, "fixed noise 0.1 (the default)"),
     "bbb-noise-1": Learner("bbb", {"noise_sigma": 1.0}, "fixed noise 1"),
     "bbb-noise-5": Learner("bbb", {"noise_sigma": 5.0}, "fixed noise 5"),
+    "bbb-noise-10": Learner("bbb", {"noise_sigma": 10.0}, "fixed noise 10"),
     "bbb-noise-20": Learner("bbb", {"noise_sigma": 20.0},
                             "fixed noise 20 (the eaten poisonous reward's own std)"),
     "bbb-learned": Learner("bbb", {"likelihood": "learned"},
@@ -127,7 +130,8 @@ class Settings:
                                "learner may name its own)", range=(1, 10**7))
     buffers: int = setting(3, "buffers, each of its own draws", range=(1, 1000))
     seeds: int = setting(2, "network seeds per buffer", range=(1, 1000))
-    updates: int = setting(8000, "minibatch updates of 64 per run", range=(1, 10**8))
+    updates: int = setting(20_000, "minibatch updates of 64 per run (enough for the oracle "
+                           "to eat every edible mushroom)", range=(1, 10**8))
     samples: int = setting(32, "BBB: weight samples scored as Thompson sampling",
                            range=(1, 10**4))
     seed: int = setting(0, "the seed of the buffers and the networks", range=(0, 2**31 - 1))
@@ -250,13 +254,14 @@ def summarise(runs: pd.DataFrame, cfg: Settings) -> pd.DataFrame:
     (BBB: Thompson samples), and whether it passes."""
     out = []
     for name, g in runs.groupby("learner", sort=False):
-        acting = "thompson" if g["thompson_never_eaten"].notna().all() else "greedy"
+        has_samples = "thompson_never_eaten" in g and g["thompson_never_eaten"].notna().all()
+        acting = "thompson" if has_samples else "greedy"
         row: dict[str, Any] = {"learner": name, "agent": g["agent"].iloc[0],
                                "buffer_size": int(g["buffer_size"].iloc[0]), "runs": len(g),
                                "acting": acting}
         for kind in ("greedy", "thompson"):
             for metric in METRICS:
-                v = g[f"{kind}_{metric}"]
+                v = g.get(f"{kind}_{metric}", pd.Series(math.nan, index=g.index))
                 row[f"{kind}_{metric}"] = v.mean()
                 row[f"{kind}_{metric}_se"] = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 \
                     else math.nan
