@@ -110,6 +110,9 @@ LEARNERS: dict[str, Learner] = {
                             "beta-NLL, beta 0.5, floor 0.1"),
     "bbb-beta-1": Learner("bbb", {"likelihood": "learned", "nll_beta": 1.0},
                           "beta-NLL, beta 1, floor 0.1"),
+    "bbb-prior-0.1": Learner("bbb", {"prior_sigma": 0.1},
+                             "Gaussian prior sigma 0.1 (the Bayesian weight decay)"),
+    "bbb-prior-0.03": Learner("bbb", {"prior_sigma": 0.03}, "Gaussian prior sigma 0.03"),
     "bbb-buffer-50k": Learner("bbb", {}, "fixed noise 0.1, a buffer of 50,000",
                               buffer_size=50_000),
 }
