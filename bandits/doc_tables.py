@@ -1,0 +1,220 @@
+"""``python -m bandits.doc_tables [--check]``: the result tables of the README and the docs,
+written from the shipped result files, so that no number there can drift from its data.
+
+A generated table sits between two marker lines in a Markdown file::
+
+    <!-- generated: NAME -->
+    | ... the table ... |
+    <!-- end generated -->
+
+and NAME is one of :data:`GENERATORS`, each a function of the repository's root that reads
+the shipped files (``summary.csv``, ``diagnosis_seeds.csv``, ``table1.csv``,
+``tables.md``) and returns the table. The command rewrites every marked block of
+:data:`FILES`; with ``--check`` it writes nothing and exits 1, naming the blocks, when a
+block differs from what its files give (CI runs it so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = ("README.md", "docs/bandit-results.md", "results/mushroom/README.md")
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
+                   re.S)
+
+LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
+          "eps5": "5 % greedy"}
+ORDER = ("bbb", "greedy", "eps1", "eps5")
+# Blundell et al. (2015), Table 1: test error (%) with two hidden layers of 400 and 1200
+PAPER_TABLE1 = {"sgd": ("SGD (plain MLP)", 1.83, 1.88),
+                "dropout": ("Dropout (p = 0.5)", 1.51, 1.36),
+                "bbb-gaussian": ("BBB, Gaussian prior", 1.82, 2.04),
+                "bbb-mixture": ("BBB, scale-mixture prior", 1.36, 1.32)}
+# Blundell et al. (2015), Table 2: test error (%) of the 2 x 1200 network after pruning
+PAPER_TABLE2 = {"0%": 1.24, "50%": 1.24, "75%": 1.24, "95%": 1.29, "98%": 1.39}
+
+
+def _labels(run: Path) -> dict[str, str]:
+    """The agents' labels, BBB's with the weight samples it acted on (``config.json``)."""
+    samples = json.loads((run / "config.json").read_text(encoding="utf-8"))["act_samples"]
+    return {**LABELS, "bbb": f"BBB (Thompson, {samples} sample{'s' if samples > 1 else ''})"}
+
+
+def _bold_if(text: str, flag: bool) -> str:
+    return f"**{text}**" if flag else text
+
+
+def figure6(root: Path) -> str:
+    """Final cumulative regret (mean +- s.e., median) and the expected regret per step
+    over the last 10,000 steps, per agent, of ``results/mushroom/paper-horizon``."""
+    run = root / "results/mushroom/paper-horizon"
+    seeds = pd.read_csv(run / "diagnosis_seeds.csv")
+    labels = _labels(run)
+    g = seeds.groupby("agent")
+    final, late = g["cumulative_regret"], g["expected_regret_per_step_last"]
+    n = int(g.size().iloc[0])
+    low_mean, low_median, low_late = final.mean().idxmin(), final.median().idxmin(), \
+        late.mean().idxmin()
+    last = int(seeds["last_steps"].iloc[0])
+    steps = int(seeds["steps"].iloc[0])
+    head = ("| Final cumulative regret, mean +- s.e. (median) | "
+            + " | ".join(labels[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
+    row1 = f"| ours, {n} seeds | " + " | ".join(
+        f"{_bold_if(f'{final.mean()[a]:.0f}', a == low_mean)} +- "
+        f"{final.std()[a] / math.sqrt(n):.0f} "
+        f"({_bold_if(f'{final.median()[a]:.0f}', a == low_median)})" for a in ORDER) + " |"
+    row2 = (f"| expected regret per step, steps {steps - last + 1:,}-{steps:,} | " + " | ".join(
+        f"{_bold_if(f'{late.mean()[a]:.3f}', a == low_late)} +- "
+        f"{late.std()[a] / math.sqrt(n):.3f}" for a in ORDER) + " |")
+    paper = ("| paper (Figure 6 and its text, 5 runs) | lowest, \"almost flat\" | eats nothing "
+             "for about 1,000 steps, then does much better | (not described) | \"appears to "
+             "over-explore\" |")
+    return "\n".join([head, row1, row2, paper]) + "\n"
+
+
+def quick(root: Path) -> str:
+    """The default command's final cumulative regret, mean (std) over its seeds."""
+    s = pd.read_csv(root / "results/mushroom/quick/summary.csv").set_index("agent")
+    labels = _labels(root / "results/mushroom/quick")
+    low = s["cumulative_regret_mean"].idxmin()
+    head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
+    mean, std = s["cumulative_regret_mean"], s["cumulative_regret_std"]
+    row = "| " + " | ".join(
+        f"{_bold_if(f'{mean[a]:.0f}', a == low)} ({std[a]:.0f})" for a in ORDER) + " |"
+    return head + "\n" + row + "\n"
+
+
+def quick_detail(root: Path) -> str:
+    """The default command's final regret per agent: mean, std, min, max, expected."""
+    s = pd.read_csv(root / "results/mushroom/quick/summary.csv")
+    labels = _labels(root / "results/mushroom/quick")
+    s = s.sort_values("cumulative_regret_mean", kind="stable")
+    low, low_e = s["cumulative_regret_mean"].min(), s["cumulative_expected_regret_mean"].min()
+    lines = ["| agent | mean | std | min | max | expected regret, mean |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for _, r in s.iterrows():
+        lines.append(
+            f"| {labels.get(r.agent, r.agent)} | "
+            f"{_bold_if(f'{r.cumulative_regret_mean:.0f}', r.cumulative_regret_mean == low)} | "
+            f"{r.cumulative_regret_std:.0f} | {r.cumulative_regret_min:.0f} | "
+            f"{r.cumulative_regret_max:.0f} | "
+            f"{_bold_if(f'{r.cumulative_expected_regret_mean:.0f}', r.cumulative_expected_regret_mean == low_e)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _chosen(path: Path) -> pd.DataFrame:
+    t = pd.read_csv(path)
+    return t[t["chosen"]].set_index("method")
+
+
+def table1(root: Path) -> str:
+    """The row validation chooses for each method at 2 x 400 and 2 x 1200 (test error
+    mean +- std over seeds), beside the paper's Table 1."""
+    narrow = _chosen(root / "results/mnist/2x400/table1.csv")
+    wide = _chosen(root / "results/mnist/2x1200/table1.csv")
+
+    def cell(r, epochs_usual: int | None) -> str:
+        notes = []
+        if int(r.seeds) != 3:
+            notes.append(f"{int(r.seeds)} seeds")
+        if epochs_usual is not None and int(r.epochs) != epochs_usual:
+            notes.append(f"{int(r.epochs)} epochs")
+        text = f"{r.test_error_mean:.2f} +- {r.test_error_std:.2f}"
+        return text + (f" ({', '.join(notes)})" if notes else "")
+
+    def span(t: pd.DataFrame) -> str:
+        lo, hi = int(t["epochs"].min()), int(t["epochs"].max())
+        return f"{lo}-{hi} epochs" if lo != hi else f"{lo} epochs"
+
+    lines = [f"| Method | 2 x 400, {span(narrow)} | paper | 2 x 1200, {span(wide)} | paper |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for method, (label, p400, p1200) in PAPER_TABLE1.items():
+        lines.append(f"| {label} | {cell(narrow.loc[method], None)} | {p400} | "
+                     f"{cell(wide.loc[method], 600)} | {p1200} |")
+    return "\n".join(lines) + "\n"
+
+
+def table2(root: Path) -> str:
+    """Pruning the chosen 2 x 1200 scale-mixture network (the report's Table 2 of it, in
+    ``results/mnist/2x1200/tables.md``), beside the paper's Table 2."""
+    text = (root / "results/mnist/2x1200/tables.md").read_text(encoding="utf-8")
+    chosen = _chosen(root / "results/mnist/2x1200/table1.csv").loc["bbb-mixture", "run"]
+    section = text.split(f"## Table 2: pruning by signal-to-noise ratio ({chosen},")[1]
+    rows = re.findall(r"^\| (\d+%) \| ([\d,]+) \| ([\d.]+ \+- [\d.]+) \|", section, re.M)
+    rows = rows[:len(PAPER_TABLE2)]
+    if [r[0] for r in rows] != list(PAPER_TABLE2):
+        raise ValueError(f"tables.md: Table 2 of {chosen} does not list {list(PAPER_TABLE2)}")
+
+    def size(n: int) -> str:
+        return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.0f} k"
+
+    errors = [float(r[2].split()[0]) for r in rows]
+    best = min(errors[3:])  # the paper's point: what heavy pruning keeps
+    lines = ["| Removed | " + " | ".join(r[0].replace("%", " %") for r in rows) + " |",
+             "| --- |" + " ---: |" * len(rows),
+             "| Weights left | " + " | ".join(size(int(r[1].replace(",", ""))) for r in rows)
+             + " |",
+             "| ours | " + " | ".join(
+                 _bold_if(r[2], i == 3 and errors[i] == best) for i, r in enumerate(rows))
+             + " |",
+             "| paper | " + " | ".join(f"{v:.2f}" for v in PAPER_TABLE2.values()) + " |"]
+    return "\n".join(lines) + "\n"
+
+
+GENERATORS: dict[str, Callable[[Path], str]] = {
+    "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
+    "table2": table2,
+}
+
+
+def regenerate(text: str, root: Path) -> tuple[str, list[str]]:
+    """``text`` with every marked block rewritten, and the names of those that changed."""
+    changed: list[str] = []
+
+    def fill(m: re.Match) -> str:
+        name = m["name"]
+        if name not in GENERATORS:
+            raise ValueError(f"unknown generated table {name!r}; known: {', '.join(GENERATORS)}")
+        body = GENERATORS[name](root)
+        if body != m["body"]:
+            changed.append(name)
+        return m.group(1) + body + m.group(4)
+
+    return BLOCK.sub(fill, text), changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bandits.doc_tables",
+                                description=__doc__.split("\n\n")[0].replace("\n", " "))
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when a table differs from its files")
+    p.add_argument("--root", type=Path, default=ROOT, help="the repository's root")
+    args = p.parse_args(argv)
+    stale = []
+    for name in FILES:
+        path = args.root / name
+        old = path.read_text(encoding="utf-8")
+        new, changed = regenerate(old, args.root)
+        stale += [f"{name}: {c}" for c in changed]
+        if changed and not args.check:
+            path.write_text(new, encoding="utf-8")
+    if stale:
+        verb = "differ from their files" if args.check else "rewritten"
+        print(f"bandits.doc_tables: {verb}: " + "; ".join(stale),
+              file=sys.stderr if args.check else sys.stdout)
+        return 1 if args.check else 0
+    print("bandits.doc_tables: every generated table matches its files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

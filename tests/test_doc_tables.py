@@ -1,0 +1,55 @@
+"""The README's and the docs' result tables are the ones their shipped files give."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bandits import doc_tables
+
+REPO = Path(__file__).resolve().parents[1]
+NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
+          "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
+          "results/mushroom/quick/config.json", "results/mnist/2x400/table1.csv",
+          "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md")
+
+
+def test_every_generated_table_matches_its_files(capsys):
+    assert doc_tables.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_every_file_with_results_has_its_blocks():
+    names = {m["name"] for f in doc_tables.FILES
+             for m in doc_tables.BLOCK.finditer((REPO / f).read_text(encoding="utf-8"))}
+    assert names == set(doc_tables.GENERATORS)
+
+
+def _copy(tmp_path: Path) -> Path:
+    for rel in (*NEEDED, *doc_tables.FILES):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, tmp_path / rel)
+    return tmp_path
+
+
+def test_a_changed_number_is_caught_and_rewritten(tmp_path, capsys):
+    root = _copy(tmp_path)
+    summary = root / "results/mushroom/quick/summary.csv"
+    s = pd.read_csv(summary)
+    s.loc[s.agent == "eps5", "cumulative_regret_mean"] = 99999
+    s.to_csv(summary, index=False)
+    assert doc_tables.main(["--check", "--root", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "docs/bandit-results.md: quick" in err and "quick-detail" in err
+    before = (root / "docs/bandit-results.md").read_text()
+    assert "99999" not in before  # --check writes nothing
+    assert doc_tables.main(["--root", str(root)]) == 0
+    assert "99999" in (root / "docs/bandit-results.md").read_text()
+    assert doc_tables.main(["--check", "--root", str(root)]) == 0
+
+
+def test_an_unknown_block_name_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown generated table 'nope'"):
+        doc_tables.regenerate("<!-- generated: nope -->\nx\n<!-- end generated -->\n", tmp_path)
