@@ -27,7 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ("README.md", "docs/bandit-results.md", "results/mushroom/README.md")
+FILES = ("README.md", "docs/bandit-results.md", "results/mushroom/README.md",
+         "results/regression/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 
@@ -170,7 +171,35 @@ def table2(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def regression(root: Path) -> str:
+    """The toy regression's measures inside / outside the training range
+    (``results/regression/regression.csv``)."""
+    t = pd.read_csv(root / "results/regression/regression.csv").set_index("model")
+    names = {"mlp": "MLP (point estimate)", "bbb-fixed": "BBB, noise fixed at 3",
+             "bbb-learned": "BBB, noise learned", "dropout": "MC dropout, noise learned"}
+    best_cov = (t["coverage_95_inside"] - 0.95).abs().idxmin()
+    best_ratio = t["std_ratio_outside_to_inside"].idxmax()
+
+    def pair(r, key: str, fmt: str) -> str:
+        a, b = r[f"{key}_inside"], r[f"{key}_outside"]
+        return "-" if pd.isna(a) else f"{a:{fmt}} / {b:{fmt}}"
+
+    lines = ["| model | RMSE | held-out log-lik. per point | 95 % band covers | predictive std "
+             "| std outside / inside |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for model, label in names.items():
+        r = t.loc[model]
+        cover = "-" if pd.isna(r.coverage_95_inside) else (
+            _bold_if(f"{r.coverage_95_inside:.3f}", model == best_cov)
+            + f" / {r.coverage_95_outside:.3f}")
+        ratio = "-" if pd.isna(r.std_ratio_outside_to_inside) else _bold_if(
+            f"{r.std_ratio_outside_to_inside:.1f}", model == best_ratio)
+        lines.append(f"| {label} | {pair(r, 'rmse', '.3g')} | {pair(r, 'log_likelihood', '.2f')} "
+                     f"| {cover} | {pair(r, 'predictive_std', '.3g')} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATORS: dict[str, Callable[[Path], str]] = {
+    "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "table2": table2,
 }

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
           "results/mushroom/quick/config.json", "results/mnist/2x400/table1.csv",
-          "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md")
+          "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
+          "results/regression/regression.csv")
 
 
 def test_every_generated_table_matches_its_files(capsys):
@@ -53,3 +54,24 @@ def test_a_changed_number_is_caught_and_rewritten(tmp_path, capsys):
 def test_an_unknown_block_name_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="unknown generated table 'nope'"):
         doc_tables.regenerate("<!-- generated: nope -->\nx\n<!-- end generated -->\n", tmp_path)
+
+
+@pytest.mark.slow
+def test_the_shipped_regression_reruns_to_the_same_numbers(tmp_path):
+    from bandits.regression import main as regression
+
+    assert regression(["--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "regression.csv").read_bytes() == \
+        (REPO / "results/regression/regression.csv").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_default_command_reruns_to_the_shipped_quick_result(tmp_path, mushroom_data_dir):
+    from bandits.run import main as run
+
+    out = tmp_path / "quick"
+    assert run(["--out", str(out), "--log-points", "500", "--no-progress",
+                "--data-dir", str(mushroom_data_dir)]) == 0
+    for name in ("summary.csv", "metrics.csv", "phases.csv"):
+        assert (out / name).read_bytes() == \
+            (REPO / "results/mushroom/quick" / name).read_bytes(), name
