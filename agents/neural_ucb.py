@@ -16,7 +16,10 @@ keeps the full ``P x P`` matrix (small networks only). ``nu`` and ``lambda`` def
 the reference implementations' 1 (``--nu``, ``--ucb-lambda``).
 
 The network is the greedy agent's (squared error, Adam on minibatches of the replay
-buffer, ``--updates-per-step`` every ``--train-every`` steps). The design takes each
+buffer, ``--updates-per-step`` every ``--train-every`` steps). With ``--likelihood
+learned`` it has a second output, the reward's noise, trained with the mean by the
+Gaussian negative log-likelihood (:func:`agents.neural.gaussian_nll_output_grads`); ``f``
+is then the mean output and ``g_a`` that output's gradient. The design takes each
 chosen action's gradient at the next training call (``act`` never learns), so with
 ``--train-every k`` it lags up to ``k`` steps. Every run is independent and draws from
 its member's generator: a batch of runs equals each run alone.
@@ -60,21 +63,24 @@ class NeuralUCBAgent(NeuralAgent):
         self._pending: list[Tensor] = []  # chosen actions' gradients not yet in U
 
     def build_model(self, in_features: int) -> MLP:
-        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
-                        bayesian=False)
+        return make_mlp(in_features, self.config.hidden, self.n_outputs,
+                        runs=self.runs_per_member, bayesian=False)
 
     @torch.no_grad()
     def scores_and_gradients(self, contexts: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
         """``f(x_a)`` ``(runs, actions)`` and ``g_a`` ``(runs, actions, P)`` for every
-        action of each run's context."""
+        action of each run's context. With the learned likelihood the network's second
+        output (the noise) is left out: ``f`` is the mean output and ``g`` its gradient."""
         x = self.all_action_inputs(contexts)  # (runs, actions, in)
         m = self.model
         f, g = [], []
         for a in range(self.n_actions):
             inputs: list[Tensor] = []
-            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, 1)
-            g.append(m.backward(inputs, m.mu, torch.ones_like(out), torch.empty_like(m.mu)))
-            f.append(out[:, 0, 0])
+            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, outputs)
+            d_out = torch.zeros_like(out)
+            d_out[..., 0] = 1.0  # the gradient of the mean output only
+            g.append(m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu)))
+            f.append(self.means(out)[:, 0])
         return torch.stack(f, dim=1), torch.stack(g, dim=1)
 
     @torch.no_grad()
