@@ -38,6 +38,20 @@ from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
 
+UCB_LAMBDA_RANGE = (1e-6, 1e6)
+"""The accepted ``ucb_lambda``: the design starts at ``lambda I`` (its inverse at
+``I / lambda``) in float32, where a smaller lambda underflows and makes every width NaN."""
+
+EXACT_DESIGN_MAX_PARAMS = 4096
+"""The largest network (parameters ``P``) whose full ``P x P`` design ``exact_design`` keeps."""
+
+
+def design_size(in_features: int, hidden: tuple[int, ...], outputs: int) -> int:
+    """The parameters ``P`` of a reward network of these sizes: the design is ``P x P``
+    (exact) or ``P`` long (diagonal), per run."""
+    sizes = [in_features, *hidden, outputs]
+    return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+
 
 class NeuralUCBAgent(NeuralAgent):
     """NeuralUCB: the action of largest ``f(x_a) + sigma_a`` (see the module docstring)."""
@@ -48,11 +62,14 @@ class NeuralUCBAgent(NeuralAgent):
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
         c = self.config
-        for flag, v in (("nu", c.nu), ("ucb_lambda", c.ucb_lambda)):
-            if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"{flag} must be > 0, got {v!r}")
+        if not (np.isfinite(c.nu) and c.nu > 0):
+            raise ValueError(f"nu must be > 0, got {c.nu!r}")
+        low, high = UCB_LAMBDA_RANGE
+        if not low <= c.ucb_lambda <= high:
+            raise ValueError(f"ucb_lambda must be in [{low:g}, {high:g}] (the design is kept "
+                             f"in float32), got {c.ucb_lambda!r}")
         p = self.model.n_params
-        if c.exact_design and p > 4096:
+        if c.exact_design and p > EXACT_DESIGN_MAX_PARAMS:
             raise ValueError(f"exact_design keeps a {p} x {p} matrix per run; use the "
                              "diagonal design (the default) or a smaller network")
         if c.exact_design:  # U^-1, kept by Sherman-Morrison updates

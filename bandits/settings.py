@@ -18,6 +18,7 @@ import torch
 
 import envs
 from agents import AGENTS, AgentConfig
+from agents.neural_ucb import EXACT_DESIGN_MAX_PARAMS, UCB_LAMBDA_RANGE, design_size
 from bandits import checkpoint
 from bandits.checkpoint import CheckpointError
 from bandits.config import (
@@ -187,7 +188,8 @@ class Config:
         "implementations' default)", range=(OPEN(0), 1e6))
     ucb_lambda: float = setting(
         AgentConfig.ucb_lambda, "neuralucb, neuralts: regulariser lambda of the design "
-        "matrix U = lambda I + sum g g^T", range=(OPEN(0), 1e6))
+        "matrix U = lambda I + sum g g^T (kept in float32: a smaller lambda would "
+        "underflow)", range=UCB_LAMBDA_RANGE)
     exact_design: bool = setting(
         False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
         "instead of its diagonal (the papers' approximation)")
@@ -277,6 +279,15 @@ def _validate(cfg: Config) -> None:
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
+    if cfg.exact_design and {"neuralucb", "neuralts"} & set(cfg.agent):
+        outputs = 2 if cfg.likelihood == "learned" else 1
+        p = design_size(sum(envs.SHAPES[cfg.env]), tuple(cfg.hidden), outputs)
+        if p > EXACT_DESIGN_MAX_PARAMS:
+            raise UsageError(
+                f"--exact-design keeps a {p:,} x {p:,} design matrix per run "
+                f"({4 * p * p / 2**20:,.0f} MiB) for this network of {p:,} parameters; it "
+                f"takes at most {EXACT_DESIGN_MAX_PARAMS:,}: leave out --exact-design (the "
+                "diagonal design) or give a smaller --hidden")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
