@@ -272,6 +272,10 @@ def _validate(cfg: Config) -> None:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
+    if cfg.env not in envs.ENV_IDS:  # a data set registered by another process
+        raise UsageError(f"unknown environment {cfg.env!r}; choose from "
+                         f"{', '.join(envs.ENV_IDS)}, or register it with "
+                         "envs.register_dataset in this process first")
     check_ranges(cfg)
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
@@ -365,6 +369,11 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     except TypeError as e:
         raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
                          ) from None
+    if cfg.env not in envs.ENV_IDS:
+        raise UsageError(f"the run in {out} is on the data set {cfg.env!r}, which a script "
+                         "registered (envs.register_dataset) and this process does not know; "
+                         f"resume it from a script that registers {cfg.env!r} first, then "
+                         f"calls bandits.run.main(['--resume', '{out}'])")
     _validate(cfg)
     done = int(state["steps_done"])
     if cfg.steps < done:

@@ -1,20 +1,24 @@
 """Bad input: every case gives the right result, or one line and a clear exit status,
 and leaves no empty output directory behind.
 
-NeuralUCB and NeuralTS with the learned likelihood, and the design's regulariser and its
-exact form."""
+NeuralUCB and NeuralTS with the learned likelihood, the design's regulariser and its
+exact form, and data sets registered from a script."""
 
 from __future__ import annotations
 
+import gymnasium
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
+import envs
 from agents import AgentConfig, make_agent
 from agents.neural_ucb import UCB_LAMBDA_RANGE, design_size
 from bandits.buffer import ReplayBuffer
 from bandits.run import main
+from envs import classification
+from envs.classification import ClassificationEnv
 
 TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--workers", "1"]
@@ -115,3 +119,106 @@ def test_the_size_refused_is_the_agents_network(likelihood):
                        AgentConfig(hidden=(100, 100), likelihood=likelihood))
     assert agent.model.n_params == design_size(119, (100, 100),
                                                2 if likelihood == "learned" else 1)
+
+
+# ------------------------------------------------- data sets registered from a script
+
+
+@pytest.fixture
+def register(monkeypatch):
+    """Register a data set for one test: every registry gets its state back after it."""
+
+    def make(name, loader, context_size=3, n_classes=2):
+        for registry, key in ((envs.ENV_IDS, name), (envs.SHAPES, name),
+                              (envs.DATASET_OF, name), (classification.DATASETS, name),
+                              (gymnasium.registry, f"bandits/{name}-v0")):
+            monkeypatch.setitem(registry, key, None)
+            del registry[key]
+        monkeypatch.setattr(classification, "_LOADED", {})
+        return envs.register_dataset(name, loader, context_size, n_classes)
+
+    return make
+
+
+def _raises(data_dir):
+    raise RuntimeError("the disk is\non fire")
+
+
+BAD_LOADERS = {
+    "raises": (_raises, "its loader raised RuntimeError: the disk is on fire"),
+    "returns None": (lambda d: None, "returned None; it must return a pair"),
+    "three items": (lambda d: (np.zeros((4, 3)), np.zeros(4, int), 1),
+                    "returned a tuple of 3 items"),
+    "object features": (lambda d: (np.array([[0, "a", None]] * 4, dtype=object),
+                                   np.zeros(4, int)),
+                        "features must be real numbers, got dtype object"),
+    "numbers as objects": (lambda d: (np.zeros((4, 3)).astype(object), np.zeros(4, int)),
+                           "features must be real numbers, got dtype object"),
+    "ragged features": (lambda d: ([[0.0, 1.0, 2.0], [0.0]], [0, 1]), "must be arrays"),
+    "object labels": (lambda d: (np.zeros((4, 3)), np.array([0, 1, None, 0], dtype=object)),
+                      "labels must be integers, got object"),
+    "complex features": (lambda d: (np.ones((4, 3)) * (1 + 2j), np.zeros(4, int)),
+                         r"features are complex \(complex128\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LOADERS))
+def test_a_bad_loader_is_one_error_naming_the_data_set(case, register, tmp_path, capsys):
+    loader, message = BAD_LOADERS[case]
+    register("bad", loader)
+    with pytest.raises(ValueError, match=f"^data set 'bad': .*{message}") as info:
+        ClassificationEnv("bad")
+    assert "\n" not in str(info.value)
+    out = tmp_path / "run"
+    assert main(["--agent", "uniform", "--env", "bad", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(out)]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert err.startswith("bandits.run: error: data set 'bad': ")
+    assert not out.exists()
+
+
+def test_complex_features_are_refused_without_a_warning(register, recwarn):
+    register("waves", BAD_LOADERS["complex features"][0])
+    with pytest.raises(ValueError, match="complex"):
+        ClassificationEnv("waves")
+    assert not [w for w in recwarn if "complex" in str(w.message).lower()]
+
+
+@pytest.mark.parametrize("loader, sizes, message", [
+    (42, (3, 2), "the loader must be a function .* got int"),
+    ("data/wine.csv", (3, 2), "the loader must be a function .* got str"),
+    (lambda d: None, ("3", 2), "context_size and n_classes must be integers"),
+    (lambda d: None, (3, 2.5), "context_size and n_classes must be integers"),
+])
+def test_registration_refuses_what_is_not_a_loader(loader, sizes, message, register):
+    with pytest.raises(TypeError, match=f"^data set 'bad': {message}"):
+        register("bad", loader, *sizes)
+    assert "bad" not in envs.ENV_IDS and "bad" not in classification.DATASETS
+
+
+def test_a_registered_data_set_still_runs(register, tmp_path):
+    def loader(data_dir):
+        x = np.random.default_rng(0).normal(size=(40, 3))  # float64: converted
+        return x, (x[:, 0] > 0).astype(np.int32)
+
+    register("fine", loader)
+    assert main(["--agent", "uniform", "--env", "fine", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(tmp_path / "run")]) == 0
+
+
+def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, capsys):
+    def loader(data_dir):
+        x = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+        return x, (x[:, 0] > 0).astype(np.int64)
+
+    register("scripted", loader)
+    out = tmp_path / "run"
+    assert main(["--agent", "uniform", "--env", "scripted", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(out)]) == 0
+    for registry in (envs.ENV_IDS, envs.SHAPES, envs.DATASET_OF, classification.DATASETS):
+        del registry["scripted"]  # as on a command line that did not register it
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--steps", "8"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "'scripted'" in err and "registers 'scripted' first" in err
+    assert pd.read_csv(out / "summary.csv")["steps"].eq(5).all()  # the run is untouched
