@@ -1,10 +1,17 @@
-"""Bad input: every case gives the right result, or one line and a clear exit status,
-and leaves no empty output directory behind.
+"""Bad input and signals: every case gives the right result, or one line and a clear exit
+status, and leaves no empty output directory behind.
 
 NeuralUCB and NeuralTS with the learned likelihood, the design's regulariser and its
-exact form, and data sets registered from a script."""
+exact form, data sets registered from a script, and Ctrl-C of every command."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -20,6 +27,7 @@ from bandits.run import main
 from envs import classification
 from envs.classification import ClassificationEnv
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--workers", "1"]
 
@@ -222,3 +230,81 @@ def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, 
     err = _one_line(capsys.readouterr().err)
     assert "'scripted'" in err and "registers 'scripted' first" in err
     assert pd.read_csv(out / "summary.csv")["steps"].eq(5).all()  # the run is untouched
+
+
+# ------------------------------------------------- signals
+
+
+# Runs a command as `python -m` does, with its first output file stuck until a signal
+# comes: the signal arrives in the command's own work, never while it starts.
+STUCK = """
+import runpy, sys, time
+from pathlib import Path
+from bandits import outputs
+
+ready = Path(sys.argv[1])
+
+def stuck(path, data):
+    ready.write_text("writing")
+    while True:
+        time.sleep(0.05)
+
+outputs.write_atomic = stuck
+module = sys.argv[2]
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("signals") / "run"
+    assert main([*TINY, "--agent", "greedy", "--steps", "20", "--out", str(out)]) == 0
+    return out
+
+
+def _commands(run_dir: Path, out: Path) -> dict[str, list[str]]:
+    return {
+        "bandits.plot": [str(run_dir), "--out", str(out.with_suffix(".png"))],
+        "bandits.diagnose": [str(run_dir)],
+        "bandits.regression": ["--steps", "5", "--hidden", "4", "--samples", "2",
+                               "--heldout", "10", "--no-plot", "--out", str(out)],
+        "bandits.bench": ["--runs", "1", "--updates", "1", "--rounds", "1", "--out", str(out)],
+    }
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
+    end = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > end:
+            proc.kill()
+            pytest.fail(f"never got there: {proc.communicate()}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("module, ignored", [
+    *[(m, True) for m in ("bandits.plot", "bandits.diagnose", "bandits.regression",
+                          "bandits.bench")],
+    ("bandits.plot", False),  # a terminal's Ctrl-C (the ignored case above covers it too)
+], ids=["plot-started-with-sigint-ignored", "diagnose-started-with-sigint-ignored",
+        "regression-started-with-sigint-ignored", "bench-started-with-sigint-ignored",
+        "plot-ctrl-c"])
+def test_ctrl_c_in_the_work_is_one_line_and_exit_130(module, ignored, run_dir, tmp_path):
+    ready, out = tmp_path / "ready", tmp_path / "out"
+    (tmp_path / "stuck.py").write_text(STUCK)
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None
+    proc = subprocess.Popen(
+        [sys.executable, "stuck.py", str(ready), module, *_commands(run_dir, out)[module]],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=pre)
+    _wait_for(ready, proc)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"{module} went on after Ctrl-C: {proc.communicate()}")
+    assert proc.returncode == 130, err
+    assert _one_line(err) == f"{module}: interrupted; every output written so far is whole"
+    if module in ("bandits.regression", "bandits.bench"):
+        assert not out.exists()  # nothing was written: no empty directory
