@@ -2,7 +2,8 @@
 status, and leaves no empty output directory behind.
 
 NeuralUCB and NeuralTS with the learned likelihood, the design's regulariser and its
-exact form, data sets registered from a script, and Ctrl-C of every command."""
+exact form, data sets registered from a script, and Ctrl-C, SIGTERM and SIGHUP of every
+command."""
 
 from __future__ import annotations
 
@@ -308,3 +309,57 @@ def test_ctrl_c_in_the_work_is_one_line_and_exit_130(module, ignored, run_dir, t
     assert _one_line(err) == f"{module}: interrupted; every output written so far is whole"
     if module in ("bandits.regression", "bandits.bench"):
         assert not out.exists()  # nothing was written: no empty directory
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_term_and_hup_say_so_and_leave_no_worker(sig, tmp_path):
+    out = tmp_path / "run"
+    args = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
+            "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy",
+            "--steps", "1000000", "--checkpoint-every", "inf", "--workers", "2",
+            "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.run", *args], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("bandits.run: preset"), proc.communicate()
+    end = time.monotonic() + 120
+    while len(workers := _children(proc.pid)) < 2:
+        assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -sig  # as before: ended by the signal
+    assert _one_line(err) == f"bandits.run: stopped by signal {signal.Signals(sig).name}"
+    end = time.monotonic() + 20
+    while any(_alive(w) for w in workers):
+        assert time.monotonic() < end, "a worker outlived its parent"
+        time.sleep(0.1)
+
+
+def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
+    """`nohup cmd &`: the command keeps running when the terminal goes."""
+    code = ("import os, signal, time\n"
+            "from bandits.startup import interruptible\n"
+            "interruptible('bandits.x')\n"
+            "os.kill(os.getpid(), signal.SIGHUP)\n"
+            "time.sleep(0.2)\n"
+            "print('still running')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "still running\n", "")
