@@ -16,7 +16,10 @@ keeps the full ``P x P`` matrix (small networks only). ``nu`` and ``lambda`` def
 the reference implementations' 1 (``--nu``, ``--ucb-lambda``).
 
 The network is the greedy agent's (squared error, Adam on minibatches of the replay
-buffer, ``--updates-per-step`` every ``--train-every`` steps). The design takes each
+buffer, ``--updates-per-step`` every ``--train-every`` steps). With ``--likelihood
+learned`` it has a second output, the reward's noise, trained with the mean by the
+Gaussian negative log-likelihood (:func:`agents.neural.gaussian_nll_output_grads`); ``f``
+is then the mean output and ``g_a`` that output's gradient. The design takes each
 chosen action's gradient at the next training call (``act`` never learns), so with
 ``--train-every k`` it lags up to ``k`` steps. Every run is independent and draws from
 its member's generator: a batch of runs equals each run alone.
@@ -35,6 +38,20 @@ from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
 
+UCB_LAMBDA_RANGE = (1e-6, 1e6)
+"""The accepted ``ucb_lambda``: the design starts at ``lambda I`` (its inverse at
+``I / lambda``) in float32, where a smaller lambda underflows and makes every width NaN."""
+
+EXACT_DESIGN_MAX_PARAMS = 4096
+"""The largest network (parameters ``P``) whose full ``P x P`` design ``exact_design`` keeps."""
+
+
+def design_size(in_features: int, hidden: tuple[int, ...], outputs: int) -> int:
+    """The parameters ``P`` of a reward network of these sizes: the design is ``P x P``
+    (exact) or ``P`` long (diagonal), per run."""
+    sizes = [in_features, *hidden, outputs]
+    return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+
 
 class NeuralUCBAgent(NeuralAgent):
     """NeuralUCB: the action of largest ``f(x_a) + sigma_a`` (see the module docstring)."""
@@ -45,11 +62,14 @@ class NeuralUCBAgent(NeuralAgent):
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
         c = self.config
-        for flag, v in (("nu", c.nu), ("ucb_lambda", c.ucb_lambda)):
-            if not (np.isfinite(v) and v > 0):
-                raise ValueError(f"{flag} must be > 0, got {v!r}")
+        if not (np.isfinite(c.nu) and c.nu > 0):
+            raise ValueError(f"nu must be > 0, got {c.nu!r}")
+        low, high = UCB_LAMBDA_RANGE
+        if not low <= c.ucb_lambda <= high:
+            raise ValueError(f"ucb_lambda must be in [{low:g}, {high:g}] (the design is kept "
+                             f"in float32), got {c.ucb_lambda!r}")
         p = self.model.n_params
-        if c.exact_design and p > 4096:
+        if c.exact_design and p > EXACT_DESIGN_MAX_PARAMS:
             raise ValueError(f"exact_design keeps a {p} x {p} matrix per run; use the "
                              "diagonal design (the default) or a smaller network")
         if c.exact_design:  # U^-1, kept by Sherman-Morrison updates
@@ -60,21 +80,24 @@ class NeuralUCBAgent(NeuralAgent):
         self._pending: list[Tensor] = []  # chosen actions' gradients not yet in U
 
     def build_model(self, in_features: int) -> MLP:
-        return make_mlp(in_features, self.config.hidden, 1, runs=self.runs_per_member,
-                        bayesian=False)
+        return make_mlp(in_features, self.config.hidden, self.n_outputs,
+                        runs=self.runs_per_member, bayesian=False)
 
     @torch.no_grad()
     def scores_and_gradients(self, contexts: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
         """``f(x_a)`` ``(runs, actions)`` and ``g_a`` ``(runs, actions, P)`` for every
-        action of each run's context."""
+        action of each run's context. With the learned likelihood the network's second
+        output (the noise) is left out: ``f`` is the mean output and ``g`` its gradient."""
         x = self.all_action_inputs(contexts)  # (runs, actions, in)
         m = self.model
         f, g = [], []
         for a in range(self.n_actions):
             inputs: list[Tensor] = []
-            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, 1)
-            g.append(m.backward(inputs, m.mu, torch.ones_like(out), torch.empty_like(m.mu)))
-            f.append(out[:, 0, 0])
+            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, outputs)
+            d_out = torch.zeros_like(out)
+            d_out[..., 0] = 1.0  # the gradient of the mean output only
+            g.append(m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu)))
+            f.append(self.means(out)[:, 0])
         return torch.stack(f, dim=1), torch.stack(g, dim=1)
 
     @torch.no_grad()

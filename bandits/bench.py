@@ -25,6 +25,11 @@ little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.bench")
+
 import argparse
 import os
 import sys
@@ -51,7 +56,7 @@ from bandits.outputs import (
     write_csv,
     write_json,
 )
-from bandits.processes import available_cores
+from bandits.processes import available_cores, stop_on_ctrl_c
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
@@ -281,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.bench", lambda: _bench(argv))
+
+
+def _bench(argv: Sequence[str] | None) -> int:
     p = build_parser()
     args = Settings(**vars(p.parse_args(argv)))
     try:

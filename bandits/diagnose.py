@@ -30,6 +30,11 @@ written by ``bandits.run``, and writes into DIR:
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.diagnose")
+
 import argparse
 import json
 import sys
@@ -46,6 +51,7 @@ from bandits.config import first_paragraph, setting
 from bandits.memory import MEMORY_COLUMNS
 from bandits.outputs import save_figure, write_csv
 from bandits.plot import COLORS, LABELS
+from bandits.processes import stop_on_ctrl_c
 from bandits.tables import TableError, header, read_run_table
 
 
@@ -338,6 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.diagnose", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
     if args.last is not None and args.last < 1:
         print("bandits.diagnose: error: --last must be a positive integer", file=sys.stderr)

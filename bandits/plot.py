@@ -19,6 +19,11 @@ exit status 2.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.plot")
+
 import argparse
 import json
 import sys
@@ -37,6 +42,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from bandits.config import build_parser as build_settings_parser  # noqa: E402
 from bandits.config import first_paragraph, setting  # noqa: E402
 from bandits.outputs import save_figure  # noqa: E402
+from bandits.processes import stop_on_ctrl_c  # noqa: E402
 from bandits.regret import METRICS_COLUMNS  # noqa: E402
 from bandits.tables import header, read_run_table  # noqa: E402
 
@@ -249,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.plot", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
     if len(args.dirs) > 1 and args.out is None:

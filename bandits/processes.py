@@ -50,6 +50,19 @@ def ctrl_c_on() -> contextlib.AbstractContextManager[None]:
     return sigint_handler(signal.default_int_handler)
 
 
+def stop_on_ctrl_c(prog: str, body: Callable[[], int]) -> int:
+    """``body()``, the work of the command ``prog`` (its exit status), with Ctrl-C on
+    (:func:`ctrl_c_on`, so also in a process started with SIGINT ignored): a Ctrl-C ends
+    it with one line on stderr and exit status 130 instead of a traceback (every output
+    is written whole or not at all: :func:`bandits.outputs.write_atomic`)."""
+    try:
+        with ctrl_c_on():
+            return body()
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; every output written so far is whole", file=sys.stderr)
+        return 130
+
+
 def available_cores() -> int:
     """The cores this process may run on (its affinity), else the machine's count."""
     try:

@@ -28,6 +28,11 @@ same bytes.
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
+    from bandits.startup import interruptible
+
+    interruptible("bandits.regression")
+
 import argparse
 import dataclasses
 import math
@@ -59,10 +64,12 @@ from bandits.outputs import (
     output_dir,
     package_versions,
     release_dir,
+    remove_if_unused,
     save_figure,
     write_csv,
     write_json,
 )
+from bandits.processes import stop_on_ctrl_c
 
 MODELS = ("mlp", "bbb-fixed", "bbb-learned", "dropout")
 X_TRAIN, X_TEST = 4.0, 6.0  # training inputs in [-4, 4]; held-out ones in [-6, 6]
@@ -254,6 +261,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.regression", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         cfg = Config(**vars(parser().parse_args(argv)))
@@ -275,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "machine": machine(), "versions": package_versions(),
                     "wall_seconds": round(time.perf_counter() - start, 1)},
                    out / "config.json")
+    except KeyboardInterrupt:
+        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
+        raise
     finally:
         release_dir(out)
     cols = ["model", "rmse_inside", "log_likelihood_inside", "coverage_95_inside",

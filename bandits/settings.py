@@ -18,6 +18,7 @@ import torch
 
 import envs
 from agents import AGENTS, AgentConfig
+from agents.neural_ucb import EXACT_DESIGN_MAX_PARAMS, UCB_LAMBDA_RANGE, design_size
 from bandits import checkpoint
 from bandits.checkpoint import CheckpointError
 from bandits.config import (
@@ -187,7 +188,8 @@ class Config:
         "implementations' default)", range=(OPEN(0), 1e6))
     ucb_lambda: float = setting(
         AgentConfig.ucb_lambda, "neuralucb, neuralts: regulariser lambda of the design "
-        "matrix U = lambda I + sum g g^T", range=(OPEN(0), 1e6))
+        "matrix U = lambda I + sum g g^T (kept in float32: a smaller lambda would "
+        "underflow)", range=UCB_LAMBDA_RANGE)
     exact_design: bool = setting(
         False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
         "instead of its diagonal (the papers' approximation)")
@@ -270,6 +272,10 @@ def _validate(cfg: Config) -> None:
         raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
+    if cfg.env not in envs.ENV_IDS:  # a data set registered by another process
+        raise UsageError(f"unknown environment {cfg.env!r}; choose from "
+                         f"{', '.join(envs.ENV_IDS)}, or register it with "
+                         "envs.register_dataset in this process first")
     check_ranges(cfg)
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
@@ -277,6 +283,15 @@ def _validate(cfg: Config) -> None:
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
+    if cfg.exact_design and {"neuralucb", "neuralts"} & set(cfg.agent):
+        outputs = 2 if cfg.likelihood == "learned" else 1
+        p = design_size(sum(envs.SHAPES[cfg.env]), tuple(cfg.hidden), outputs)
+        if p > EXACT_DESIGN_MAX_PARAMS:
+            raise UsageError(
+                f"--exact-design keeps a {p:,} x {p:,} design matrix per run "
+                f"({4 * p * p / 2**20:,.0f} MiB) for this network of {p:,} parameters; it "
+                f"takes at most {EXACT_DESIGN_MAX_PARAMS:,}: leave out --exact-design (the "
+                "diagonal design) or give a smaller --hidden")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
@@ -354,6 +369,11 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     except TypeError as e:
         raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
                          ) from None
+    if cfg.env not in envs.ENV_IDS:
+        raise UsageError(f"the run in {out} is on the data set {cfg.env!r}, which a script "
+                         "registered (envs.register_dataset) and this process does not know; "
+                         f"resume it from a script that registers {cfg.env!r} first, then "
+                         f"calls bandits.run.main(['--resume', '{out}'])")
     _validate(cfg)
     done = int(state["steps_done"])
     if cfg.steps < done:

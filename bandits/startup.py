@@ -5,24 +5,44 @@ print a long ``KeyboardInterrupt`` traceback, and in a process started with SIGI
 ignored (a shell script's ``cmd &``) it would be lost: the command would run to its end.
 :func:`interruptible` turns SIGINT on at once, whatever the starting shell did: until
 the command's own handling takes over (its ``main``), an interrupt ends the process
-with one line and exit status 130, before anything is written. This module imports
-only the standard library's ``os`` and ``signal``.
+with one line and exit status 130, before anything is written.
+
+SIGTERM and SIGHUP (``kill``, a closed terminal) end the command as they always did,
+killed by that signal (a shell reports 128 + its number; the workers end with their
+parent), but first say so in one line. A signal the command was started with ignored
+(``nohup`` ignores SIGHUP) stays ignored. This module imports only the standard
+library's ``os`` and ``signal``.
 """
 
 import os
 import signal
 
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+"""The signals that end a command with one line saying so (:func:`interruptible`)."""
+
 
 def interruptible(prog: str) -> None:
-    """Install the start-up SIGINT handler of the command ``prog`` (see the module
-    docstring). Only the main thread can: elsewhere nothing changes."""
+    """Install the start-up SIGINT handler of the command ``prog`` and its SIGTERM and
+    SIGHUP handlers (see the module docstring). Only the main thread can: elsewhere
+    nothing changes."""
 
     def stop(signum, frame):  # noqa: ARG001 - the signal handler's signature
         os.write(2, f"{prog}: interrupted while starting; nothing was written\n".encode())
         os._exit(130)
 
+    def stopped(signum, frame):  # noqa: ARG001 - the signal handler's signature
+        try:
+            os.write(2, f"{prog}: stopped by signal {signal.Signals(signum).name}\n".encode())
+        except OSError:  # no terminal left to say it on (SIGHUP)
+            pass
+        signal.signal(signum, signal.SIG_DFL)  # end as the signal itself would have
+        signal.raise_signal(signum)
+        os._exit(128 + signum)  # not reached
+
     try:
         signal.signal(signal.SIGINT, stop)
+        for sig in STOPPING:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, stopped)
     except ValueError:  # not the main thread
         pass
-

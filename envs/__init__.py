@@ -30,6 +30,7 @@ see :mod:`envs.core`.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable
 from typing import Any
@@ -100,6 +101,7 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
 
     Raises:
         ValueError: A bad name, a name already taken, or bad sizes.
+        TypeError: A loader that is not callable, or sizes that are not integers.
     """
     from envs.classification import DATASETS, LabelledData  # the data modules, on first use
 
@@ -107,6 +109,13 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
         raise ValueError(f"data set name {name!r}: use lower-case letters, digits, '-' and '_'")
     if name in ENV_IDS or name in DATASETS:
         raise ValueError(f"data set name {name!r} is taken; choose another")
+    if not callable(loader):
+        raise TypeError(f"data set {name!r}: the loader must be a function of the data "
+                        f"directory returning (features, labels), got {type(loader).__name__}")
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+               for v in (context_size, n_classes)):
+        raise TypeError(f"data set {name!r}: context_size and n_classes must be integers, "
+                        f"got {context_size!r} and {n_classes!r}")
     if context_size < 1 or n_classes < 2:
         raise ValueError(f"data set {name!r}: need context_size >= 1 and n_classes >= 2, got "
                          f"{context_size} and {n_classes}")

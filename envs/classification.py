@@ -40,6 +40,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
+from bandits.data import DataNotFoundError
 from bandits.idx import load_mnist, preprocess
 from envs.core import BanditEnv, BanditProblem, Rounds
 from envs.mushroom import load_mushroom
@@ -94,8 +95,10 @@ def load(name: str, data_dir: str | os.PathLike | None = None
     in-process (many envs of one data set share one copy).
 
     Raises:
-        ValueError: An unknown name, or a loader whose arrays do not match its entry
-            (shapes, dtype-convertible values, labels outside ``0 .. K-1``).
+        ValueError: An unknown name, a loader that raises (but for a data file not found,
+            :class:`bandits.data.DataNotFoundError`, raised as it is), or a loader whose
+            result does not match its entry (not a pair of arrays, shapes, features that
+            are not real numbers, labels outside ``0 .. K-1``); one line naming the data set.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown labelled data set {name!r}; choose from "
@@ -103,9 +106,8 @@ def load(name: str, data_dir: str | os.PathLike | None = None
     key = (name, None if data_dir is None else os.fspath(data_dir))
     if key not in _LOADED:
         entry = DATASETS[name]
-        features, labels = entry.loader(data_dir)
+        features, labels = _arrays(name, entry.loader, data_dir)
         features = np.ascontiguousarray(features, dtype=np.float32)
-        labels = np.asarray(labels)
         n = len(labels)
         if features.shape != (n, entry.context_size) or labels.shape != (n,) or n == 0:
             raise ValueError(
@@ -123,6 +125,39 @@ def load(name: str, data_dir: str | os.PathLike | None = None
         labels.flags.writeable = False
         _LOADED[key] = features, labels
     return _LOADED[key]
+
+
+def _arrays(name: str, loader: Loader, data_dir: str | os.PathLike | None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """What ``loader`` returns, as two arrays of real features and labels; anything else
+    is one ``ValueError`` naming the data set."""
+    try:
+        got = loader(data_dir)
+    except DataNotFoundError:
+        raise  # its message says where it looked and how to get the file
+    except Exception as e:
+        text = " ".join(str(e).split())
+        raise ValueError(f"data set {name!r}: its loader raised {type(e).__name__}"
+                         + (f": {text}" if text else "")) from e
+    if not (isinstance(got, tuple | list) and len(got) == 2):
+        what = ("None" if got is None else f"a {type(got).__name__} of {len(got)} items"
+                if isinstance(got, tuple | list) else f"a {type(got).__name__}")
+        raise ValueError(f"data set {name!r}: the loader returned {what}; it must return "
+                         "a pair (features, labels)")
+    try:
+        features, labels = np.asarray(got[0]), np.asarray(got[1])
+    except (TypeError, ValueError) as e:  # ragged rows, values numpy cannot hold
+        raise ValueError(f"data set {name!r}: the loader's features and labels must be "
+                         f"arrays: {' '.join(str(e).split())}") from None
+    if features.dtype.kind == "c":  # float32 would keep the real part only
+        raise ValueError(f"data set {name!r}: features are complex ({features.dtype}); give "
+                         "real features (e.g. the real and imaginary parts as columns of "
+                         "their own)")
+    if features.dtype.kind not in "biuf":
+        raise ValueError(f"data set {name!r}: features must be real numbers, got dtype "
+                         f"{features.dtype}; convert them in the loader (e.g. "
+                         ".astype(np.float32))")
+    return features, labels
 
 
 class ClassificationProblem(BanditProblem):

@@ -1,0 +1,365 @@
+"""Bad input and signals: every case gives the right result, or one line and a clear exit
+status, and leaves no empty output directory behind.
+
+NeuralUCB and NeuralTS with the learned likelihood, the design's regulariser and its
+exact form, data sets registered from a script, and Ctrl-C, SIGTERM and SIGHUP of every
+command."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import envs
+from agents import AgentConfig, make_agent
+from agents.neural_ucb import UCB_LAMBDA_RANGE, design_size
+from bandits.buffer import ReplayBuffer
+from bandits.run import main
+from envs import classification
+from envs.classification import ClassificationEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
+        "--updates-per-step", "1", "--no-progress", "--workers", "1"]
+
+
+def _one_line(text: str) -> str:
+    text = text.strip()
+    assert len(text.splitlines()) == 1 and "Traceback" not in text, text
+    return text
+
+
+# ------------------------------------------------- NeuralUCB, NeuralTS: learned likelihood
+
+
+def test_the_learned_likelihood_explores_with_the_mean_outputs_gradient():
+    d = 4
+    agent = make_agent("neuralucb", d, 2, 2, 0,
+                       AgentConfig(hidden=(16,), batch_size=8, likelihood="learned"))
+    assert agent.model.n_params == (d + 2 + 1) * 16 + (16 + 1) * 2  # the mean and the noise
+    x = np.random.default_rng(0).random((2, d), dtype=np.float32)
+    f, g = agent.scores_and_gradients(x)
+    inputs = agent.all_action_inputs(x)
+    for r in range(2):
+        for a in range(2):
+            w = agent.model.mu.detach()[r].clone().requires_grad_()
+            out = agent.model.apply_layers(inputs[r:r + 1, a:a + 1],
+                                           agent.model.split(w.unsqueeze(0)))
+            assert out.shape[-1] == 2
+            (grad,) = torch.autograd.grad(out[..., 0].sum(), w)
+            torch.testing.assert_close(g[r, a], grad)
+            torch.testing.assert_close(f[r, a], out[..., 0].sum().detach())
+    buf = ReplayBuffer(64, 2, d)
+    for _ in range(5):  # acts and trains by the Gaussian likelihood of both outputs
+        x = np.random.default_rng(1).random((2, d), dtype=np.float32)
+        a = agent.act(x)
+        buf.add(x, a, x[:, 0] * a.numpy())
+        assert torch.isfinite(agent.update(buf, 2)).all()
+
+
+def test_neuralucb_and_neuralts_run_with_the_learned_likelihood(tmp_path):
+    out = tmp_path / "run"
+    assert main([*TINY, "--agent", "neuralucb", "neuralts", "--likelihood", "learned",
+                 "--steps", "10", "--out", str(out)]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert sorted(summary["agent"]) == ["neuralts", "neuralucb"]
+    assert (summary["steps"] == 10).all()
+
+
+# ------------------------------------------------- the design: lambda and its exact form
+
+
+def test_a_ucb_lambda_that_underflows_float32_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*TINY, "--agent", "neuralucb", "--ucb-lambda", "1e-300", "--steps", "5",
+                 "--out", str(out)]) == 2
+    assert "--ucb-lambda must be in [1e-06, " in _one_line(capsys.readouterr().err)
+    assert not out.exists()
+    with pytest.raises(ValueError, match="ucb_lambda must be in"):  # the agent itself too
+        make_agent("neuralucb", 4, 2, 1, 0, AgentConfig(hidden=(8,), ucb_lambda=1e-300))
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["diagonal", "exact"])
+@pytest.mark.parametrize("ucb_lambda", UCB_LAMBDA_RANGE)
+@pytest.mark.parametrize("nu", [5e-324, 1e6])  # the ends of --nu's range (0, 1e6]
+def test_every_accepted_lambda_and_nu_gives_finite_widths(exact, ucb_lambda, nu):
+    d, runs = 6, 2
+    agent = make_agent("neuralucb", d, 3, runs, 0,
+                       AgentConfig(hidden=(16,), batch_size=8, ucb_lambda=ucb_lambda, nu=nu,
+                                   exact_design=exact))
+    buf = ReplayBuffer(64, runs, d)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        x = (rng.normal(size=(runs, d)) * 3).astype(np.float32)
+        _, g = agent.scores_and_gradients(x)
+        assert torch.isfinite(agent.widths(g)).all()
+        a = agent.act(x)
+        buf.add(x, a, x[:, 0] * a.numpy())
+        agent.update(buf, 1)
+
+
+def test_an_exact_design_too_large_is_refused_before_the_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    # mushroom: 117 features + 2 arms in, hidden 100 100, one output: 22,201 parameters
+    assert main(["--agent", "neuralucb", "--exact-design", "--env", "mushroom", "--seeds",
+                 "1", "--steps", "10", "--no-progress", "--workers", "1",
+                 "--out", str(out)]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "22,201 x 22,201" in err and "leave out --exact-design" in err and "--hidden" in err
+    assert not out.exists()
+    # a network small enough runs
+    assert main([*TINY, "--agent", "neuralts", "--exact-design", "--steps", "5",
+                 "--out", str(out)]) == 0
+
+
+@pytest.mark.parametrize("likelihood", ["fixed", "learned"])
+def test_the_size_refused_is_the_agents_network(likelihood):
+    agent = make_agent("neuralucb", 117, 2, 1, 0,
+                       AgentConfig(hidden=(100, 100), likelihood=likelihood))
+    assert agent.model.n_params == design_size(119, (100, 100),
+                                               2 if likelihood == "learned" else 1)
+
+
+# ------------------------------------------------- data sets registered from a script
+
+
+@pytest.fixture
+def register(monkeypatch):
+    """Register a data set for one test: every registry gets its state back after it."""
+
+    def make(name, loader, context_size=3, n_classes=2):
+        for registry, key in ((envs.ENV_IDS, name), (envs.SHAPES, name),
+                              (envs.DATASET_OF, name), (classification.DATASETS, name),
+                              (gymnasium.registry, f"bandits/{name}-v0")):
+            monkeypatch.setitem(registry, key, None)
+            del registry[key]
+        monkeypatch.setattr(classification, "_LOADED", {})
+        return envs.register_dataset(name, loader, context_size, n_classes)
+
+    return make
+
+
+def _raises(data_dir):
+    raise RuntimeError("the disk is\non fire")
+
+
+BAD_LOADERS = {
+    "raises": (_raises, "its loader raised RuntimeError: the disk is on fire"),
+    "returns None": (lambda d: None, "returned None; it must return a pair"),
+    "three items": (lambda d: (np.zeros((4, 3)), np.zeros(4, int), 1),
+                    "returned a tuple of 3 items"),
+    "object features": (lambda d: (np.array([[0, "a", None]] * 4, dtype=object),
+                                   np.zeros(4, int)),
+                        "features must be real numbers, got dtype object"),
+    "numbers as objects": (lambda d: (np.zeros((4, 3)).astype(object), np.zeros(4, int)),
+                           "features must be real numbers, got dtype object"),
+    "ragged features": (lambda d: ([[0.0, 1.0, 2.0], [0.0]], [0, 1]), "must be arrays"),
+    "object labels": (lambda d: (np.zeros((4, 3)), np.array([0, 1, None, 0], dtype=object)),
+                      "labels must be integers, got object"),
+    "complex features": (lambda d: (np.ones((4, 3)) * (1 + 2j), np.zeros(4, int)),
+                         r"features are complex \(complex128\)"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LOADERS))
+def test_a_bad_loader_is_one_error_naming_the_data_set(case, register, tmp_path, capsys):
+    loader, message = BAD_LOADERS[case]
+    register("bad", loader)
+    with pytest.raises(ValueError, match=f"^data set 'bad': .*{message}") as info:
+        ClassificationEnv("bad")
+    assert "\n" not in str(info.value)
+    out = tmp_path / "run"
+    assert main(["--agent", "uniform", "--env", "bad", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(out)]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert err.startswith("bandits.run: error: data set 'bad': ")
+    assert not out.exists()
+
+
+def test_complex_features_are_refused_without_a_warning(register, recwarn):
+    register("waves", BAD_LOADERS["complex features"][0])
+    with pytest.raises(ValueError, match="complex"):
+        ClassificationEnv("waves")
+    assert not [w for w in recwarn if "complex" in str(w.message).lower()]
+
+
+@pytest.mark.parametrize("loader, sizes, message", [
+    (42, (3, 2), "the loader must be a function .* got int"),
+    ("data/wine.csv", (3, 2), "the loader must be a function .* got str"),
+    (lambda d: None, ("3", 2), "context_size and n_classes must be integers"),
+    (lambda d: None, (3, 2.5), "context_size and n_classes must be integers"),
+])
+def test_registration_refuses_what_is_not_a_loader(loader, sizes, message, register):
+    with pytest.raises(TypeError, match=f"^data set 'bad': {message}"):
+        register("bad", loader, *sizes)
+    assert "bad" not in envs.ENV_IDS and "bad" not in classification.DATASETS
+
+
+def test_a_registered_data_set_still_runs(register, tmp_path):
+    def loader(data_dir):
+        x = np.random.default_rng(0).normal(size=(40, 3))  # float64: converted
+        return x, (x[:, 0] > 0).astype(np.int32)
+
+    register("fine", loader)
+    assert main(["--agent", "uniform", "--env", "fine", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(tmp_path / "run")]) == 0
+
+
+def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, capsys):
+    def loader(data_dir):
+        x = np.random.default_rng(0).normal(size=(40, 3)).astype(np.float32)
+        return x, (x[:, 0] > 0).astype(np.int64)
+
+    register("scripted", loader)
+    out = tmp_path / "run"
+    assert main(["--agent", "uniform", "--env", "scripted", "--seeds", "1", "--steps", "5",
+                 "--no-progress", "--out", str(out)]) == 0
+    for registry in (envs.ENV_IDS, envs.SHAPES, envs.DATASET_OF, classification.DATASETS):
+        del registry["scripted"]  # as on a command line that did not register it
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--steps", "8"]) == 2
+    err = _one_line(capsys.readouterr().err)
+    assert "'scripted'" in err and "registers 'scripted' first" in err
+    assert pd.read_csv(out / "summary.csv")["steps"].eq(5).all()  # the run is untouched
+
+
+# ------------------------------------------------- signals
+
+
+# Runs a command as `python -m` does, with its first output file stuck until a signal
+# comes: the signal arrives in the command's own work, never while it starts.
+STUCK = """
+import runpy, sys, time
+from pathlib import Path
+from bandits import outputs
+
+ready = Path(sys.argv[1])
+
+def stuck(path, data):
+    ready.write_text("writing")
+    while True:
+        time.sleep(0.05)
+
+outputs.write_atomic = stuck
+module = sys.argv[2]
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("signals") / "run"
+    assert main([*TINY, "--agent", "greedy", "--steps", "20", "--out", str(out)]) == 0
+    return out
+
+
+def _commands(run_dir: Path, out: Path) -> dict[str, list[str]]:
+    return {
+        "bandits.plot": [str(run_dir), "--out", str(out.with_suffix(".png"))],
+        "bandits.diagnose": [str(run_dir)],
+        "bandits.regression": ["--steps", "5", "--hidden", "4", "--samples", "2",
+                               "--heldout", "10", "--no-plot", "--out", str(out)],
+        "bandits.bench": ["--runs", "1", "--updates", "1", "--rounds", "1", "--out", str(out)],
+    }
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
+    end = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > end:
+            proc.kill()
+            pytest.fail(f"never got there: {proc.communicate()}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("module, ignored", [
+    *[(m, True) for m in ("bandits.plot", "bandits.diagnose", "bandits.regression",
+                          "bandits.bench")],
+    ("bandits.plot", False),  # a terminal's Ctrl-C (the ignored case above covers it too)
+], ids=["plot-started-with-sigint-ignored", "diagnose-started-with-sigint-ignored",
+        "regression-started-with-sigint-ignored", "bench-started-with-sigint-ignored",
+        "plot-ctrl-c"])
+def test_ctrl_c_in_the_work_is_one_line_and_exit_130(module, ignored, run_dir, tmp_path):
+    ready, out = tmp_path / "ready", tmp_path / "out"
+    (tmp_path / "stuck.py").write_text(STUCK)
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignored else None
+    proc = subprocess.Popen(
+        [sys.executable, "stuck.py", str(ready), module, *_commands(run_dir, out)[module]],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=pre)
+    _wait_for(ready, proc)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"{module} went on after Ctrl-C: {proc.communicate()}")
+    assert proc.returncode == 130, err
+    assert _one_line(err) == f"{module}: interrupted; every output written so far is whole"
+    if module in ("bandits.regression", "bandits.bench"):
+        assert not out.exists()  # nothing was written: no empty directory
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
+def test_term_and_hup_say_so_and_leave_no_worker(sig, tmp_path):
+    out = tmp_path / "run"
+    args = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
+            "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy",
+            "--steps", "1000000", "--checkpoint-every", "inf", "--workers", "2",
+            "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.run", *args], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("bandits.run: preset"), proc.communicate()
+    end = time.monotonic() + 120
+    while len(workers := _children(proc.pid)) < 2:
+        assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -sig  # as before: ended by the signal
+    assert _one_line(err) == f"bandits.run: stopped by signal {signal.Signals(sig).name}"
+    end = time.monotonic() + 20
+    while any(_alive(w) for w in workers):
+        assert time.monotonic() < end, "a worker outlived its parent"
+        time.sleep(0.1)
+
+
+def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
+    """`nohup cmd &`: the command keeps running when the terminal goes."""
+    code = ("import os, signal, time\n"
+            "from bandits.startup import interruptible\n"
+            "interruptible('bandits.x')\n"
+            "os.kill(os.getpid(), signal.SIGHUP)\n"
+            "time.sleep(0.2)\n"
+            "print('still running')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "still running\n", "")
