@@ -13,7 +13,9 @@ and NeuralUCB takes the argmax of ``f(x_a) + sigma_a``, NeuralTS that of a draw 
 ``N(f(x_a), sigma_a^2)``. As in the papers' experiments ``U`` is its diagonal by
 default (``U_ii = lambda + sum_t g_ti^2``, ``O(P)`` per action); ``exact_design``
 keeps the full ``P x P`` matrix (small networks only). ``nu`` and ``lambda`` default to
-the reference implementations' 1 (``--nu``, ``--ucb-lambda``).
+1 (``--nu``, ``--ucb-lambda``): this project's choice; NeuralUCB's reference code
+defaults to nu = 1 and lambda = 0.001, and the papers chose both per data set by grid
+search.
 
 The network is the greedy agent's (squared error, Adam on minibatches of the replay
 buffer, ``--updates-per-step`` every ``--train-every`` steps). With ``--likelihood
