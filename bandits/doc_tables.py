@@ -26,8 +26,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits.regret import ranking
+
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ("README.md", "docs/bandit-results.md", "results/mushroom/README.md",
+FILES = ("README.md", "docs/bandit-results.md", "docs/agents-compared.md",
+         "results/mushroom/README.md",
          "results/regression/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
@@ -198,7 +201,40 @@ def regression(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+NAMES = {"linfullpost": "LinFullPost", "bbb-lrt": "BBB, local reparameterisation",
+         "bbb": "BBB", "eps1": "1 % greedy", "neurallinear": "NeuralLinear",
+         "dropout": "Dropout TS (p 0.2)", "greedy": "greedy", "neuralucb": "NeuralUCB",
+         "linucb": "LinUCB", "eps5": "5 % greedy", "bootstrap": "Bootstrapped NN (5 heads)",
+         "neuralts": "NeuralTS", "uniform": "uniform"}
+
+
+def showdown(root: Path, brief: bool = False) -> str:
+    """Every agent of ``results/mushroom/showdown``: final cumulative regret over the seeds
+    and the paired difference to the next agent, as the run ranks them
+    (:func:`bandits.regret.ranking`)."""
+    metrics = pd.read_csv(root / "results/mushroom/showdown/metrics.csv")
+    table = ranking(metrics)
+    uniform = table.set_index("agent").at["uniform", "mean"]
+    lines = (["| agent | mean | s.e. | relative to uniform | next |",
+              "| --- | ---: | ---: | ---: | --- |"] if brief else
+             ["| agent | mean | s.e. | min | max | relative to uniform | next |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"])
+    for i, r in table.iterrows():
+        nxt = re.sub(r" at \d+ seeds?$", "", str(r["next"]))
+        for agent, name in sorted(NAMES.items(), key=lambda kv: -len(kv[0])):
+            if nxt.endswith(f" {agent}"):
+                nxt = nxt[: -len(agent)] + name
+                break
+        rel = "1" if r.agent == "uniform" else f"{r['mean'] / uniform:.3f}"
+        mean = f"{r['mean']:.0f}"
+        spread = "" if brief else f" {r['min']:.0f} | {r['max']:.0f} |"
+        lines.append(f"| {NAMES.get(r.agent, r.agent)} | {_bold_if(mean, i == 0)} | "
+                     f"{r['s.e.']:.0f} |{spread} {_bold_if(rel, i == 0)} | {nxt} |")
+    return "\n".join(lines) + "\n"
+
+
 GENERATORS: dict[str, Callable[[Path], str]] = {
+    "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
     "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "table2": table2,

@@ -15,7 +15,7 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
           "results/mushroom/quick/config.json", "results/mnist/2x400/table1.csv",
           "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
-          "results/regression/regression.csv")
+          "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv")
 
 
 def test_every_generated_table_matches_its_files(capsys):
