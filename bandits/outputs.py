@@ -258,7 +258,9 @@ def save_figure(fig, path: Path, **kwargs) -> None:
 
 
 def package_versions() -> dict[str, str]:
-    """Versions of Python and the packages a result depends on."""
+    """Versions of Python and the packages a result depends on, and the CPU's instruction
+    set that torch's kernels use (``cpu_capability``): on another one the same command can
+    round differently, and a bandit run then takes other actions."""
     import gymnasium
     import matplotlib
     import torch
@@ -271,6 +273,7 @@ def package_versions() -> dict[str, str]:
         "pandas": pd.__version__,
         "gymnasium": gymnasium.__version__,
         "matplotlib": matplotlib.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
 
 
