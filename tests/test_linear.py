@@ -110,7 +110,7 @@ def test_refit_equals_adding_one_by_one():
         one.add(z[:, t], a[:, t], y[:, t])
     fit = BayesLinearRegression(runs, actions, d, 6.0, 6.0, 0.25, torch.device("cpu"))
     fit.refit(z, a, y)
-    for k in ("L", "zty", "yty", "n"):
+    for k in ("L", "U", "mu", "zty", "yty", "n"):
         torch.testing.assert_close(getattr(fit, k), getattr(one, k))
 
 
