@@ -21,6 +21,10 @@ hits both alike: the ratios are the result. The projection of the paper protocol
 (50,000 steps x 64 updates, 4 agents x ``--runs`` seeds; the paper's 5 by default) uses
 the measured fused rate and counts training only (acting and the environment add
 little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.json`` to ``--out``.
+
+``--agents-per-step`` instead times one step (act, store, ``--updates`` updates) of every
+agent alone on MNIST-shaped random contexts (784 features, 10 actions, ``--runs`` seeds),
+interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from agents import AGENTS, AgentConfig, make_agents
+from agents import AGENTS, AgentConfig, make_agent, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
 from bandits.config import build_parser as build_settings_parser
@@ -115,6 +119,63 @@ def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
         buf = full_buffer(pop.runs, device)
         steps["+".join(pop.names)] = (lambda p=pop, b=buf: p.update(b, updates))
     return steps
+
+
+MNIST_DIM, MNIST_ACTIONS, MNIST_BUFFER = 784, 10, 4096
+
+
+def agents_per_step(runs: int, updates: int, rounds: int, device: str,
+                    names: Sequence[str] = tuple(AGENTS), context_dim: int = MNIST_DIM,
+                    n_actions: int = MNIST_ACTIONS) -> pd.DataFrame:
+    """Seconds per step of each agent in ``names`` alone, ``runs`` seeds, on random
+    MNIST-like contexts (a fifth of the pixels lit, pixels / 126 as the environment scales
+    them) with a reward of 1 for a random label: ``act``, the interaction stored, then
+    ``update`` with ``updates`` minibatch updates (learning agents). Each agent plays two
+    steps first (warm-up), then one step per round, interleaved over ``rounds``; the
+    medians of the act, update and step times. The buffer starts empty, like a run's;
+    ``neurallinear``'s refit from the whole buffer (every ``refresh_every`` updates) falls
+    outside these few steps."""
+    rng = np.random.default_rng(0)
+    cfg = AgentConfig()
+    lanes = []
+    for name in names:
+        agent = make_agent(name, context_dim, n_actions, runs, 0, cfg, device)
+        lanes.append((name, agent, ReplayBuffer(MNIST_BUFFER, runs, context_dim, device=device)))
+
+    def step(agent, buf) -> tuple[float, float]:
+        lit = rng.random((runs, context_dim)) < 0.2
+        contexts = (lit * rng.integers(1, 256, (runs, context_dim)) / 126).astype(np.float32)
+        _sync(device)
+        tic = time.perf_counter()
+        actions = agent.act(contexts)
+        actions_np = actions.cpu().numpy()
+        _sync(device)
+        act = time.perf_counter() - tic
+        buf.add(contexts, actions, (actions_np == rng.integers(0, n_actions, runs)) * 1.0)
+        tic = time.perf_counter()
+        if agent.learns:
+            agent.update(buf, updates)
+        _sync(device)
+        return act, time.perf_counter() - tic
+
+    for _, agent, buf in lanes:
+        for _ in range(2):
+            step(agent, buf)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in lanes}
+    for _ in range(rounds):
+        for name, agent, buf in lanes:
+            times[name].append(step(agent, buf))
+    rows = []
+    for name, t in times.items():
+        act, update = np.array(t).T
+        per_step = float(np.median(act + update))
+        rows.append({"agent": name, "runs": runs, "context_dim": context_dim,
+                     "actions": n_actions, "updates_per_step": updates,
+                     "seconds_act": float(np.median(act)),
+                     "seconds_update": float(np.median(update)),
+                     "seconds_per_step": per_step,
+                     "minutes_per_10000_steps": per_step * 10_000 / 60})
+    return pd.DataFrame(rows)
 
 
 def _sync(device: str) -> None:
@@ -276,6 +337,10 @@ class Settings:
     default_command: bool = setting(False, "instead: time the default `python -m bandits.run` "
                                     "end to end with 1, 2, ... workers and check its CSVs are "
                                     "the same bytes; writes default_command.csv and .json")
+    agents_per_step: bool = setting(False, "instead: time one step (act, then --updates "
+                                    "updates) of every agent alone on MNIST-shaped random "
+                                    "contexts (784 features, 10 actions, --runs seeds); "
+                                    "writes agents_per_step.csv and .json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -306,7 +371,8 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 # what bench writes into --out (an --overwrite replaces these, nothing else)
 OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_command.csv",
-           "default_command.json", "mnist_workers.csv", "mnist_workers.json")
+           "default_command.json", "mnist_workers.csv", "mnist_workers.json",
+           "agents_per_step.csv", "agents_per_step.json")
 
 
 def _main(p: argparse.ArgumentParser, args: Settings,
@@ -352,6 +418,19 @@ def _main(p: argparse.ArgumentParser, args: Settings,
     if args.device == "cuda" and not torch.cuda.is_available():
         p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
     start = time.perf_counter()
+    if args.agents_per_step:
+        df = agents_per_step(args.runs, args.updates, args.rounds, args.device)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "agents_per_step.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "device": args.device, "device_name": machine(args.device),
+                    "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
+                    "updates_per_step": args.updates, "rounds": args.rounds,
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "agents_per_step.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
     df = measure(args.runs, args.updates, args.rounds, args.device)
     t = dict(zip(df["variant"], df["seconds_per_update"]))
     before, now = t["per-agent loop (all agents)"], t["fused (all agents)"]
