@@ -333,16 +333,29 @@ def test_term_and_hup_say_so_and_leave_no_worker(sig, tmp_path):
             "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy",
             "--steps", "1000000", "--checkpoint-every", "inf", "--workers", "2",
             "--out", str(out)]
+    def default_signals():  # as from a terminal, whatever this test run was started under
+        for s in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_DFL)
+
     proc = subprocess.Popen([sys.executable, "-m", "bandits.run", *args], cwd=tmp_path,
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().startswith("bandits.run: preset"), proc.communicate()
-    end = time.monotonic() + 120
-    while len(workers := _children(proc.pid)) < 2:
-        assert time.monotonic() < end and proc.poll() is None, proc.communicate()
-        time.sleep(0.1)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
+    workers: list[int] = []
+    try:
+        assert proc.stdout.readline().startswith("bandits.run: preset"), proc.communicate()
+        end = time.monotonic() + 120
+        while len(workers := _children(proc.pid)) < 2:
+            assert time.monotonic() < end and proc.poll() is None, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:  # never leave a million-step run behind, whatever failed
+        for pid in [proc.pid, *workers]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     assert proc.returncode == -sig  # as before: ended by the signal
     assert _one_line(err) == f"bandits.run: stopped by signal {signal.Signals(sig).name}"
     end = time.monotonic() + 20
