@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import csv
 import datetime
+import fnmatch
 import io
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -33,16 +35,68 @@ class OutputDirError(ValueError):
 # them with --out)
 RUNS = "runs"
 # the claim file in an output directory (held while a run writes into it); a name of the
-# project's own, so that a user's file is never taken for it
+# project's own, and a content of its own (:data:`CLAIM` and the claiming process's pid),
+# so that a user's file of that name is never taken for it, written into or removed
 LOCK = ".bandits.lock"
-_claims: dict[Path, int] = {}  # directory -> open file descriptor holding its lock
+CLAIM = "bandits output-directory claim, pid "
+_CLAIM_LINE = re.compile(re.escape(CLAIM) + r"[0-9]+\n")
+_claims: dict[Path, tuple[int, bool]] = {}  # directory -> (descriptor holding its lock,
+#                                             whether the lock file is the project's own)
 
 
-def claim_dir(path: Path) -> None:
+def _claim_text() -> bytes:
+    return f"{CLAIM}{os.getpid()}\n".encode()
+
+
+def _read_fd(fd: int, limit: int = 256) -> bytes:
+    try:
+        return os.pread(fd, limit, 0)
+    except OSError:
+        return b""
+
+
+def _open_lock(lock: Path) -> tuple[int, bool]:
+    """Open ``lock``, creating it with this process's claim in it when there is none (the
+    file appears whole, never empty: a user's empty file is never taken for a claim);
+    returns the descriptor and whether this call created it."""
+    tmp = lock.with_name(f"{LOCK}.{os.getpid()}.tmp")
+    created = False
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_claim_text())
+        try:
+            os.link(tmp, lock)
+            created = True
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this file system: create it, then write
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, _claim_text())
+                return fd, True
+    finally:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+    try:
+        return os.open(lock, os.O_RDWR), created
+    except OSError:
+        if created:  # leave no claim behind that nobody holds
+            lock.unlink(missing_ok=True)
+        raise
+
+
+def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
     """Claim ``path`` for this process: an exclusive lock on ``path/.bandits.lock``, held
     until :func:`release_dir` or the process ends (a killed process releases it at once).
-    The claim also removes what an earlier process killed mid-write left there
-    (:func:`remove_stale_temporaries`).
+    The lock file records the claim (:data:`CLAIM` and this process's pid); a file of
+    that name that is not a claim (a user's) is locked as it is, never written into nor
+    removed. The claim also removes what an earlier process killed mid-write left there:
+    the temporaries of the files ``outputs`` names (:func:`remove_stale_temporaries`).
 
     Raises:
         OutputDirError: Another process holds the claim, or the lock cannot be taken.
@@ -54,30 +108,66 @@ def claim_dir(path: Path) -> None:
         import fcntl
     except ImportError:  # no advisory locks on this platform: nothing to claim with
         return
-    try:
-        fd = os.open(key / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
-    except OSError as e:
-        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    lock = key / LOCK
+    busy = (f"another run is writing into {path} right now; wait for it to finish or "
+            "choose another --out")
+    for _ in range(3):
+        try:
+            fd, ours = _open_lock(lock)
+        except OSError as e:
+            raise OutputDirError(f"cannot write to output directory {path}: "
+                                 f"{e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OutputDirError(busy) from None
+        try:  # the holder may have released (and removed) it between our open and lock
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            same = False
+        if same:
+            break
         os.close(fd)
-        raise OutputDirError(f"another run is writing into {path} right now; wait for it to "
-                             "finish or choose another --out") from None
-    _claims[key] = fd
-    remove_stale_temporaries(key)
+    else:
+        raise OutputDirError(busy)
+    # a claim left by a killed run (or one whose creator lost the race to lock it) is the
+    # project's too: this process's now
+    ours = ours or _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
+    if ours:
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _claim_text(), 0)
+        except OSError as e:
+            os.close(fd)
+            raise OutputDirError(f"cannot write to output directory {path}: "
+                                 f"{e.strerror}") from None
+    _claims[key] = (fd, ours)
+    remove_stale_temporaries(key, outputs)
+
+
+def holds_own_lock(path: Path) -> bool:
+    """Whether this process holds the claim of ``path`` in a lock file of its own (not in
+    a user's file that happens to be named :data:`LOCK`)."""
+    held = _claims.get(Path(path).resolve())
+    return held is not None and held[1]
 
 
 def release_dir(path: Path) -> None:
-    """Give up the claim of :func:`claim_dir` and remove its lock file (no-op when not
-    held); a run's directory holds only its outputs afterwards."""
+    """Give up the claim of :func:`claim_dir` and remove its lock file when it still
+    holds this process's claim (no-op when not held); a run's directory holds only its
+    outputs afterwards, and a user's file named like the lock stays."""
     key = Path(path).resolve()
-    fd = _claims.pop(key, None)
-    if fd is not None:
-        try:
+    held = _claims.pop(key, None)
+    if held is None:
+        return
+    fd, ours = held
+    try:
+        if ours and _read_fd(fd) == _claim_text():
             (key / LOCK).unlink(missing_ok=True)
-        except OSError:
-            pass
+    except OSError:
+        pass
+    finally:
         os.close(fd)  # closing the descriptor releases the lock
 
 
@@ -118,8 +208,9 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     except OSError as e:  # not a directory on the way, permissions, a name too long
         raise OutputDirError(f"cannot write to output directory {_short(path)}: "
                              f"{e.strerror or e}") from None
-    claim_dir(path)
-    if not overwrite and any(p.name != LOCK for p in path.iterdir()):
+    claim_dir(path, outputs)
+    own_lock = holds_own_lock(path)
+    if not overwrite and any(p.name != LOCK or not own_lock for p in path.iterdir()):
         release_dir(path)
         raise OutputDirError(f"output directory {path} exists and is not empty; "
                              "pass --overwrite or choose another --out")
@@ -133,6 +224,24 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     if overwrite:
         clear_outputs(path, outputs, own_dir)
     return path
+
+
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _stale_temporary_of(name: str, pattern: str) -> bool:
+    """Whether ``name`` is what :func:`write_atomic` left of a file matching ``pattern``
+    when its process was killed mid-write (``.NAME.PID.tmp``, that process gone)."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return False
+    base, _, pid = name[1:-len(".tmp")].rpartition(".")
+    if not base or not pid.isdigit() or not fnmatch.fnmatchcase(base, pattern):
+        return False
+    return int(pid) != os.getpid() and not _alive(int(pid))
 
 
 def clear_outputs(path: Path, outputs: Sequence[str],
@@ -156,16 +265,28 @@ def clear_outputs(path: Path, outputs: Sequence[str],
     return removed
 
 
-def remove_stale_temporaries(path: Path) -> None:
+def remove_stale_temporaries(path: Path, outputs: Sequence[str] = ()) -> None:
     """Remove what an interrupted atomic write left in ``path`` (``.NAME.PID.tmp``, see
-    :func:`write_atomic`; a process killed mid-write cannot remove its own)."""
-    for entry in path.glob(".*.tmp"):
-        try:
-            pid = int(entry.name.rsplit(".", 2)[-2])
-        except (ValueError, IndexError):
+    :func:`write_atomic`; a process killed mid-write cannot remove its own): only the
+    temporaries of the files ``outputs`` names (patterns without a folder), of processes
+    that are gone. A user's file, even one named like a temporary, stays."""
+    patterns = [p for p in outputs if "/" not in p]
+    for entry in _entries(path):
+        if not entry.is_file() or entry.is_symlink():
             continue
-        if pid != os.getpid() and not _alive(pid):
+        if any(_stale_temporary_of(entry.name, p) for p in patterns) or (
+                _stale_temporary_of(entry.name, LOCK[1:]) and _is_claim_file(entry)):
             entry.unlink(missing_ok=True)
+
+
+def _is_claim_file(path: Path) -> bool:
+    """Whether ``path`` holds a claim as :func:`claim_dir` writes it (the temporary of
+    :func:`_open_lock` that a killed process left)."""
+    try:
+        with open(path, "rb") as f:
+            return _CLAIM_LINE.fullmatch(f.read(256).decode("latin-1")) is not None
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:

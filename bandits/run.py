@@ -148,7 +148,7 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
             return parallel.resume(out, changes, command)
         cfg, state = resume_config(out, changes)
         try:
-            claim_dir(out)
+            claim_dir(out, OUTPUTS)
         except OutputDirError as e:
             raise UsageError(str(e)) from None
         return simulate(cfg, out, state, command)

@@ -104,7 +104,15 @@ from bandits.mnist.model_files import (
     saved_config,
     write_histograms,
 )
-from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
+from bandits.outputs import (
+    claim_dir,
+    machine,
+    output_dir,
+    release_dir,
+    write_atomic,
+    write_csv,
+    write_json,
+)
 from bandits.processes import (
     JobsInterrupted,
     available_cores,
@@ -271,6 +279,16 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
                          is_model_dir)
     else:
         out = Path(cfg.out)
+        claim_dir(out, OUTPUTS)  # one run at a time in a directory
+    try:  # the claim is given up (its lock file removed) however the run ends
+        return _run_into(out, cfg, argv, resume, splits, t_start)
+    finally:
+        release_dir(out)
+
+
+def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any] | None,
+              splits: dict[str, Split], t_start: float) -> dict[str, Any]:
+    """:func:`run` once its output directory ``out`` is claimed."""
     models = expand(cfg)
     dirs = model_dirs(out, models)
     for d, m in zip(dirs, models, strict=True):

@@ -1,0 +1,102 @@
+"""A user's files are never the project's to delete: an --overwrite replaces only the files
+its own command wrote (never another command's, nor another bench mode's), a claim or a
+cleanup removes only what the project wrote, a plot writes only the file it is given, and
+bad numbers of workers, threads, runs and updates are one line with exit status 2."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bandits import outputs
+from bandits.run import main
+
+ROOT = Path(__file__).parents[1]
+TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
+        "--updates-per-step", "1", "--no-progress", "--steps", "10"]
+MNIST = ["--train-size", "64", "--test-size", "32", "--hidden", "8", "--epochs", "1",
+         "--threads", "1", "--no-progress", "--ood-images", "8", "--prune", "0"]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _one_line(err: str) -> str:
+    err = err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def _files(d: Path) -> dict[str, bytes]:
+    return {p.relative_to(d).as_posix(): p.read_bytes() for p in sorted(d.rglob("*"))
+            if p.is_file()}
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def _no_network(monkeypatch):
+    import urllib.request
+
+    def fail(*a, **k):
+        raise OSError("network disabled in tests")
+
+    monkeypatch.setattr(urllib.request, "urlopen", fail)
+
+
+# ------------------------------------------------- 4. the claim and cleanup are the project's
+
+
+def _run_here_or_in_a_process(args: list[str], in_process: bool) -> tuple[int, str]:
+    if in_process:
+        return main(args), ""
+    done = subprocess.run([sys.executable, "-m", "bandits.run", *args], env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize("content, in_process", [("mine", False), ("", True)])
+def test_a_users_lock_and_temporary_survive_a_refused_and_an_overwriting_run(
+        tmp_path, capsys, content, in_process):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / outputs.LOCK).write_text(content)
+    draft = out / f".draft.{_dead_pid()}.tmp"  # named like a temporary of a dead process
+    draft.write_text("a user's draft")
+    args = [*TINY, "--agent", "greedy", "--out", str(out)]
+    code, err = _run_here_or_in_a_process(args, in_process)
+    assert code == 2 and "not empty" in _one_line(err or capsys.readouterr().err)
+    assert (out / outputs.LOCK).read_text() == content and draft.read_text() == "a user's draft"
+    code, err = _run_here_or_in_a_process([*args, "--overwrite"], in_process)
+    assert code == 0, err
+    assert (out / outputs.LOCK).read_text() == content and draft.read_text() == "a user's draft"
+    assert (out / "metrics.csv").is_file()
+
+
+def test_a_claim_records_its_process_and_a_killed_ones_is_taken_over_and_removed(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from bandits.outputs import claim_dir; "
+         f"claim_dir({str(out)!r}); print('held', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert (out / outputs.LOCK).read_text() == f"{outputs.CLAIM}{holder.pid}\n"
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    dead = _dead_pid()
+    stale = out / f".metrics.csv.{dead}.tmp"  # what a killed write of the project left
+    stale.write_text("partial")
+    draft = out / f".draft.{dead}.tmp"
+    draft.write_text("a user's draft")
+    assert main([*TINY, "--agent", "greedy", "--overwrite", "--out", str(out)]) == 0
+    assert not (out / outputs.LOCK).exists()  # the killed claim was the project's: removed
+    assert not stale.exists() and draft.read_text() == "a user's draft"
