@@ -15,7 +15,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -172,8 +171,8 @@ def release_dir(path: Path) -> None:
 
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
-               outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None
-               ) -> Path:
+               outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None,
+               *, dir_outputs: Sequence[str] = ()) -> Path:
     """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
@@ -181,9 +180,12 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             ``runs/<timestamp>-<name>``.
         name: Suffix of the new directory's name.
         overwrite: Allow an existing non-empty directory: the entry point's previous
-            outputs in it (``outputs``: names of files and folders; ``own_dir``: which
-            sub-directories are its own) are removed first, so that no stale output
-            survives beside the new ones; nothing else is deleted.
+            outputs in it are removed first (:func:`clear_outputs`: the files
+            ``outputs`` names, and in each sub-directory ``own_dir`` recognises the files
+            ``dir_outputs`` names), so that no stale output survives beside the new ones;
+            nothing else is deleted, and a folder only when nothing else is left in it.
+        outputs: The files the entry point writes, as ``/``-separated name patterns
+            relative to the directory (``metrics.csv``, ``parts/worker-*.log``).
 
     The claim makes the check atomic: of two runs started at once into the same new
     directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
@@ -222,7 +224,7 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
         release_dir(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
     if overwrite:
-        clear_outputs(path, outputs, own_dir)
+        clear_outputs(path, outputs, own_dir, dir_outputs)
     return path
 
 
@@ -231,6 +233,10 @@ def _entries(folder: Path) -> list[Path]:
         return sorted(folder.iterdir())
     except OSError:
         return []
+
+
+def _real_dir(p: Path) -> bool:
+    return p.is_dir() and not p.is_symlink()
 
 
 def _stale_temporary_of(name: str, pattern: str) -> bool:
@@ -244,24 +250,55 @@ def _stale_temporary_of(name: str, pattern: str) -> bool:
     return int(pid) != os.getpid() and not _alive(int(pid))
 
 
+def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The files under ``root`` that ``outputs`` names (``/``-separated ``fnmatch``
+    patterns, each part matched against one level's names), with the temporaries a killed
+    write of them left; and the folders the patterns go through (deepest first). Never
+    follows a symbolic link to a folder; a folder is never one of the files."""
+    files: dict[Path, None] = {}
+    folders: dict[Path, None] = {}
+    for pattern in outputs:
+        *parts, last = pattern.split("/")
+        level = [root]
+        for part in parts:
+            level = [e for d in level for e in _entries(d)
+                     if _real_dir(e) and fnmatch.fnmatchcase(e.name, part)]
+            folders.update(dict.fromkeys(level))
+        for d in level:
+            for e in _entries(d):
+                if e.name == LOCK or e.is_dir():
+                    continue
+                if fnmatch.fnmatchcase(e.name, last) or _stale_temporary_of(e.name, last):
+                    files[e] = None
+    deepest = sorted(folders, key=lambda p: len(p.parts), reverse=True)
+    return list(files), deepest
+
+
 def clear_outputs(path: Path, outputs: Sequence[str],
-                  own_dir: Callable[[Path], bool] | None = None) -> list[str]:
-    """Remove an entry point's previous outputs from ``path``: the entries named in
-    ``outputs`` and the sub-directories ``own_dir`` recognises; returns the names
-    removed. A user's other files stay."""
+                  own_dir: Callable[[Path], bool] | None = None,
+                  dir_outputs: Sequence[str] = ()) -> list[str]:
+    """Remove an entry point's previous outputs from ``path``: the files ``outputs``
+    names (see :func:`matching_files`), and in each sub-directory that ``own_dir``
+    recognises the files ``dir_outputs`` names; then each folder of theirs that holds
+    nothing else. Returns the paths removed, relative to ``path``. A user's files stay,
+    and so does every folder that holds one."""
+    path = Path(path)
+    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
     removed = []
-    for entry in sorted(path.iterdir()):
-        if entry.name == LOCK:
-            continue
-        mine = entry.name in outputs or (own_dir is not None and entry.is_dir()
-                                        and not entry.is_symlink() and own_dir(entry))
-        if not mine:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-        removed.append(entry.name)
+    for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
+        files, folders = matching_files(root, patterns)
+        for f in files:
+            try:
+                f.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(f.relative_to(path).as_posix())
+        for d in folders + ([root] if root != path else []):
+            try:
+                d.rmdir()  # only when empty
+            except OSError:
+                continue
+            removed.append(d.relative_to(path).as_posix() + "/")
     return removed
 
 

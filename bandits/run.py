@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from bandits import checkpoint, parallel
+from bandits import parallel
 from bandits.config import UsageError
 from bandits.loop import Outcome, simulate, write_outputs
 from bandits.outputs import (
@@ -58,12 +58,10 @@ from bandits.settings import (
     resume_flags,
 )
 
-# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory: an
-# --overwrite removes these first, so that no output of an earlier run survives
-OUTPUTS = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
-           "config.json", "regret.png", "regret.pdf", "expected_regret.png",
-           "expected_regret.pdf", checkpoint.NAME, "diagnosis.csv", "diagnosis_seeds.csv",
-           "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "parts")
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
+# name patterns (a run in workers also writes into parts/): an --overwrite removes these
+# first, so that no output of an earlier run survives, and nothing else
+OUTPUTS = parallel.OUTPUTS
 
 
 def prepare_out_dir(cfg: Config) -> Path:

@@ -5,6 +5,7 @@ bad numbers of workers, threads, runs and updates are one line with exit status 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from bandits import mnist as mnist_cli
 from bandits import outputs
-from bandits.run import main
+from bandits.run import OUTPUTS, main
 
 ROOT = Path(__file__).parents[1]
 TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
@@ -48,6 +50,67 @@ def _no_network(monkeypatch):
         raise OSError("network disabled in tests")
 
     monkeypatch.setattr(urllib.request, "urlopen", fail)
+
+
+# ------------------------------------------------------------- 1. only the project's files
+
+
+def test_overwrite_of_a_run_in_workers_keeps_a_users_files_in_its_parts(tmp_path):
+    out = tmp_path / "X"
+    assert main([*TINY, "--agent", "greedy", "bbb", "--workers", "2", "--out", str(out)]) == 0
+    assert (out / "parts" / "0" / "metrics.csv").is_file()  # the workers' own runs
+    (out / "parts" / "my-notes.txt").write_text("a user's notes")
+    (out / "parts" / "0" / "mine.txt").write_text("mine")
+    assert main([*TINY, "--agent", "greedy", "--workers", "1", "--overwrite",
+                 "--out", str(out)]) == 0
+    left = sorted(p.relative_to(out / "parts").as_posix() for p in (out / "parts").rglob("*"))
+    assert left == ["0", "0/mine.txt", "my-notes.txt"]  # parts/1 held only the project's
+    assert (out / "parts" / "my-notes.txt").read_text() == "a user's notes"
+    assert "parts" not in json.loads((out / "config.json").read_text())  # the new run's
+
+
+def test_overwrite_removes_a_folder_of_the_project_only_when_it_holds_nothing_else(tmp_path):
+    out = tmp_path / "run"
+    (out / "parts" / "3").mkdir(parents=True)
+    (out / "parts" / "3" / "metrics.csv").write_text("old")
+    (out / "parts" / "worker-3.log").write_text("old")
+    (out / "parts" / "mine").mkdir()
+    (out / "parts" / "mine" / "metrics.csv").write_text("a user's table, not a worker's")
+    (out / "notes.txt").write_text("notes")
+    removed = outputs.clear_outputs(out, OUTPUTS)
+    assert sorted(removed) == ["parts/3/", "parts/3/metrics.csv", "parts/worker-3.log"]
+    assert (out / "parts" / "mine" / "metrics.csv").is_file() and (out / "notes.txt").is_file()
+
+
+def test_an_overwrite_never_follows_a_link_out_of_the_directory(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "0").mkdir(parents=True)
+    (elsewhere / "0" / "metrics.csv").write_text("not in the run's directory")
+    (elsewhere / "worker-0.log").write_text("not in the run's directory")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "parts").symlink_to(elsewhere, target_is_directory=True)
+    assert outputs.clear_outputs(out, OUTPUTS) == []
+    assert (elsewhere / "0" / "metrics.csv").is_file() and (elsewhere / "worker-0.log").is_file()
+
+
+def test_mnist_overwrite_keeps_a_users_files_in_model_raw_and_checkpoint_folders(
+        mnist_data_dir, tmp_path, monkeypatch):
+    _no_network(monkeypatch)
+    base = [*MNIST, "--data-dir", str(mnist_data_dir)]
+    out = tmp_path / "exp" / "grid"
+    assert mnist_cli.main([*base, "--prior", "mixture", "gaussian", "--out", str(out)]) == 0
+    models = sorted(p.parent for p in out.glob("*/summary.json"))
+    assert len(models) == 2 and sorted(out.glob("checkpoints/batch-*.pt"))
+    kept, gone = models
+    (kept / "notes.txt").write_text("a")
+    (kept / "raw" / "notes.txt").write_text("b")
+    (out / "checkpoints" / "notes.txt").write_text("c")
+    assert mnist_cli.main([*base, "--prior", "gaussian", "--out", str(out), "--overwrite"]) == 0
+    assert _files(kept) == {"notes.txt": b"a", "raw/notes.txt": b"b"}  # the rest was its run's
+    assert not gone.exists()  # held nothing but the earlier run's files
+    assert _files(out / "checkpoints") == {"notes.txt": b"c"}
+    assert json.loads((out / "summary.json").read_text())["label"]  # the new single model
 
 
 # ------------------------------------------------- 4. the claim and cleanup are the project's

@@ -158,13 +158,16 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
                               compile=cfg.compile)
 
 
-# what a training run writes into --out (one model's files, or a grid's tables and its
-# batches' checkpoints): --overwrite removes these and every model directory first, so
-# that report never counts a model of an earlier run
-OUTPUTS = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
-           "pruning.md", "raw", "snr_hist.csv", "weights_hist.csv", "test_error.png",
-           "weights.png", "snr.png", "models.csv", "settings.csv", "table.md",
-           checkpoint.NAME, "checkpoints")
+# what a training run writes into --out, as name patterns (one model's files, or a grid's
+# tables and its batches' checkpoints), and into each model's directory of a grid: an
+# --overwrite removes these first (in every model directory of an earlier grid too), so
+# that report never counts a model of an earlier run; a user's files stay, and so does a
+# folder that holds one
+MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
+               "pruning.md", "raw/model.pt", "snr_hist.csv", "weights_hist.csv",
+               "test_error.png", "weights.png", "snr.png")
+OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
+           "checkpoints/batch-[0-9]*.pt")
 
 
 def is_model_dir(path: Path) -> bool:
@@ -276,7 +279,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     splits = load_splits(cfg)
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
-                         is_model_dir)
+                         is_model_dir, dir_outputs=MODEL_FILES)
     else:
         out = Path(cfg.out)
         claim_dir(out, OUTPUTS)  # one run at a time in a directory
