@@ -284,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = build_parser()
     args = Settings(**vars(p.parse_args(argv)))
     try:
-        args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS)
+        args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS, kind="bandits.bench")
     except OutputDirError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:

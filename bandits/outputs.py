@@ -26,7 +26,7 @@ import torch
 
 class OutputDirError(ValueError):
     """The output directory cannot be used (exists with data, is a file, is not writable,
-    another run is writing into it)."""
+    another run is writing into it, holds another command's outputs)."""
 
 
 # where an entry point writes when no --out is given: a new directory under here, outside
@@ -172,7 +172,7 @@ def release_dir(path: Path) -> None:
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
                outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None,
-               *, dir_outputs: Sequence[str] = ()) -> Path:
+               *, dir_outputs: Sequence[str] = (), kind: str | None = None) -> Path:
     """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
@@ -186,13 +186,17 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             nothing else is deleted, and a folder only when nothing else is left in it.
         outputs: The files the entry point writes, as ``/``-separated name patterns
             relative to the directory (``metrics.csv``, ``parts/worker-*.log``).
+        kind: The entry point (``"bandits.run"``); when given, a directory whose files
+            named in ``outputs`` were written by another entry point (:func:`written_by`)
+            is refused, with or without ``overwrite``.
 
     The claim makes the check atomic: of two runs started at once into the same new
     directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
 
     Raises:
         OutputDirError: ``out`` is a file, a non-empty directory without
-            ``overwrite``, cannot be written to, or is claimed by another run.
+            ``overwrite``, holds another entry point's outputs, cannot be written to, or
+            is claimed by another run.
     """
     if out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -211,6 +215,15 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
         raise OutputDirError(f"cannot write to output directory {_short(path)}: "
                              f"{e.strerror or e}") from None
     claim_dir(path, outputs)
+    if kind is not None:
+        foreign = foreign_outputs(path, kind, outputs, own_dir, dir_outputs)
+        if foreign:
+            release_dir(path)
+            writer, files = foreign
+            shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+            raise OutputDirError(f"output directory {path} holds outputs of {writer} "
+                                 f"({shown}), which {kind} never replaces, even with "
+                                 "--overwrite; choose another --out")
     own_lock = holds_own_lock(path)
     if not overwrite and any(p.name != LOCK or not own_lock for p in path.iterdir()):
         release_dir(path)
@@ -300,6 +313,70 @@ def clear_outputs(path: Path, outputs: Sequence[str],
                 continue
             removed.append(d.relative_to(path).as_posix() + "/")
     return removed
+
+
+def written_by(file: Path) -> str | None:
+    """The entry point that wrote ``file`` (``"bandits.run"``, ``"bandits.mnist"``), as
+    far as the file tells: the module of the command a JSON file records (``python -m
+    MODULE ...``), an MNIST training run's settings (its ``config.json`` records no
+    command), a checkpoint's kind; else None."""
+    try:
+        if file.suffix == ".json" and file.stat().st_size < 16 << 20:
+            data = json.loads(file.read_text())
+            if not isinstance(data, dict):
+                return None
+            command = data.get("command")
+            if isinstance(command, str) and command.startswith("python -m "):
+                return command.split()[2]
+            if {"model", "arch", "estimator", "seed"} <= data.keys():
+                return "bandits.mnist"
+        elif file.suffix == ".pt":
+            from bandits.checkpoint import FORMAT
+
+            with open(file, "rb") as f:
+                head = f.read(4096).split(b"\n", 1)[0]
+            header = json.loads(head)
+            if isinstance(header, dict) and header.get("format") == FORMAT:
+                return str(header.get("kind", "")).split("/")[0] or None
+    except (OSError, ValueError, UnicodeDecodeError, IndexError):
+        return None
+    return None
+
+
+def _writer(file: Path, root: Path) -> str | None:
+    """Who wrote ``file`` (under ``root``): the file's own word (:func:`written_by`), else
+    that of the nearest ``config.json`` beside it or above it, up to ``root``."""
+    own = written_by(file)
+    if own is not None or file.name == "config.json":
+        return own
+    folder = file.parent
+    while True:
+        record = folder / "config.json"
+        if record.is_file():
+            return written_by(record)
+        if folder == root or root not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def foreign_outputs(path: Path, kind: str, outputs: Sequence[str],
+                    own_dir: Callable[[Path], bool] | None = None,
+                    dir_outputs: Sequence[str] = ()) -> tuple[str, list[str]] | None:
+    """The first other entry point whose files in ``path`` an overwrite by ``kind``
+    would replace (the files ``outputs`` names, and ``dir_outputs`` in the folders
+    ``own_dir`` recognises), with those files; None when there are none."""
+    path = Path(path)
+    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
+    found: dict[str, list[str]] = {}
+    for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
+        for f in matching_files(root, patterns)[0]:
+            writer = _writer(f, path)
+            if writer is not None and writer != kind:
+                found.setdefault(writer, []).append(f.relative_to(path).as_posix())
+    if not found:
+        return None
+    writer = next(iter(found))
+    return writer, found[writer]
 
 
 def remove_stale_temporaries(path: Path, outputs: Sequence[str] = ()) -> None:

@@ -67,7 +67,8 @@ OUTPUTS = parallel.OUTPUTS
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
     try:
-        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS)
+        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS,
+                          kind="bandits.run")
     except OutputDirError as e:
         raise UsageError(str(e)) from None
 

@@ -113,6 +113,47 @@ def test_mnist_overwrite_keeps_a_users_files_in_model_raw_and_checkpoint_folders
     assert json.loads((out / "summary.json").read_text())["label"]  # the new single model
 
 
+# ------------------------------------------------ 2. never another command's outputs
+
+
+def test_run_and_mnist_never_overwrite_each_others_outputs(mnist_data_dir, tmp_path,
+                                                           monkeypatch):
+    _no_network(monkeypatch)
+    run_dir, mnist_dir = tmp_path / "run", tmp_path / "mnist"
+    assert main([*TINY, "--agent", "greedy", "--out", str(run_dir)]) == 0
+    assert mnist_cli.main([*MNIST, "--data-dir", str(mnist_data_dir),
+                           "--out", str(mnist_dir)]) == 0
+    before = {d: _files(d) for d in (run_dir, mnist_dir)}
+    done = subprocess.run([sys.executable, "-m", "bandits.run", *TINY, "--agent", "greedy",
+                           "--overwrite", "--out", str(mnist_dir)],
+                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    err = _one_line(done.stderr)
+    assert "bandits.mnist" in err and "choose another --out" in err
+    done = subprocess.run([sys.executable, "-m", "bandits.mnist", *MNIST, "--data-dir",
+                           str(mnist_data_dir), "--overwrite", "--out", str(run_dir)],
+                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    err = _one_line(done.stderr)
+    assert "bandits.run" in err and "choose another --out" in err
+    assert {d: _files(d) for d in (run_dir, mnist_dir)} == before
+    assert main(["--resume", str(run_dir), "--steps", "12"]) == 0  # resumes as before
+
+
+def test_written_by_tells_the_command_from_its_files(tmp_path):
+    from bandits import checkpoint
+
+    (tmp_path / "a.json").write_text(json.dumps({"command": "python -m bandits.bench --x"}))
+    (tmp_path / "b.json").write_text(json.dumps({"model": "bbb", "arch": "mlp",
+                                                 "estimator": "reparam", "seed": 0}))
+    (tmp_path / "c.json").write_text("[1, 2]")
+    checkpoint.save(tmp_path / "d.pt", "bandits.mnist/3", {"x": 1})
+    (tmp_path / "e.pt").write_bytes(b"\x00\x01 not a checkpoint")
+    assert [outputs.written_by(tmp_path / n) for n in ("a.json", "b.json", "c.json", "d.pt",
+                                                       "e.pt")] == [
+        "bandits.bench", "bandits.mnist", None, "bandits.mnist", None]
+
+
 # ------------------------------------------------- 4. the claim and cleanup are the project's
 
 

@@ -279,7 +279,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     splits = load_splits(cfg)
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
-                         is_model_dir, dir_outputs=MODEL_FILES)
+                         is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
     else:
         out = Path(cfg.out)
         claim_dir(out, OUTPUTS)  # one run at a time in a directory
