@@ -256,8 +256,9 @@ class Settings:
     out: Path | None = setting(None, "output directory (default: a new directory under runs/; "
                                "the shipped reference results are rewritten only when named "
                                "here)", type=Path)
-    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (its "
-                              "earlier benchmark files are replaced, nothing else)")
+    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (the "
+                              "earlier files of the mode run are replaced, nothing else: "
+                              "another mode's stay)")
     scaling: bool = setting(False, "instead: time `bandits.run --preset paper` end to end "
                             "with 1, 2, ... workers (up to the cores) and project the paper "
                             "protocol; writes scaling.csv and scaling.json")
@@ -284,7 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = build_parser()
     args = Settings(**vars(p.parse_args(argv)))
     try:
-        args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS, kind="bandits.bench")
+        args.out = output_dir(args.out, "bench", args.overwrite, mode_outputs(args),
+                              kind="bandits.bench")
     except OutputDirError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:
@@ -295,9 +297,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-# what bench writes into --out (an --overwrite replaces these, nothing else)
-OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_command.csv",
-           "default_command.json", "mnist_workers.csv", "mnist_workers.json")
+# what bench writes into --out, each mode its own two files (an --overwrite replaces the
+# files of the mode run, nothing else: another mode's results in the same --out stay)
+MODES = ("bench", "scaling", "default_command", "mnist_workers")
+OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
+
+
+def mode_outputs(args: Settings) -> tuple[str, str]:
+    """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
+    the default timing, else those named for its flag (``scaling.csv``, ...)."""
+    if args.mnist_workers:
+        mode = "mnist_workers"
+    elif args.default_command:
+        mode = "default_command"
+    elif args.scaling:
+        mode = "scaling"
+    else:
+        mode = "bench"
+    return f"{mode}.csv", f"{mode}.json"
 
 
 def _main(p: argparse.ArgumentParser, args: Settings,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from bandits import bench, outputs
 from bandits import mnist as mnist_cli
-from bandits import outputs
 from bandits.run import OUTPUTS, main
 
 ROOT = Path(__file__).parents[1]
@@ -152,6 +152,39 @@ def test_written_by_tells_the_command_from_its_files(tmp_path):
     assert [outputs.written_by(tmp_path / n) for n in ("a.json", "b.json", "c.json", "d.pt",
                                                        "e.pt")] == [
         "bandits.bench", "bandits.mnist", None, "bandits.mnist", None]
+
+
+# ------------------------------------------------------- 3. only the bench mode's files
+
+
+def test_bench_overwrite_replaces_only_the_files_of_the_mode_it_runs(tmp_path):
+    out = tmp_path / "bench"
+    out.mkdir()
+    others = {}
+    for mode in ("scaling", "default_command", "mnist_workers"):
+        others[f"{mode}.csv"] = b"workers,seconds\n1,2\n"
+        others[f"{mode}.json"] = json.dumps(
+            {"command": f"python -m bandits.bench --{mode.replace('_', '-')}"}).encode()
+    others["gradient_variance.csv"] = b"another command's table\n"
+    for name, data in others.items():
+        (out / name).write_bytes(data)
+    (out / "bench.csv").write_text("an earlier bench\n")
+    assert bench.main(["--runs", "1", "--updates", "1", "--rounds", "1", "--out", str(out),
+                       "--overwrite"]) == 0
+    assert {n: (out / n).read_bytes() for n in others} == others
+    assert (out / "bench.csv").read_text() != "an earlier bench\n"
+    assert json.loads((out / "bench.json").read_text())["runs_per_agent"] == 1
+
+
+@pytest.mark.parametrize("flag, files", [
+    ([], ("bench.csv", "bench.json")),
+    (["--scaling"], ("scaling.csv", "scaling.json")),
+    (["--default-command"], ("default_command.csv", "default_command.json")),
+    (["--mnist-workers"], ("mnist_workers.csv", "mnist_workers.json")),
+])
+def test_each_bench_mode_names_its_own_files(flag, files):
+    args = bench.Settings(**vars(bench.build_parser().parse_args(flag)))
+    assert bench.mode_outputs(args) == files
 
 
 # ------------------------------------------------- 4. the claim and cleanup are the project's
