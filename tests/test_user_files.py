@@ -237,3 +237,32 @@ def test_a_claim_records_its_process_and_a_killed_ones_is_taken_over_and_removed
     assert main([*TINY, "--agent", "greedy", "--overwrite", "--out", str(out)]) == 0
     assert not (out / outputs.LOCK).exists()  # the killed claim was the project's: removed
     assert not stale.exists() and draft.read_text() == "a user's draft"
+
+
+# ------------------------------------------------ 6. workers, threads, runs, updates
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--threads", "-2"], "--threads"),
+    (["--runs", "10000000"], "--runs"),
+    (["--runs", "0"], "--runs"),
+    (["--updates", "1000000000000"], "--updates"),
+    (["--rounds", "0"], "--rounds"),
+    (["--scaling-steps", "60", "10"], "--scaling-steps"),
+])
+def test_bench_flags_out_of_range_are_one_line(tmp_path, monkeypatch, capsys, args, flag):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as err:
+        bench.main(args)
+    assert err.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"bandits.bench: error: {flag}"), line
+    assert not (tmp_path / "runs").exists()  # refused before any directory was made
+
+
+def test_bench_threads_minus_two_is_one_line_from_a_real_process(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bandits.bench", "--threads", "-2"],
+                          env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "--threads must be in [0, 1,024], got -2" in _one_line(done.stderr)
+    assert list(tmp_path.iterdir()) == []
