@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bandits import bench, outputs
+from bandits import bench, outputs, plot
 from bandits import mnist as mnist_cli
 from bandits.run import OUTPUTS, main
 
@@ -237,6 +237,21 @@ def test_a_claim_records_its_process_and_a_killed_ones_is_taken_over_and_removed
     assert main([*TINY, "--agent", "greedy", "--overwrite", "--out", str(out)]) == 0
     assert not (out / outputs.LOCK).exists()  # the killed claim was the project's: removed
     assert not stale.exists() and draft.read_text() == "a user's draft"
+
+
+# ----------------------------------------------------- 5. a plot writes only its file
+
+
+def test_plot_out_writes_only_the_file_named(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main([*TINY, "--agent", "greedy", "--out", str(run)]) == 0
+    pu = tmp_path / "pu"
+    pu.mkdir()
+    (pu / "report.pdf").write_bytes(b"%PDF a user's report")
+    assert plot.main([str(run), "--out", str(pu / "report.png")]) == 0
+    assert (pu / "report.pdf").read_bytes() == b"%PDF a user's report"
+    assert sorted(p.name for p in pu.iterdir()) == ["report.pdf", "report.png"]
+    assert "report.pdf" not in capsys.readouterr().out
 
 
 # ------------------------------------------------ 6. workers, threads, runs, updates
