@@ -81,10 +81,11 @@ def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
+    requested = requested_workers(cfg.workers, available_cores())  # checked in every case
     if cfg.env not in envs.BUILT_IN:
         return 1
     pieces = len(population_groups(cfg.agent))
-    return max(1, min(requested_workers(cfg.workers, available_cores()), pieces))
+    return max(1, min(requested, pieces))
 
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:

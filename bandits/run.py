@@ -125,9 +125,9 @@ def start(cfg: Config, command: str) -> Outcome:
     """A new run of ``cfg`` into its output directory, in :func:`bandits.parallel.worker_count`
     processes; ``command`` is recorded in ``config.json``. Bad input raises
     :class:`UsageError` and leaves no empty directory behind."""
+    workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
     out = prepare_out_dir(cfg)
     try:
-        workers = parallel.worker_count(cfg)
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
             return parallel.run(cfg, out, command)

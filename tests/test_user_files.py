@@ -281,3 +281,50 @@ def test_bench_threads_minus_two_is_one_line_from_a_real_process(tmp_path):
     assert done.returncode == 2
     assert "--threads must be in [0, 1,024], got -2" in _one_line(done.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "1.5", "5000"])
+def test_a_bad_bandits_workers_is_one_line_and_touches_nothing(tmp_path, monkeypatch,
+                                                               capsys, value):
+    out = tmp_path / "run"
+    assert main([*TINY, "--agent", "greedy", "--out", str(out)]) == 0
+    before = _files(out)
+    capsys.readouterr()
+    monkeypatch.setenv("BANDITS_WORKERS", value)
+    assert main([*TINY, "--agent", "greedy", "--overwrite", "--out", str(out)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "BANDITS_WORKERS" in line and repr(value) in line and "from 1 to 1,024" in line
+    assert _files(out) == before  # the earlier outputs were not cleared
+    assert main([*TINY, "--agent", "greedy", "--out", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()
+
+
+def test_bandits_workers_abc_from_a_real_process(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bandits.run", *TINY, "--agent", "greedy",
+                           "--out", str(tmp_path / "run")],
+                          env={**ENV, "BANDITS_WORKERS": "abc"}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2
+    line = _one_line(done.stderr)
+    assert line.startswith("bandits.run: error: environment variable BANDITS_WORKERS='abc'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_empty_bandits_workers_is_unset(monkeypatch):
+    from bandits.processes import requested_workers
+
+    monkeypatch.setenv("BANDITS_WORKERS", "")
+    assert requested_workers(None, 7) == 7
+    monkeypatch.setenv("BANDITS_WORKERS", "3")
+    assert requested_workers(None, 7) == 3 and requested_workers(2, 7) == 2
+
+
+def test_mnist_refuses_a_bad_bandits_workers_in_one_line(mnist_data_dir, tmp_path,
+                                                         monkeypatch, capsys):
+    _no_network(monkeypatch)
+    monkeypatch.setenv("BANDITS_WORKERS", "abc")
+    out = tmp_path / "m"
+    assert mnist_cli.main([*MNIST, "--data-dir", str(mnist_data_dir), "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "BANDITS_WORKERS='abc'" in lines[0]
+    assert not out.exists()

@@ -277,6 +277,9 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     t_start = time.perf_counter()
     # the data first: a run that cannot find its data leaves no empty output directory
     splits = load_splits(cfg)
+    models = expand(cfg)
+    groups = batches(models)
+    workers = worker_count(cfg, len(groups))  # a bad $BANDITS_WORKERS: before any file
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
                          is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
@@ -284,15 +287,15 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
         out = Path(cfg.out)
         claim_dir(out, OUTPUTS)  # one run at a time in a directory
     try:  # the claim is given up (its lock file removed) however the run ends
-        return _run_into(out, cfg, argv, resume, splits, t_start)
+        return _run_into(out, cfg, argv, resume, splits, models, groups, workers, t_start)
     finally:
         release_dir(out)
 
 
 def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any] | None,
-              splits: dict[str, Split], t_start: float) -> dict[str, Any]:
+              splits: dict[str, Split], models: list[Config], groups: list[list[int]],
+              workers: int, t_start: float) -> dict[str, Any]:
     """:func:`run` once its output directory ``out`` is claimed."""
-    models = expand(cfg)
     dirs = model_dirs(out, models)
     for d, m in zip(dirs, models, strict=True):
         d.mkdir(parents=True, exist_ok=True)
@@ -302,10 +305,8 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
     command = command_line(argv)
     if resume is not None:
         command = f"{resume['command']} (resumed with: {command})"
-    groups = batches(models)
     label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     fields = varying(models)
-    workers = worker_count(cfg, len(groups))
     print(f"bandits.mnist: {len(models)} model{'s' if len(models) > 1 else ''} "
           f"({len(groups)} batch{'es' if len(groups) > 1 else ''} of seeds: "
           f"{run_label(cfg)}), {cfg.epochs} epochs of "
