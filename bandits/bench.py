@@ -49,8 +49,14 @@ import torch
 from agents import AGENTS, AgentConfig, make_agent, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
+from bandits.config import (
+    UsageError,
+    check_ranges,
+    first_paragraph,
+    setting,
+    with_flags,
+)
 from bandits.config import build_parser as build_settings_parser
-from bandits.config import first_paragraph, setting, with_flags
 from bandits.outputs import (
     OutputDirError,
     machine,
@@ -65,6 +71,9 @@ from bandits.processes import available_cores, stop_on_ctrl_c
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
 PAPER_STEPS, PAPER_UPDATES = 50_000, 64
+# the flags' ranges: beyond them a run of the benchmark would not fit in memory (every run
+# of every agent keeps full buffers of 4,096 items) or would not end in hours
+MAX_RUNS, MAX_UPDATES, MAX_ROUNDS = 100, 10_000, 1_000
 
 
 def full_buffer(runs: int, device: str) -> ReplayBuffer:
@@ -310,25 +319,28 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
 class Settings:
     """The settings of the benchmark; each field is a flag of ``python -m bandits.bench``."""
 
-    runs: int = setting(5, "runs (seeds) per agent")
+    runs: int = setting(5, "runs (seeds) per agent", range=(1, MAX_RUNS))
     updates: int = setting(64, "updates per fused call (the paper's updates per step), timed "
-                           "per round")
-    rounds: int = setting(5, "interleaved rounds (median taken)")
+                           "per round", range=(1, MAX_UPDATES))
+    rounds: int = setting(5, "interleaved rounds (median taken)", range=(1, MAX_ROUNDS))
     device: str = setting("cpu", "torch device", choices=["cpu", "cuda"])
-    threads: int | None = setting(None, "torch CPU threads", type=int)
+    threads: int | None = setting(None, "torch CPU threads (0: torch's default)", type=int,
+                                  range=(0, 1024))
     matmul_precision: str = setting(
         "highest", "torch.set_float32_matmul_precision for the timed updates ('medium' lets "
         "a CPU with AVX-512 BF16 multiply in bfloat16)", choices=["highest", "high", "medium"])
     out: Path | None = setting(None, "output directory (default: a new directory under runs/; "
                                "the shipped reference results are rewritten only when named "
                                "here)", type=Path)
-    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (its "
-                              "earlier benchmark files are replaced, nothing else)")
+    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (the "
+                              "earlier files of the mode run are replaced, nothing else: "
+                              "another mode's stay)")
     scaling: bool = setting(False, "instead: time `bandits.run --preset paper` end to end "
                             "with 1, 2, ... workers (up to the cores) and project the paper "
                             "protocol; writes scaling.csv and scaling.json")
     scaling_steps: list[int] = setting([10, 60], "the two horizons whose difference is timed "
-                                       "(--scaling)", nargs=2, type=int)
+                                       "(--scaling)", nargs=2, type=int,
+                                       range=(1, PAPER_STEPS))
     mnist_workers: bool = setting(False, "instead: time `python -m bandits.mnist` training "
                                   "two settings (two seeds each, 3 epochs on 20,000 images) "
                                   "end to end with 1, 2, ... workers and check its tables are "
@@ -357,8 +369,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _bench(argv: Sequence[str] | None) -> int:
     p = build_parser()
     args = Settings(**vars(p.parse_args(argv)))
+    try:  # before the output directory is touched
+        check_ranges(args)
+        if args.scaling_steps[0] >= args.scaling_steps[1]:
+            raise UsageError("--scaling-steps takes two horizons, the shorter first, got "
+                             f"{' '.join(map(str, args.scaling_steps))}")
+    except UsageError as e:
+        p.exit(2, f"bandits.bench: error: {e}\n")
     try:
-        args.out = output_dir(args.out, "bench", args.overwrite, OUTPUTS)
+        args.out = output_dir(args.out, "bench", args.overwrite, mode_outputs(args),
+                              kind="bandits.bench")
     except OutputDirError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:
@@ -369,10 +389,26 @@ def _bench(argv: Sequence[str] | None) -> int:
     return code
 
 
-# what bench writes into --out (an --overwrite replaces these, nothing else)
-OUTPUTS = ("bench.csv", "bench.json", "scaling.csv", "scaling.json", "default_command.csv",
-           "default_command.json", "mnist_workers.csv", "mnist_workers.json",
-           "agents_per_step.csv", "agents_per_step.json")
+# what bench writes into --out, each mode its own two files (an --overwrite replaces the
+# files of the mode run, nothing else: another mode's results in the same --out stay)
+MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step")
+OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
+
+
+def mode_outputs(args: Settings) -> tuple[str, str]:
+    """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
+    the default timing, else those named for its flag (``scaling.csv``, ...)."""
+    if args.mnist_workers:
+        mode = "mnist_workers"
+    elif args.default_command:
+        mode = "default_command"
+    elif args.scaling:
+        mode = "scaling"
+    elif args.agents_per_step:
+        mode = "agents_per_step"
+    else:
+        mode = "bench"
+    return f"{mode}.csv", f"{mode}.json"
 
 
 def _main(p: argparse.ArgumentParser, args: Settings,
@@ -409,9 +445,6 @@ def _main(p: argparse.ArgumentParser, args: Settings,
                     "versions": package_versions()}, args.out / "scaling.json")
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return 0
-    for name in ("runs", "updates", "rounds"):
-        if getattr(args, name) <= 0:
-            p.exit(2, f"bandits.bench: error: --{name} must be a positive integer\n")
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.set_float32_matmul_precision(args.matmul_precision)

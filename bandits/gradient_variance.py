@@ -125,7 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in table.itertuples()]
     try:
         args.out = output_dir(args.out, "gradient-variance", args.overwrite,
-                              ("gradient_variance.csv", "gradient_variance.json"))
+                              ("gradient_variance.csv", "gradient_variance.json"),
+                              kind="bandits.gradient_variance")
     except OutputDirError as e:
         print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)
         return 2

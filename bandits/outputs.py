@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import csv
 import datetime
+import fnmatch
 import io
 import json
 import os
 import platform
-import shutil
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ import torch
 
 class OutputDirError(ValueError):
     """The output directory cannot be used (exists with data, is a file, is not writable,
-    another run is writing into it)."""
+    another run is writing into it, holds another command's outputs)."""
 
 
 # where an entry point writes when no --out is given: a new directory under here, outside
@@ -33,16 +34,68 @@ class OutputDirError(ValueError):
 # them with --out)
 RUNS = "runs"
 # the claim file in an output directory (held while a run writes into it); a name of the
-# project's own, so that a user's file is never taken for it
+# project's own, and a content of its own (:data:`CLAIM` and the claiming process's pid),
+# so that a user's file of that name is never taken for it, written into or removed
 LOCK = ".bandits.lock"
-_claims: dict[Path, int] = {}  # directory -> open file descriptor holding its lock
+CLAIM = "bandits output-directory claim, pid "
+_CLAIM_LINE = re.compile(re.escape(CLAIM) + r"[0-9]+\n")
+_claims: dict[Path, tuple[int, bool]] = {}  # directory -> (descriptor holding its lock,
+#                                             whether the lock file is the project's own)
 
 
-def claim_dir(path: Path) -> None:
+def _claim_text() -> bytes:
+    return f"{CLAIM}{os.getpid()}\n".encode()
+
+
+def _read_fd(fd: int, limit: int = 256) -> bytes:
+    try:
+        return os.pread(fd, limit, 0)
+    except OSError:
+        return b""
+
+
+def _open_lock(lock: Path) -> tuple[int, bool]:
+    """Open ``lock``, creating it with this process's claim in it when there is none (the
+    file appears whole, never empty: a user's empty file is never taken for a claim);
+    returns the descriptor and whether this call created it."""
+    tmp = lock.with_name(f"{LOCK}.{os.getpid()}.tmp")
+    created = False
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_claim_text())
+        try:
+            os.link(tmp, lock)
+            created = True
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this file system: create it, then write
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+            except FileExistsError:
+                pass
+            else:
+                os.write(fd, _claim_text())
+                return fd, True
+    finally:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+    try:
+        return os.open(lock, os.O_RDWR), created
+    except OSError:
+        if created:  # leave no claim behind that nobody holds
+            lock.unlink(missing_ok=True)
+        raise
+
+
+def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
     """Claim ``path`` for this process: an exclusive lock on ``path/.bandits.lock``, held
     until :func:`release_dir` or the process ends (a killed process releases it at once).
-    The claim also removes what an earlier process killed mid-write left there
-    (:func:`remove_stale_temporaries`).
+    The lock file records the claim (:data:`CLAIM` and this process's pid); a file of
+    that name that is not a claim (a user's) is locked as it is, never written into nor
+    removed. The claim also removes what an earlier process killed mid-write left there:
+    the temporaries of the files ``outputs`` names (:func:`remove_stale_temporaries`).
 
     Raises:
         OutputDirError: Another process holds the claim, or the lock cannot be taken.
@@ -54,36 +107,72 @@ def claim_dir(path: Path) -> None:
         import fcntl
     except ImportError:  # no advisory locks on this platform: nothing to claim with
         return
-    try:
-        fd = os.open(key / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
-    except OSError as e:
-        raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    lock = key / LOCK
+    busy = (f"another run is writing into {path} right now; wait for it to finish or "
+            "choose another --out")
+    for _ in range(3):
+        try:
+            fd, ours = _open_lock(lock)
+        except OSError as e:
+            raise OutputDirError(f"cannot write to output directory {path}: "
+                                 f"{e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OutputDirError(busy) from None
+        try:  # the holder may have released (and removed) it between our open and lock
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            same = False
+        if same:
+            break
         os.close(fd)
-        raise OutputDirError(f"another run is writing into {path} right now; wait for it to "
-                             "finish or choose another --out") from None
-    _claims[key] = fd
-    remove_stale_temporaries(key)
+    else:
+        raise OutputDirError(busy)
+    # a claim left by a killed run (or one whose creator lost the race to lock it) is the
+    # project's too: this process's now
+    ours = ours or _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
+    if ours:
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _claim_text(), 0)
+        except OSError as e:
+            os.close(fd)
+            raise OutputDirError(f"cannot write to output directory {path}: "
+                                 f"{e.strerror}") from None
+    _claims[key] = (fd, ours)
+    remove_stale_temporaries(key, outputs)
+
+
+def holds_own_lock(path: Path) -> bool:
+    """Whether this process holds the claim of ``path`` in a lock file of its own (not in
+    a user's file that happens to be named :data:`LOCK`)."""
+    held = _claims.get(Path(path).resolve())
+    return held is not None and held[1]
 
 
 def release_dir(path: Path) -> None:
-    """Give up the claim of :func:`claim_dir` and remove its lock file (no-op when not
-    held); a run's directory holds only its outputs afterwards."""
+    """Give up the claim of :func:`claim_dir` and remove its lock file when it still
+    holds this process's claim (no-op when not held); a run's directory holds only its
+    outputs afterwards, and a user's file named like the lock stays."""
     key = Path(path).resolve()
-    fd = _claims.pop(key, None)
-    if fd is not None:
-        try:
+    held = _claims.pop(key, None)
+    if held is None:
+        return
+    fd, ours = held
+    try:
+        if ours and _read_fd(fd) == _claim_text():
             (key / LOCK).unlink(missing_ok=True)
-        except OSError:
-            pass
+    except OSError:
+        pass
+    finally:
         os.close(fd)  # closing the descriptor releases the lock
 
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
-               outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None
-               ) -> Path:
+               outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None,
+               *, dir_outputs: Sequence[str] = (), kind: str | None = None) -> Path:
     """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
@@ -91,16 +180,23 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             ``runs/<timestamp>-<name>``.
         name: Suffix of the new directory's name.
         overwrite: Allow an existing non-empty directory: the entry point's previous
-            outputs in it (``outputs``: names of files and folders; ``own_dir``: which
-            sub-directories are its own) are removed first, so that no stale output
-            survives beside the new ones; nothing else is deleted.
+            outputs in it are removed first (:func:`clear_outputs`: the files
+            ``outputs`` names, and in each sub-directory ``own_dir`` recognises the files
+            ``dir_outputs`` names), so that no stale output survives beside the new ones;
+            nothing else is deleted, and a folder only when nothing else is left in it.
+        outputs: The files the entry point writes, as ``/``-separated name patterns
+            relative to the directory (``metrics.csv``, ``parts/worker-*.log``).
+        kind: The entry point (``"bandits.run"``); when given, a directory whose files
+            named in ``outputs`` were written by another entry point (:func:`written_by`)
+            is refused, with or without ``overwrite``.
 
     The claim makes the check atomic: of two runs started at once into the same new
     directory, exactly one gets it; the other gets an error (see :func:`claim_dir`).
 
     Raises:
         OutputDirError: ``out`` is a file, a non-empty directory without
-            ``overwrite``, cannot be written to, or is claimed by another run.
+            ``overwrite``, holds another entry point's outputs, cannot be written to, or
+            is claimed by another run.
     """
     if out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -118,8 +214,18 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     except OSError as e:  # not a directory on the way, permissions, a name too long
         raise OutputDirError(f"cannot write to output directory {_short(path)}: "
                              f"{e.strerror or e}") from None
-    claim_dir(path)
-    if not overwrite and any(p.name != LOCK for p in path.iterdir()):
+    claim_dir(path, outputs)
+    if kind is not None:
+        foreign = foreign_outputs(path, kind, outputs, own_dir, dir_outputs)
+        if foreign:
+            release_dir(path)
+            writer, files = foreign
+            shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
+            raise OutputDirError(f"output directory {path} holds outputs of {writer} "
+                                 f"({shown}), which {kind} never replaces, even with "
+                                 "--overwrite; choose another --out")
+    own_lock = holds_own_lock(path)
+    if not overwrite and any(p.name != LOCK or not own_lock for p in path.iterdir()):
         release_dir(path)
         raise OutputDirError(f"output directory {path} exists and is not empty; "
                              "pass --overwrite or choose another --out")
@@ -131,41 +237,170 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
         release_dir(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
     if overwrite:
-        clear_outputs(path, outputs, own_dir)
+        clear_outputs(path, outputs, own_dir, dir_outputs)
     return path
 
 
+def _entries(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
+
+
+def _real_dir(p: Path) -> bool:
+    return p.is_dir() and not p.is_symlink()
+
+
+def _stale_temporary_of(name: str, pattern: str) -> bool:
+    """Whether ``name`` is what :func:`write_atomic` left of a file matching ``pattern``
+    when its process was killed mid-write (``.NAME.PID.tmp``, that process gone)."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return False
+    base, _, pid = name[1:-len(".tmp")].rpartition(".")
+    if not base or not pid.isdigit() or not fnmatch.fnmatchcase(base, pattern):
+        return False
+    return int(pid) != os.getpid() and not _alive(int(pid))
+
+
+def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """The files under ``root`` that ``outputs`` names (``/``-separated ``fnmatch``
+    patterns, each part matched against one level's names), with the temporaries a killed
+    write of them left; and the folders the patterns go through (deepest first). Never
+    follows a symbolic link to a folder; a folder is never one of the files."""
+    files: dict[Path, None] = {}
+    folders: dict[Path, None] = {}
+    for pattern in outputs:
+        *parts, last = pattern.split("/")
+        level = [root]
+        for part in parts:
+            level = [e for d in level for e in _entries(d)
+                     if _real_dir(e) and fnmatch.fnmatchcase(e.name, part)]
+            folders.update(dict.fromkeys(level))
+        for d in level:
+            for e in _entries(d):
+                if e.name == LOCK or e.is_dir():
+                    continue
+                if fnmatch.fnmatchcase(e.name, last) or _stale_temporary_of(e.name, last):
+                    files[e] = None
+    deepest = sorted(folders, key=lambda p: len(p.parts), reverse=True)
+    return list(files), deepest
+
+
 def clear_outputs(path: Path, outputs: Sequence[str],
-                  own_dir: Callable[[Path], bool] | None = None) -> list[str]:
-    """Remove an entry point's previous outputs from ``path``: the entries named in
-    ``outputs`` and the sub-directories ``own_dir`` recognises; returns the names
-    removed. A user's other files stay."""
+                  own_dir: Callable[[Path], bool] | None = None,
+                  dir_outputs: Sequence[str] = ()) -> list[str]:
+    """Remove an entry point's previous outputs from ``path``: the files ``outputs``
+    names (see :func:`matching_files`), and in each sub-directory that ``own_dir``
+    recognises the files ``dir_outputs`` names; then each folder of theirs that holds
+    nothing else. Returns the paths removed, relative to ``path``. A user's files stay,
+    and so does every folder that holds one."""
+    path = Path(path)
+    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
     removed = []
-    for entry in sorted(path.iterdir()):
-        if entry.name == LOCK:
-            continue
-        mine = entry.name in outputs or (own_dir is not None and entry.is_dir()
-                                        and not entry.is_symlink() and own_dir(entry))
-        if not mine:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-        removed.append(entry.name)
+    for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
+        files, folders = matching_files(root, patterns)
+        for f in files:
+            try:
+                f.unlink()
+            except FileNotFoundError:
+                continue
+            removed.append(f.relative_to(path).as_posix())
+        for d in folders + ([root] if root != path else []):
+            try:
+                d.rmdir()  # only when empty
+            except OSError:
+                continue
+            removed.append(d.relative_to(path).as_posix() + "/")
     return removed
 
 
-def remove_stale_temporaries(path: Path) -> None:
+def written_by(file: Path) -> str | None:
+    """The entry point that wrote ``file`` (``"bandits.run"``, ``"bandits.mnist"``), as
+    far as the file tells: the module of the command a JSON file records (``python -m
+    MODULE ...``), an MNIST training run's settings (its ``config.json`` records no
+    command), a checkpoint's kind; else None."""
+    try:
+        if file.suffix == ".json" and file.stat().st_size < 16 << 20:
+            data = json.loads(file.read_text())
+            if not isinstance(data, dict):
+                return None
+            command = data.get("command")
+            if isinstance(command, str) and command.startswith("python -m "):
+                return command.split()[2]
+            if {"model", "arch", "estimator", "seed"} <= data.keys():
+                return "bandits.mnist"
+        elif file.suffix == ".pt":
+            from bandits.checkpoint import FORMAT
+
+            with open(file, "rb") as f:
+                head = f.read(4096).split(b"\n", 1)[0]
+            header = json.loads(head)
+            if isinstance(header, dict) and header.get("format") == FORMAT:
+                return str(header.get("kind", "")).split("/")[0] or None
+    except (OSError, ValueError, UnicodeDecodeError, IndexError):
+        return None
+    return None
+
+
+def _writer(file: Path, root: Path) -> str | None:
+    """Who wrote ``file`` (under ``root``): the file's own word (:func:`written_by`), else
+    that of the nearest ``config.json`` beside it or above it, up to ``root``."""
+    own = written_by(file)
+    if own is not None or file.name == "config.json":
+        return own
+    folder = file.parent
+    while True:
+        record = folder / "config.json"
+        if record.is_file():
+            return written_by(record)
+        if folder == root or root not in folder.parents:
+            return None
+        folder = folder.parent
+
+
+def foreign_outputs(path: Path, kind: str, outputs: Sequence[str],
+                    own_dir: Callable[[Path], bool] | None = None,
+                    dir_outputs: Sequence[str] = ()) -> tuple[str, list[str]] | None:
+    """The first other entry point whose files in ``path`` an overwrite by ``kind``
+    would replace (the files ``outputs`` names, and ``dir_outputs`` in the folders
+    ``own_dir`` recognises), with those files; None when there are none."""
+    path = Path(path)
+    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
+    found: dict[str, list[str]] = {}
+    for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
+        for f in matching_files(root, patterns)[0]:
+            writer = _writer(f, path)
+            if writer is not None and writer != kind:
+                found.setdefault(writer, []).append(f.relative_to(path).as_posix())
+    if not found:
+        return None
+    writer = next(iter(found))
+    return writer, found[writer]
+
+
+def remove_stale_temporaries(path: Path, outputs: Sequence[str] = ()) -> None:
     """Remove what an interrupted atomic write left in ``path`` (``.NAME.PID.tmp``, see
-    :func:`write_atomic`; a process killed mid-write cannot remove its own)."""
-    for entry in path.glob(".*.tmp"):
-        try:
-            pid = int(entry.name.rsplit(".", 2)[-2])
-        except (ValueError, IndexError):
+    :func:`write_atomic`; a process killed mid-write cannot remove its own): only the
+    temporaries of the files ``outputs`` names (patterns without a folder), of processes
+    that are gone. A user's file, even one named like a temporary, stays."""
+    patterns = [p for p in outputs if "/" not in p]
+    for entry in _entries(path):
+        if not entry.is_file() or entry.is_symlink():
             continue
-        if pid != os.getpid() and not _alive(pid):
+        if any(_stale_temporary_of(entry.name, p) for p in patterns) or (
+                _stale_temporary_of(entry.name, LOCK[1:]) and _is_claim_file(entry)):
             entry.unlink(missing_ok=True)
+
+
+def _is_claim_file(path: Path) -> bool:
+    """Whether ``path`` holds a claim as :func:`claim_dir` writes it (the temporary of
+    :func:`_open_lock` that a killed process left)."""
+    try:
+        with open(path, "rb") as f:
+            return _CLAIM_LINE.fullmatch(f.read(256).decode("latin-1")) is not None
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:

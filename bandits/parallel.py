@@ -64,6 +64,15 @@ from bandits.processes import (
 from bandits.settings import RESUME_FLAGS, env_options, identity
 
 PARTS = "parts"
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
+RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
+             "config.json", "regret.png", "regret.pdf", "expected_regret.png",
+             "expected_regret.pdf", "checkpoint.pt", "diagnosis.csv", "diagnosis_seeds.csv",
+             "diagnosis.png", "diagnosis.pdf", "memorisation.csv")
+# and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
+# its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
+OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
+           *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
 COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
 NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
 
@@ -72,10 +81,11 @@ def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
+    requested = requested_workers(cfg.workers, available_cores())  # checked in every case
     if cfg.env not in envs.BUILT_IN:
         return 1
     pieces = len(population_groups(cfg.agent))
-    return max(1, min(requested_workers(cfg.workers, available_cores()), pieces))
+    return max(1, min(requested, pieces))
 
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
@@ -154,7 +164,7 @@ def resume(out: Path, changes: dict, command: str):
     refuse_with_resume(changes, RESUME_FLAGS)
     config = json.loads((out / "config.json").read_text())
     try:
-        claim_dir(out)
+        claim_dir(out, OUTPUTS)
     except OutputDirError as e:
         raise UsageError(str(e)) from None
     extra: list[str] = []

@@ -8,7 +8,7 @@ With one DIR and no ``--out`` this redraws ``DIR/regret.png`` and ``DIR/regret.p
 is. The title is the run's (``ENV: N seeds, T steps``) when ``DIR/config.json`` is there.
 
 With several DIRs, or with ``--out FILE``, all their agents go in one figure written to
-FILE (and a ``.pdf`` twin beside a ``.png``); FILE's directory must exist. Each agent
+FILE, and to no other file; FILE's directory must exist. Each agent
 keeps its colour and label, with ``[DIR name]`` appended when there are several DIRs;
 the runs are told apart by line style (solid, dashed, dotted, dash-dot, cycling).
 
@@ -162,14 +162,16 @@ def plot_regret(
     log_y: bool = False,
     column: str = "cumulative_regret",
     title: str | None = None,
+    pdf_twin: bool = True,
 ) -> None:
     """Cumulative regret against step: per agent the mean over seeds, with a +-1 std band.
 
     Args:
         metrics: Rows of ``metrics.csv`` (columns ``agent, seed, step, <column>``; an
             optional ``run`` column for combined figures, see :func:`regret_figure`).
-        path: Output image; a ``.pdf`` twin is written beside a ``.png``. Both are
-            written atomically.
+        path: Output image; a ``.pdf`` twin is written beside a ``.png`` (unless
+            ``pdf_twin`` is false: a file named by the user is the only one written).
+            Both are written atomically.
         log_y: Logarithmic y axis (as the paper's Figure 6).
         column: Which cumulative quantity to draw.
         title: Figure title.
@@ -179,7 +181,8 @@ def plot_regret(
     """
     path = Path(path)
     fig = regret_figure(metrics, log_y, column, title)
-    targets = [path] + ([path.with_suffix(".pdf")] if path.suffix == ".png" else [])
+    twin = pdf_twin and path.suffix == ".png"
+    targets = [path] + ([path.with_suffix(".pdf")] if twin else [])
     try:
         for target in targets:
             try:
@@ -242,9 +245,9 @@ class Settings:
     log_y: bool = setting(False, "logarithmic y axis (default: linear)")
     expected: bool = setting(False, "plot cumulative expected regret instead of realised "
                              "regret (default file: DIR/expected_regret.png)")
-    out: Path | None = setting(None, "write one combined figure here; its directory must "
-                               "exist (default for one DIR: DIR/regret.png, or "
-                               "DIR/expected_regret.png with --expected)", type=Path)
+    out: Path | None = setting(None, "write one combined figure to this file only; its "
+                               "directory must exist (default for one DIR: DIR/regret.png, "
+                               "or DIR/expected_regret.png with --expected)", type=Path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -283,12 +286,14 @@ def _main(argv: Sequence[str] | None) -> int:
     why = _check_out(out)
     if why is not None:
         return _error(f"cannot write {out}: {why}")
+    twin = args.out is None  # --out FILE: that file alone, never one beside it
     try:
-        plot_regret(metrics, out, args.log_y, column, title=title)
+        plot_regret(metrics, out, args.log_y, column, title=title, pdf_twin=twin)
     except OSError as e:
         target = e.filename or out
         return _error(f"cannot write {target}: {e.strerror or e}")
-    print(f"wrote {out}" + (f" and {out.with_suffix('.pdf')}" if out.suffix == ".png" else ""))
+    print(f"wrote {out}"
+          + (f" and {out.with_suffix('.pdf')}" if twin and out.suffix == ".png" else ""))
     return 0
 
 

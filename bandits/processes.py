@@ -27,6 +27,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from bandits.config import UsageError
+
 
 @contextlib.contextmanager
 def sigint_handler(handler: Any) -> Iterator[None]:
@@ -71,13 +73,27 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+MAX_WORKERS = 1024  # as --workers allows
+
+
 def requested_workers(given: int | None, default: int) -> int:
     """The workers asked for: ``given`` (a ``--workers`` flag), else
-    ``$BANDITS_WORKERS`` when it is a positive integer, else ``default``."""
+    ``$BANDITS_WORKERS`` (unset or empty: not given), else ``default``.
+
+    Raises:
+        UsageError: ``$BANDITS_WORKERS`` is not a whole number from 1 to 1024 (one line
+            naming it and what it must be).
+    """
     if given is not None:
         return given
-    env = os.environ.get("BANDITS_WORKERS", "")
-    return int(env) if env.isdigit() and int(env) > 0 else default
+    env = os.environ.get("BANDITS_WORKERS", "").strip()
+    if not env:
+        return default
+    if not env.isdecimal() or not 1 <= int(env) <= MAX_WORKERS:
+        raise UsageError(f"environment variable BANDITS_WORKERS={env!r} must be a whole "
+                         f"number of worker processes from 1 to {MAX_WORKERS:,}; set it so, "
+                         "or unset it to use the default")
+    return int(env)
 
 
 # ------------------------------------------------------------ shared by every worker

@@ -270,7 +270,8 @@ def _main(argv: Sequence[str] | None) -> int:
         cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
         out = output_dir(cfg.out, "regression", cfg.overwrite,
-                         ("regression.csv", "regression.png", "regression.pdf", "config.json"))
+                         ("regression.csv", "regression.png", "regression.pdf", "config.json"),
+                         kind="bandits.regression")
     except (UsageError, OutputDirError) as e:
         print(f"bandits.regression: error: {e}", file=sys.stderr)
         return 2

@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from bandits import checkpoint, parallel
+from bandits import parallel
 from bandits.config import UsageError
 from bandits.loop import Outcome, simulate, write_outputs
 from bandits.outputs import (
@@ -58,18 +58,17 @@ from bandits.settings import (
     resume_flags,
 )
 
-# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory: an
-# --overwrite removes these first, so that no output of an earlier run survives
-OUTPUTS = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
-           "config.json", "regret.png", "regret.pdf", "expected_regret.png",
-           "expected_regret.pdf", checkpoint.NAME, "diagnosis.csv", "diagnosis_seeds.csv",
-           "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "parts")
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
+# name patterns (a run in workers also writes into parts/): an --overwrite removes these
+# first, so that no output of an earlier run survives, and nothing else
+OUTPUTS = parallel.OUTPUTS
 
 
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
     try:
-        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS)
+        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS,
+                          kind="bandits.run")
     except OutputDirError as e:
         raise UsageError(str(e)) from None
 
@@ -126,9 +125,9 @@ def start(cfg: Config, command: str) -> Outcome:
     """A new run of ``cfg`` into its output directory, in :func:`bandits.parallel.worker_count`
     processes; ``command`` is recorded in ``config.json``. Bad input raises
     :class:`UsageError` and leaves no empty directory behind."""
+    workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
     out = prepare_out_dir(cfg)
     try:
-        workers = parallel.worker_count(cfg)
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
             return parallel.run(cfg, out, command)
@@ -148,7 +147,7 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
             return parallel.resume(out, changes, command)
         cfg, state = resume_config(out, changes)
         try:
-            claim_dir(out)
+            claim_dir(out, OUTPUTS)
         except OutputDirError as e:
             raise UsageError(str(e)) from None
         return simulate(cfg, out, state, command)

@@ -73,6 +73,9 @@ from bandits.outputs import (
 from bandits.processes import Ended, ctrl_c_on, one_line, run_jobs
 from bandits.sweep_results import collect, column, redraw, write_results
 
+# what a sweep writes into its directory beside its points' directories (its claim removes
+# what a killed write of these left)
+OUTPUTS = ("sweep.json", "sweep.csv", "sweep_summary.csv", "sweep.png", "sweep.pdf")
 WORKER_BYTES = 400 * 2**20  # a local worker process with torch and a run loaded, about
 
 
@@ -271,7 +274,7 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
     except OSError as e:
         raise SweepError(f"cannot create {out}: {e.strerror}") from None
     try:  # one sweep at a time in a directory, as one run at a time in a run's
-        claim_dir(out)
+        claim_dir(out, OUTPUTS)
     except OutputDirError as e:
         raise SweepError(str(e)) from None
     try:

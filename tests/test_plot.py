@@ -97,7 +97,7 @@ def test_combined_cli(tmp_path, capsys):
     d2 = _run_dir(tmp_path / "r2", env=None)
     out = tmp_path / "both.png"
     assert plot.main([str(d1), str(d2), "--out", str(out)]) == 0
-    assert out.is_file() and out.with_suffix(".pdf").is_file()
+    assert out.is_file() and not out.with_suffix(".pdf").exists()  # only the file named
     assert plot.main([str(d1), str(d2)]) == 2  # several DIRs need --out
     _error_line(capsys)
 

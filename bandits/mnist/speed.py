@@ -43,7 +43,8 @@ def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
     epochs). Medians over the rounds. Writes ``speed.csv`` and ``speed.json``.
     """
     splits = load_splits(cfg)  # before the output directory is made: the data may be missing
-    out = output_dir(cfg.out, "mnist-bench", cfg.overwrite, ("speed.csv", "speed.json"))
+    out = output_dir(cfg.out, "mnist-bench", cfg.overwrite, ("speed.csv", "speed.json"),
+                     kind="bandits.mnist")
     seed_everything(cfg.seed)
     train = splits["train"]
     n_batches = math.ceil(len(train.y) / cfg.batch_size)

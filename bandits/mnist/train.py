@@ -104,7 +104,15 @@ from bandits.mnist.model_files import (
     saved_config,
     write_histograms,
 )
-from bandits.outputs import machine, output_dir, write_atomic, write_csv, write_json
+from bandits.outputs import (
+    claim_dir,
+    machine,
+    output_dir,
+    release_dir,
+    write_atomic,
+    write_csv,
+    write_json,
+)
 from bandits.processes import (
     JobsInterrupted,
     available_cores,
@@ -150,13 +158,16 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
                               compile=cfg.compile)
 
 
-# what a training run writes into --out (one model's files, or a grid's tables and its
-# batches' checkpoints): --overwrite removes these and every model directory first, so
-# that report never counts a model of an earlier run
-OUTPUTS = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
-           "pruning.md", "raw", "snr_hist.csv", "weights_hist.csv", "test_error.png",
-           "weights.png", "snr.png", "models.csv", "settings.csv", "table.md",
-           checkpoint.NAME, "checkpoints")
+# what a training run writes into --out, as name patterns (one model's files, or a grid's
+# tables and its batches' checkpoints), and into each model's directory of a grid: an
+# --overwrite removes these first (in every model directory of an earlier grid too), so
+# that report never counts a model of an earlier run; a user's files stay, and so does a
+# folder that holds one
+MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
+               "pruning.md", "raw/model.pt", "snr_hist.csv", "weights_hist.csv",
+               "test_error.png", "weights.png", "snr.png")
+OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
+           "checkpoints/batch-[0-9]*.pt")
 
 
 def is_model_dir(path: Path) -> bool:
@@ -266,12 +277,25 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     t_start = time.perf_counter()
     # the data first: a run that cannot find its data leaves no empty output directory
     splits = load_splits(cfg)
+    models = expand(cfg)
+    groups = batches(models)
+    workers = worker_count(cfg, len(groups))  # a bad $BANDITS_WORKERS: before any file
     if resume is None:
         out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
-                         is_model_dir)
+                         is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
     else:
         out = Path(cfg.out)
-    models = expand(cfg)
+        claim_dir(out, OUTPUTS)  # one run at a time in a directory
+    try:  # the claim is given up (its lock file removed) however the run ends
+        return _run_into(out, cfg, argv, resume, splits, models, groups, workers, t_start)
+    finally:
+        release_dir(out)
+
+
+def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any] | None,
+              splits: dict[str, Split], models: list[Config], groups: list[list[int]],
+              workers: int, t_start: float) -> dict[str, Any]:
+    """:func:`run` once its output directory ``out`` is claimed."""
     dirs = model_dirs(out, models)
     for d, m in zip(dirs, models, strict=True):
         d.mkdir(parents=True, exist_ok=True)
@@ -281,10 +305,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     command = command_line(argv)
     if resume is not None:
         command = f"{resume['command']} (resumed with: {command})"
-    groups = batches(models)
     label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     fields = varying(models)
-    workers = worker_count(cfg, len(groups))
     print(f"bandits.mnist: {len(models)} model{'s' if len(models) > 1 else ''} "
           f"({len(groups)} batch{'es' if len(groups) > 1 else ''} of seeds: "
           f"{run_label(cfg)}), {cfg.epochs} epochs of "

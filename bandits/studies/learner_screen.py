@@ -324,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = ["oracle"] + [n for n in dict.fromkeys(cfg.learner) if n != "oracle"]
     features, edible = load_mushroom(cfg.data_dir)
     try:
-        out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS)
+        out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
+                         kind="bandits.studies.learner_screen")
     except OutputDirError as e:
         p.exit(2, f"learner_screen: error: {e}\n")
     torch.set_num_threads(cfg.threads)
