@@ -61,7 +61,7 @@ from bandits.processes import (
     requested_workers,
     signal_each,
 )
-from bandits.settings import RESUME_FLAGS, env_options, identity
+from bandits.settings import RESUME_FLAGS, env_options, identity, resume_config
 
 PARTS = "parts"
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
@@ -175,9 +175,18 @@ def resume(out: Path, changes: dict, command: str):
     config["no_progress"] = changes.get("no_progress", False)
     config["log_y"] = changes.get("log_y", False) or config.get("log_y", False)
     commands = []
+    worker_changes = {k: changes[k] for k in ("steps", "data_dir") if k in changes}
     for k, p in enumerate(config["parts"]):
         d = out / p["dir"]
         if (d / "checkpoint.pt").is_file():
+            # every part is checked before any worker starts (a foreign, damaged or
+            # shorter checkpoint is refused here, not after the other workers ran)
+            part_cfg, _ = resume_config(d, worker_changes)
+            if list(part_cfg.agent) != list(p["agents"]):
+                raise UsageError(f"cannot resume {out}: worker {k}'s checkpoint in {d} is a run "
+                                 f"of {', '.join(part_cfg.agent)}, not of this run's "
+                                 f"{', '.join(p['agents'])}; copy back its own part or start "
+                                 "again with --overwrite")
             commands.append(["--resume", str(d), "--no-progress", *extra])
         elif _never_checkpointed(d):  # killed before its first checkpoint: start it again
             commands.append([*p["argv"], *[a for a in extra if a != "--checkpoint-every"]])

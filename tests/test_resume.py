@@ -312,3 +312,23 @@ def test_a_checkpoint_copied_from_a_shorter_run_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "another run" in err and "at step 20" in err and len(err.splitlines()) == 1
     assert (full / "summary.csv").read_bytes() == kept
+
+
+@pytest.mark.parametrize("damage", ["truncated", "foreign"])
+def test_a_worker_run_checks_every_part_before_any_worker_starts(tmp_path, capsys, damage):
+    out, other = tmp_path / "run", tmp_path / "other"
+    assert main([*SMALL, "--steps", "20", "--workers", "2", "--out", str(out)]) == 0
+    part0 = out / "parts" / "0" / "checkpoint.pt"
+    if damage == "truncated":
+        part0.write_bytes(part0.read_bytes()[:-100])
+    else:  # a checkpoint of the same agents and settings, from another run
+        assert main([*SMALL, "--steps", "20", "--workers", "2", "--out", str(other)]) == 0
+        part0.write_bytes((other / "parts" / "0" / "checkpoint.pt").read_bytes())
+    kept = {p: p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".pt"}
+    capsys.readouterr()
+    assert main(["--resume", str(out), "--steps", "30"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(part0) in err and len(err.splitlines()) == 1
+    # no worker ran: the other part, the gathered outputs and config.json are as they were
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert json.loads((out / "config.json").read_text())["steps"] == 20
