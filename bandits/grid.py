@@ -192,7 +192,23 @@ def point_state(point: Point) -> str:
             and not cfg.get("running") and not cfg.get("interrupted")
             and not cfg.get("diverged")):
         return "done"
-    return "resumable" if (d / checkpoint.NAME).is_file() else "new"
+    if (d / checkpoint.NAME).is_file() or "parts" in cfg:  # a worker run: its parts resume
+        return "resumable"
+    return "new"
+
+
+def lost_reason(point: Point) -> str | None:
+    """Why the point cannot go on although its directory holds results of the settings
+    asked for: they reach a step short of the one asked for, and the checkpoint to
+    continue them from is gone (checkpoints stay out of git). ``None`` otherwise."""
+    cfg = _saved_config(point.out)
+    if cfg is None or point_state(point) != "new":
+        return None
+    done = cfg.get("steps_completed") or 0
+    if done > 0 or Path(point.out, "summary.csv").is_file():
+        return (f"it holds results up to step {done} but no {checkpoint.NAME} to continue "
+                "them from")
+    return None
 
 
 def run_point(point: Point) -> dict[str, Any]:

@@ -60,6 +60,7 @@ from bandits.grid import (
     load_spec,
     make_points,
     parse_sets,
+    lost_reason,
     run_point,
     stale_reason,
 )
@@ -247,6 +248,11 @@ def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
                 raise SweepError(f"point {p.name} in {out} holds a run of other settings "
                                  f"({reason}); choose another --out, or pass --overwrite to "
                                  "run it again")
+            reason = lost_reason(p)
+            if reason is not None:
+                raise SweepError(f"point {p.name} in {out} cannot be continued ({reason}); "
+                                 "give the --steps it reached, or pass --overwrite to run it "
+                                 "again from step 0")
 
 
 def sweep(args: Settings, extra: list[str], command: str) -> int:

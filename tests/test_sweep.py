@@ -234,6 +234,26 @@ def test_more_steps_extend_the_finished_points(small_sweep, tmp_path):
     assert (point / "metrics.csv").read_bytes() == (direct / "metrics.csv").read_bytes()
 
 
+def test_more_steps_for_a_point_whose_checkpoint_is_gone_is_refused(small_sweep, capsys):
+    kept = {p: p.read_bytes() for p in small_sweep.rglob("*.csv")}
+    for p in (small_sweep / "points").iterdir():
+        (p / "checkpoint.pt").unlink()  # as in a clone of committed sweep results
+    capsys.readouterr()
+    more = [a if a != "6" else "9" for a in SMALL]
+    assert main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", *more]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "results up to step 6 but no checkpoint.pt" in err and "--overwrite" in err
+    assert len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in kept} == kept  # nothing rerun over them
+    # the steps they reached are still a finished sweep; --overwrite starts again
+    assert main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", *SMALL]) == 0
+    assert main(["--set", "lr=0.001,0.003", "--out", str(small_sweep), "--workers", "1",
+                 "--no-progress", "--overwrite", *more]) == 0
+    assert (pd.read_csv(small_sweep / "sweep.csv")["steps"] == 9).all()
+
+
 def test_a_rerun_that_drops_points_is_refused(small_sweep, capsys):
     table = (small_sweep / "sweep.csv").read_bytes()
     capsys.readouterr()
