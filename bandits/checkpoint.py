@@ -27,9 +27,9 @@ from typing import Any
 
 import torch
 
-from bandits.outputs import write_atomic
+from bandits.outputs import CHECKPOINT_FORMAT, write_atomic
 
-FORMAT = "bbb-bandits checkpoint"
+FORMAT = CHECKPOINT_FORMAT
 VERSION = 2
 NAME = "checkpoint.pt"
 _MAX_HEADER = 4096  # bytes: a header is far shorter

@@ -315,6 +315,10 @@ def clear_outputs(path: Path, outputs: Sequence[str],
     return removed
 
 
+# the first field of a checkpoint's header (bandits.checkpoint writes it)
+CHECKPOINT_FORMAT = "bbb-bandits checkpoint"
+
+
 def written_by(file: Path) -> str | None:
     """The entry point that wrote ``file`` (``"bandits.run"``, ``"bandits.mnist"``), as
     far as the file tells: the module of the command a JSON file records (``python -m
@@ -331,12 +335,10 @@ def written_by(file: Path) -> str | None:
             if {"model", "arch", "estimator", "seed"} <= data.keys():
                 return "bandits.mnist"
         elif file.suffix == ".pt":
-            from bandits.checkpoint import FORMAT
-
             with open(file, "rb") as f:
                 head = f.read(4096).split(b"\n", 1)[0]
             header = json.loads(head)
-            if isinstance(header, dict) and header.get("format") == FORMAT:
+            if isinstance(header, dict) and header.get("format") == CHECKPOINT_FORMAT:
                 return str(header.get("kind", "")).split("/")[0] or None
     except (OSError, ValueError, UnicodeDecodeError, IndexError):
         return None

@@ -282,8 +282,9 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     assert (tmp_path / "tables.md").is_file() and (tmp_path / "fig2_test_error.png").is_file()
     # the model gathered into the report's tidy file
     [record] = read_models(tmp_path)
-    assert record["model"] == "run" and record["settings"] == json.loads(
-        (out / "config.json").read_text())
+    saved = json.loads((out / "config.json").read_text())
+    assert len(saved.pop("run_id")) == 32  # the run's own id, not a setting
+    assert record["model"] == "run" and record["settings"] == saved
     assert record["best_validation"] == s["best_validation"]
     assert record["last_epoch"] == rows[-1] and record["first_epoch"] == rows[0]
     table1 = read_csv_rows(tmp_path / "table1.csv")

@@ -371,6 +371,33 @@ def test_a_checkpoint_copied_from_another_run_is_refused(mnist_data_dir, tmp_pat
     assert mnist.main(["--resume", str(a), "--epochs", "2"]) == 0  # its own is accepted
 
 
+@pytest.mark.parametrize("grid", [False, True])
+def test_a_checkpoint_of_another_run_with_the_same_settings_is_refused(
+        mnist_data_dir, tmp_path, capsys, grid):
+    import shutil
+
+    base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
+            "--checkpoint-every", "0", "--workers", "1"]
+    if grid:  # two batches, each with its own checkpoint under checkpoints/
+        base += ["--pi", "0.25", "0.5"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert mnist.main([*base, "--out", str(a)]) == 0
+    assert mnist.main([*base, "--out", str(b)]) == 0
+    name = "checkpoints/batch-0.pt" if grid else "checkpoint.pt"
+    shutil.copy(a / name, b / name)
+    kept = {p: p.read_bytes() for p in b.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert mnist.main(["--resume", str(b), "--epochs", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "belongs to another run with the same settings" in err
+    assert len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in kept} == kept
+    assert mnist.main(["--resume", str(a), "--epochs", "2"]) == 0  # its own is accepted
+    assert json.loads((a / "config.json").read_text())["run_id"] != json.loads(
+        (b / "config.json").read_text())["run_id"]
+
+
 @pytest.mark.parametrize("estimator", ["reparam", "lrt", "flipout"])
 def test_lenet5_trains_resumes_and_reports(tmp_path, mnist_data_dir, estimator):
     out = tmp_path / "lenet"

@@ -181,6 +181,7 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     except checkpoint.CheckpointError as e:
         raise ValueError(str(e)) from None
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
+    settings.pop("run_id", None)  # the run's, not a setting (kept by run())
     settings.update({k: v for k, v in given.items() if k != "resume"})
     cfg = Config(**settings)
     cfg.validate()
@@ -205,12 +206,21 @@ def _latest_checkpoint(out: Path) -> dict[str, Any]:
     if (out / checkpoint.NAME).is_file() or not batches:
         return checkpoint.load_own(out, CHECKPOINT_KIND, identity)
     try:
-        own = identity(json.loads((out / "config.json").read_text()))
+        on_disk = json.loads((out / "config.json").read_text())
+        own = identity(on_disk)
     except (OSError, ValueError):
         raise checkpoint.CheckpointError(
             f"{out / 'config.json'} is missing or unreadable: cannot tell whether the "
             f"checkpoints in {out / CHECKPOINTS} belong to this directory's run") from None
     states = [checkpoint.load(p, CHECKPOINT_KIND, own) for p in batches]
+    mine = on_disk.get("run_id")
+    for p, st in zip(batches, states, strict=True):
+        its = st["config"].get("run_id")
+        if mine is not None and its is not None and mine != its:
+            raise checkpoint.CheckpointError(
+                f"{p} (after epoch {st['epoch']}) belongs to another run with the same "
+                f"settings, not to the one whose outputs are in {out}; copy back its own "
+                "checkpoint or start again with --overwrite")
     return max(states, key=lambda st: st["epoch"])
 
 

@@ -64,6 +64,7 @@ import json
 import math
 import signal
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -138,7 +139,7 @@ def identity(config: dict[str, Any]) -> str:
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
     return checkpoint.fingerprint({
         k: v for k, v in config.items()
-        if k not in RESUME_FLAGS | {"out", "overwrite", "threads"}})
+        if k not in RESUME_FLAGS | {"out", "overwrite", "threads", "run_id"}})
 
 
 def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
@@ -258,6 +259,7 @@ class TrainingJob:
     label: str
     workers: int  # of the command (recorded in each summary)
     command_models: int  # models the command trains (recorded in each summary)
+    run_id: str = ""  # this run's own (in config.json and its checkpoints), see run()
 
 
 def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
@@ -286,22 +288,26 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     else:
         out = Path(cfg.out)
         claim_dir(out, OUTPUTS)  # one run at a time in a directory
+    # a run's id, kept by its resumes: a checkpoint of another run with the same settings
+    # (copied in) is refused on --resume
+    run_id = (resume or {}).get("config", {}).get("run_id") or uuid.uuid4().hex
     try:  # the claim is given up (its lock file removed) however the run ends
-        return _run_into(out, cfg, argv, resume, splits, models, groups, workers, t_start)
+        return _run_into(out, cfg, argv, resume, splits, models, groups, workers, t_start,
+                         run_id)
     finally:
         release_dir(out)
 
 
 def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any] | None,
               splits: dict[str, Split], models: list[Config], groups: list[list[int]],
-              workers: int, t_start: float) -> dict[str, Any]:
+              workers: int, t_start: float, run_id: str) -> dict[str, Any]:
     """:func:`run` once its output directory ``out`` is claimed."""
     dirs = model_dirs(out, models)
     for d, m in zip(dirs, models, strict=True):
         d.mkdir(parents=True, exist_ok=True)
-        write_json(saved_config(m), d / "config.json")
+        write_json({**saved_config(m), "run_id": run_id}, d / "config.json")
     if len(models) > 1:
-        write_json(saved_config(cfg), out / "config.json")
+        write_json({**saved_config(cfg), "run_id": run_id}, out / "config.json")
     command = command_line(argv)
     if resume is not None:
         command = f"{resume['command']} (resumed with: {command})"
@@ -316,7 +322,7 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
     jobs = [TrainingJob(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
                   label if len(groups) == 1 else
                   f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}",
-                  workers, len(models))
+                  workers, len(models), run_id)
             for g, path in zip(groups, checkpoint_paths(out, len(groups)), strict=True)]
     if workers == 1:
         done = [train_job(job, splits, resume is not None) for job in jobs]
@@ -420,7 +426,7 @@ def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
     if epoch < cfg.epochs and time.perf_counter() - last_save < cfg.checkpoint_every:
         return saved, last_save
     _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
-                     wall_offset + time.perf_counter())
+                     wall_offset + time.perf_counter(), job.run_id)
     return epoch, time.perf_counter()
 
 
@@ -471,7 +477,7 @@ def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
 
 def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
                      sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
-                     command: str, wall_seconds: float) -> None:
+                     command: str, wall_seconds: float, run_id: str) -> None:
     """Write the checkpoint ``path``: everything :func:`train_job` needs to continue
     after ``epoch``."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -481,7 +487,7 @@ def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifier
         "rows": history.rows, "best_val": history.best_val,
         "best_epoch": history.best_epoch,
         "best": {k: v.cpu() for k, v in history.best.items()},
-        "config": saved_config(cfg), "command": command,
+        "config": {**saved_config(cfg), "run_id": run_id}, "command": command,
         "wall_seconds": wall_seconds},
         identity=identity(saved_config(cfg)))
 
