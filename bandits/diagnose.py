@@ -276,6 +276,30 @@ def read_memory(run_dir: Path) -> pd.DataFrame | None:
     return read_run_table(path, MEMORY_COLUMNS, numeric=["start", "end", "shown", "eaten"])
 
 
+def check_memory(memory: pd.DataFrame, phases: pd.DataFrame, path: Path) -> None:
+    """Refuse a ``memory.csv`` that does not count every step of ``phases.csv``: each
+    (agent, seed, phase) of the run must be there, its decisions ``shown`` adding up to
+    the phase's length (a file cut short, even at a line boundary, does not)."""
+    keys = ["agent", "seed", "start", "end"]
+    shown = memory.groupby(keys)["shown"].sum()
+    want = phases.set_index(keys)
+    want = (want.index.get_level_values("end") - want.index.get_level_values("start") + 1
+            ).to_series(index=want.index)
+    if set(shown.index) != set(want.index):
+        missing = sorted(set(want.index) - set(shown.index), key=str)
+        what = (f"has no rows for agent {missing[0][0]}, seed {missing[0][1]}, steps "
+                f"{missing[0][2]}-{missing[0][3]}" if missing else
+                "has rows for steps, agents or seeds that phases.csv does not have")
+        raise TableError(f"{path} {what}: it is cut short or from another run; run "
+                         "bandits.run again to rewrite it")
+    short = shown[shown != want.loc[shown.index]]
+    if len(short):
+        agent, seed, start, end = short.index[0]
+        raise TableError(f"{path} counts {int(short.iloc[0])} decisions for agent {agent}, "
+                         f"seed {seed}, steps {start}-{end}, not {end - start + 1}: it is "
+                         "cut short or from another run; run bandits.run again to rewrite it")
+
+
 def read_probes(run_dir: Path) -> pd.DataFrame | None:
     """``probes.csv`` checked whole, or None where no model could be probed."""
     path = run_dir / "probes.csv"
@@ -303,9 +327,10 @@ def read_phases(run_dir: Path) -> pd.DataFrame:
     return phases
 
 
-def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
-    """Write ``diagnosis.csv`` and ``diagnosis.png`` into ``run_dir``; return the table of
-    the last steps."""
+def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list[Path]]:
+    """Write ``diagnosis.csv``, ``diagnosis_seeds.csv``, ``diagnosis.png`` and (on a
+    Mushroom run with its ``memory.csv``) ``memorisation.csv`` into ``run_dir``; return
+    the table of the last steps and the files written."""
     phases = read_phases(run_dir)
     probes = read_probes(run_dir)
     try:
@@ -317,13 +342,16 @@ def diagnose(run_dir: Path, last: int | None = None) -> pd.DataFrame:
     table = phase_table(phases, env)
     write_csv(table, run_dir / "diagnosis.csv")
     memory = read_memory(run_dir) if env == "mushroom" else None
+    written = [run_dir / "diagnosis.csv", run_dir / "diagnosis_seeds.csv"]
     if memory is not None:
+        check_memory(memory, phases, run_dir / "memory.csv")
         write_csv(memorisation(memory, last), run_dir / "memorisation.csv")
+        written.append(run_dir / "memorisation.csv")
     write_csv(per_seed(phases, last), run_dir / "diagnosis_seeds.csv")
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
          f"{env or 'bandit'}: {seeds} seeds, {end} steps")
-    return last_steps(phases, last)
+    return last_steps(phases, last), [*written, run_dir / "diagnosis.png"]
 
 
 @dataclass
@@ -353,22 +381,24 @@ def _main(argv: Sequence[str] | None) -> int:
         print("bandits.diagnose: error: --last must be a positive integer", file=sys.stderr)
         return 2
     try:
-        tail = diagnose(args.dir, args.last)
+        tail, written = diagnose(args.dir, args.last)
     except (ValueError, OSError) as e:
         print(f"bandits.diagnose: error: {e}", file=sys.stderr)
         return 2
     print(tail.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    if (args.dir / "memorisation.csv").exists():
-        table = pd.read_csv(args.dir / "memorisation.csv")
+    table_path = args.dir / "memorisation.csv"
+    if table_path in written:
+        table = pd.read_csv(table_path)
         print("\nPoisonous mushrooms eaten by the agent's own choices, by what it last saw "
               "them pay (shares of those shown); last column: the share of its own "
               "bites on mushrooms last seen paying the high reward:")
         print(memorisation_summary(table).to_string(index=False,
                                                     float_format=lambda v: f"{v:.4f}"))
-    extra = (f", {args.dir / 'memorisation.csv'}"
-             if (args.dir / "memorisation.csv").exists() else "")
-    print(f"wrote {args.dir / 'diagnosis.csv'}, {args.dir / 'diagnosis_seeds.csv'}{extra} and "
-          f"{args.dir / 'diagnosis.png'}")
+    elif table_path.exists():  # an earlier diagnosis's: not this run's numbers any more
+        print(f"bandits.diagnose: note: {table_path} is left from an earlier diagnosis and "
+              "was not rewritten (this run's config.json does not say Mushroom, or it has no "
+              "memory.csv)", file=sys.stderr)
+    print(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return 0
 
 

@@ -126,6 +126,39 @@ def test_diagnose_writes_the_memorisation_table_of_a_mushroom_run(tmp_path, mush
     assert table["shown"].sum() == 2 * 2 * 100
 
 
+def test_diagnose_refuses_a_memory_record_cut_short_and_never_reports_a_stale_table(
+        tmp_path, mushroom_data_dir, capsys):
+    import shutil
+
+    from bandits import diagnose
+    from bandits.run import main
+
+    out = tmp_path / "run"
+    assert main(["--agent", "greedy", "--seeds", "2", "--steps", "100", "--hidden", "8",
+                 "--updates-per-step", "1", "--no-progress",
+                 "--data-dir", str(mushroom_data_dir), "--out", str(out)]) == 0
+    assert diagnose.main([str(out)]) == 0
+    full = (out / "memory.csv").read_text()
+    lines = full.splitlines(keepends=True)
+    (out / "memory.csv").write_text("".join(lines[:-1]))  # cut at a line boundary
+    capsys.readouterr()
+    assert diagnose.main([str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "memory.csv" in err and "cut short" in err and len(err.splitlines()) == 1
+    (out / "memory.csv").write_text(full)
+    for gone in ("memory.csv", "config.json"):
+        run = tmp_path / gone
+        shutil.copytree(out, run)
+        (run / gone).unlink()
+        before = (run / "memorisation.csv").read_bytes()
+        capsys.readouterr()
+        assert diagnose.main([str(run)]) == 0
+        printed = capsys.readouterr()
+        assert "Poisonous" not in printed.out and "memorisation.csv" not in printed.out
+        assert "earlier diagnosis" in printed.err and len(printed.err.splitlines()) == 1
+        assert (run / "memorisation.csv").read_bytes() == before  # a file is never deleted
+
+
 def test_the_memory_record_is_the_same_bytes_for_any_workers_and_after_a_resume(
         tmp_path, mushroom_data_dir, monkeypatch):
     from bandits.run import main
