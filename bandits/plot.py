@@ -7,8 +7,10 @@ With one DIR and no ``--out`` this redraws ``DIR/regret.png`` and ``DIR/regret.p
 ``DIR/expected_regret.pdf`` (cumulative expected regret) and leaves ``regret.png`` as it
 is. The title is the run's (``ENV: N seeds, T steps``) when ``DIR/config.json`` is there.
 
-With several DIRs, or with ``--out FILE``, all their agents go in one figure written to
-FILE, and to no other file; FILE's directory must exist. Each agent
+With several DIRs, all their agents go in one figure: by default
+``regret_<name1>+<name2>....png`` and ``.pdf`` beside the first DIR (named for the runs;
+``expected_regret_...`` with ``--expected``); with ``--out FILE`` to FILE, and to no other
+file, whose directory must exist. Each agent
 keeps its colour and label, with ``[DIR name]`` appended when there are several DIRs;
 the runs are told apart by line style (solid, dashed, dotted, dash-dot, cycling).
 
@@ -217,6 +219,17 @@ def run_title(run_dir: Path, metrics: pd.DataFrame) -> str | None:
     return f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
 
 
+def combined_name(dirs: Sequence[Path], stem: str) -> Path:
+    """The default file of several runs' figure: beside the first, named for the runs
+    (``regret_a+b.png``; long lists of names end in ``+N-more``)."""
+    names = [d.resolve().name for d in dirs]
+    joined = "+".join(names)
+    if len(joined) > 120:
+        kept = [n for k, n in enumerate(names) if len("+".join(names[:k + 1])) <= 100]
+        joined = "+".join(kept or names[:1]) + f"+{len(names) - max(len(kept), 1)}-more"
+    return dirs[0].resolve().parent / f"{stem}_{joined}.png"
+
+
 def _check_out(out: Path) -> str | None:
     """Why ``out`` cannot be written (checked before drawing), or None."""
     parent = out.parent
@@ -245,9 +258,10 @@ class Settings:
     log_y: bool = setting(False, "logarithmic y axis (default: linear)")
     expected: bool = setting(False, "plot cumulative expected regret instead of realised "
                              "regret (default file: DIR/expected_regret.png)")
-    out: Path | None = setting(None, "write one combined figure to this file only; its "
-                               "directory must exist (default for one DIR: DIR/regret.png, "
-                               "or DIR/expected_regret.png with --expected)", type=Path)
+    out: Path | None = setting(None, "write the figure to this file only; its directory "
+                               "must exist (default for one DIR: DIR/regret.png, or "
+                               "DIR/expected_regret.png with --expected; for several: "
+                               "regret_<names>.png and .pdf beside the first DIR)", type=Path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,17 +278,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
-    if len(args.dirs) > 1 and args.out is None:
-        return _error("several DIRs need --out FILE for the combined figure")
     try:
         frames = [read_metrics(d, column) for d in args.dirs]
     except (OSError, ValueError) as e:
         return _error(" ".join(str(e).split()))
-    if args.out is None:
-        out = args.dirs[0] / ("expected_regret.png" if args.expected else "regret.png")
+    stem = "expected_regret" if args.expected else "regret"
+    if args.out is None and len(frames) == 1:
+        out = args.dirs[0] / f"{stem}.png"
         metrics, title = frames[0], run_title(args.dirs[0], frames[0])
     else:
-        out = args.out
+        out = args.out or combined_name(args.dirs, stem)
         if len(frames) == 1:
             metrics, title = frames[0], run_title(args.dirs[0], frames[0])
         else:

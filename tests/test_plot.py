@@ -98,8 +98,17 @@ def test_combined_cli(tmp_path, capsys):
     out = tmp_path / "both.png"
     assert plot.main([str(d1), str(d2), "--out", str(out)]) == 0
     assert out.is_file() and not out.with_suffix(".pdf").exists()  # only the file named
-    assert plot.main([str(d1), str(d2)]) == 2  # several DIRs need --out
-    _error_line(capsys)
+    capsys.readouterr()
+    # without --out: beside the first run, named for the runs, with its PDF twin
+    assert plot.main([str(d1), str(d2)]) == 0
+    default = tmp_path / "regret_r1+r2.png"
+    assert default.is_file() and default.with_suffix(".pdf").is_file()
+    assert str(default) in capsys.readouterr().out
+    assert plot.main([str(d1), str(d2), "--expected"]) == 0
+    assert (tmp_path / "expected_regret_r1+r2.png").is_file()
+    many = [_run_dir(tmp_path / f"a-rather-long-run-name-{k}") for k in range(8)]
+    assert plot.combined_name(many, "regret").name == (
+        "regret_" + "+".join(d.name for d in many[:4]) + "+4-more.png")
 
 
 def test_linestyles_cycle():
