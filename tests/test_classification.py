@@ -150,6 +150,7 @@ def test_a_data_set_registered_in_this_process_runs_in_it(toy, tmp_path):
     assert "parts" not in json.loads((out / "config.json").read_text())  # not split
 
 
+@pytest.mark.slow
 def test_the_docs_example_of_a_new_data_set_runs(tmp_path):
     # docs/datasets.md's three code blocks, on a synthetic file of the Wine data's shape.
     doc = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from bandits.gradient_variance import main
 
 
+@pytest.mark.slow
 def test_every_estimator_and_layer_and_flipout_below_reparam_on_convolutions(
         tmp_path, mnist_data_dir):
     out = tmp_path / "gv"

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -75,6 +77,7 @@ FLOORS = {
 }
 
 
+@pytest.mark.slow
 def test_each_floor_imports_only_the_floors_above_it(tmp_path):
     for module, below in FLOORS.items():
         code = (f"import importlib, json, sys; importlib.import_module({module!r}); "

@@ -159,6 +159,7 @@ def test_diagnose_refuses_a_memory_record_cut_short_and_never_reports_a_stale_ta
         assert (run / "memorisation.csv").read_bytes() == before  # a file is never deleted
 
 
+@pytest.mark.slow
 def test_the_memory_record_is_the_same_bytes_for_any_workers_and_after_a_resume(
         tmp_path, mushroom_data_dir, monkeypatch):
     from bandits.run import main

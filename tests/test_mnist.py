@@ -678,6 +678,7 @@ def _worker_pids(parent: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux's /proc")
 @pytest.mark.parametrize("how", ["kill-worker", "ctrl-c", "ctrl-c-queued"])
+@pytest.mark.slow
 def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, tmp_path,
                                                                  how):
     """A worker killed with SIGKILL (or Ctrl-C in the parent) ends the run with one line
@@ -720,6 +721,7 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
     _same_outputs(out, ref)
 
 
+@pytest.mark.slow
 def test_bench_mnist_workers_times_each_worker_count_and_checks_the_bytes(mnist_data_dir,
                                                                          monkeypatch):
     from bandits import bench
@@ -879,6 +881,7 @@ def test_a_kl_factor_schedule_trains_each_epoch_at_its_factor(mnist_data_dir, tm
     assert "--kl-factor-final schedules BBB" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_report_joins_more_seeds_of_a_setting_into_its_row(mnist_data_dir, tmp_path,
                                                                monkeypatch):
     """Seeds 0-1 in ``exp/a`` and seed 2 (``--seed 2``) in ``exp/b`` with the same settings

@@ -399,6 +399,7 @@ def test_a_checkpoint_of_another_run_with_the_same_settings_is_refused(
 
 
 @pytest.mark.parametrize("estimator", ["reparam", "lrt", "flipout"])
+@pytest.mark.slow
 def test_lenet5_trains_resumes_and_reports(tmp_path, mnist_data_dir, estimator):
     out = tmp_path / "lenet"
     base = ["--arch", "lenet5", "--estimator", estimator, "--prior", "gaussian",

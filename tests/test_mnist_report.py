@@ -156,3 +156,98 @@ def test_a_tiny_run_reports_the_same_from_its_files_and_from_models_jsonl(
     for name in (*TABLES, MODELS_FILE):
         assert (alone / name).read_bytes() == (exp / name).read_bytes(), name
     assert len(read_models(alone)) == 4
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("repeat", "again (first on line 1)"),
+    ("garbage", "line 3: not a model's record"),
+    ("cut", "not a model's record"),
+    ("nan", "not a number"),
+])
+def test_a_damaged_models_file_is_one_line_naming_it(tmp_path, capsys, damage, message):
+    out = _models_only(SHIPPED / "2x400", tmp_path / "2x400")
+    lines = (out / MODELS_FILE).read_text().splitlines(keepends=True)
+    if damage == "repeat":
+        lines.append(lines[0])
+    elif damage == "garbage":
+        lines.insert(2, "this is not json\n")
+    elif damage == "cut":
+        lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    else:
+        record = json.loads(lines[0])
+        record["best_validation"]["test_error_mean"] = float("nan")
+        lines[0] = json.dumps(record) + "\n"
+    (out / MODELS_FILE).write_text("".join(lines))
+    capsys.readouterr()
+    assert mnist.main(["report", str(out)]) == 2
+    err = _one_line(capsys)
+    assert MODELS_FILE in err and message in err
+    assert not (out / "tables.md").exists()
+
+
+@pytest.mark.parametrize("damage", ["summary-cut", "epochs-gone"])
+def test_a_damaged_models_directory_is_one_line_naming_the_file(tmp_path, capsys, damage):
+    out = _models_only(SHIPPED / "2x400", tmp_path / "2x400")
+    _explode(out)
+    (out / MODELS_FILE).unlink()
+    model = out / read_models(_models_only(SHIPPED / "2x400", tmp_path / "copy"))[1]["model"]
+    if damage == "summary-cut":
+        text = (model / "summary.json").read_text()
+        (model / "summary.json").write_text(text[: len(text) // 2])
+        name = "summary.json"
+    else:
+        (model / "epochs.csv").unlink()
+        name = "epochs.csv"
+    capsys.readouterr()
+    assert mnist.main(["report", str(out)]) == 2
+    assert str(model / name) in _one_line(capsys)
+
+
+def test_redraw_refuses_another_models_weights_a_damaged_file_and_a_bandit_run(
+        mnist_data_dir, tmp_path, capsys):
+    import shutil
+
+    base = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
+            "--ood-images", "10"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert mnist.main([*base, "--seed", "1", "--out", str(a)]) == 0
+    assert mnist.main([*base, "--seed", "2", "--out", str(b)]) == 0
+    assert mnist.main(["redraw", str(b)]) == 0  # its own weights
+    weights = (b / "raw" / "model.pt").read_bytes()
+    shutil.copy(a / "raw" / "model.pt", b / "raw" / "model.pt")
+    capsys.readouterr()
+    assert mnist.main(["redraw", str(b)]) == 2
+    assert "weights of another model" in _one_line(capsys)
+    (b / "raw" / "model.pt").write_bytes(weights[:-50])
+    assert mnist.main(["redraw", str(b)]) == 2
+    assert "damaged or truncated" in _one_line(capsys)
+    (b / "raw" / "model.pt").unlink()
+    assert mnist.main(["redraw", str(b)]) == 2
+    assert "stay out of git" in _one_line(capsys)
+    run = tmp_path / "bandit"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"env": "mushroom", "agent": ["bbb"]}))
+    assert mnist.main(["redraw", str(run)]) == 2
+    assert "no MNIST model's settings" in _one_line(capsys)
+
+
+def test_train_overwrite_removes_an_earlier_reports_files(mnist_data_dir, tmp_path):
+    out = tmp_path / "exp"
+    argv = ["--data-dir", str(mnist_data_dir), "--train-size", "64", "--test-size", "32",
+            "--hidden", "8", "--epochs", "1", "--threads", "1", "--no-progress",
+            "--ood-images", "10", "--out", str(out)]
+    assert mnist.main(argv) == 0
+    report(out)
+    assert (out / "tables.md").is_file() and (out / MODELS_FILE).is_file()
+    (out / "my-notes.txt").write_text("mine")
+    assert mnist.main([*argv, "--overwrite"]) == 0
+    assert not (out / "tables.md").exists() and not (out / MODELS_FILE).exists()
+    assert not (out / "table1.csv").exists()
+    assert (out / "my-notes.txt").read_text() == "mine"

@@ -78,6 +78,7 @@ def _wait_for(out: Path, n: int = 2, timeout: float = 120) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_worker_at_a_checkpoint_and_resume_is_exact(one_worker, tmp_path):
     out = tmp_path / "run"
     proc = _start(out, 300)
@@ -90,6 +91,7 @@ def test_ctrl_c_stops_every_worker_at_a_checkpoint_and_resume_is_exact(one_worke
     assert _outputs(out) == _outputs(one_worker)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_one_line_never_a_hang(one_worker, tmp_path):
     out = tmp_path / "run"
     proc = _start(out, 300)
@@ -151,6 +153,7 @@ def test_bench_scaling_writes_its_table(tmp_path, mushroom_data_dir, monkeypatch
     assert df["speedup_over_1_worker"].iloc[0] == 1
 
 
+@pytest.mark.slow
 def test_bench_default_command_times_each_worker_count_and_checks_the_bytes(
         mushroom_data_dir, monkeypatch):
     from bandits import bench

@@ -11,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from bandits.mnist.config import Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
-from bandits.mnist.model_files import read_csv, write_histograms
+from bandits.mnist.model_files import (
+    MODEL_FILE,
+    load_model_state,
+    read_csv,
+    write_histograms,
+)
 from bandits.outputs import save_figure
 
 
@@ -120,14 +124,35 @@ def plot_test_errors(curves: dict[str, Path], path: Path) -> None:
     plt.close(fig)
 
 
+# the settings every model's config.json holds (and no other command's)
+MODEL_SETTINGS = {"model", "arch", "estimator", "seed"}
+
+
 def redraw(run_dir: Path) -> None:
     """Rewrite a model's histogram CSVs and plots from ``raw/model.pt`` (no training)."""
-    saved = json.loads((run_dir / "config.json").read_text())
+    where = f"redraw {run_dir}"
+    try:
+        saved = json.loads((run_dir / "config.json").read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{where}: no config.json there: pass a bandits.mnist model's "
+                         "directory") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{where}: cannot read its config.json: "
+                         f"{' '.join(str(e).split())}") from None
+    if not (isinstance(saved, dict) and MODEL_SETTINGS <= saved.keys()):
+        raise ValueError(f"{where}: its config.json holds no MNIST model's settings (a "
+                         "bandits.run directory, or a grid's top directory?): pass one "
+                         "model's directory")
     names = {f.name for f in dataclasses.fields(Config)}
     cfg = Config(**{k: v for k, v in saved.items() if k in names})
     cfg.device, cfg.data_dir = "cpu", None
+    weights = load_model_state(run_dir / MODEL_FILE, saved)
     seed_everything(cfg.seed)
     model = build_model(cfg)
-    model.load_state_dict(torch.load(run_dir / "raw" / "model.pt", map_location="cpu"))
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as e:
+        raise ValueError(f"{where}: {run_dir / MODEL_FILE} does not fit the network its "
+                         f"config.json describes ({str(e).splitlines()[0]})") from None
     write_histograms(model, run_dir)
     plot_run(run_dir, run_label(cfg))

@@ -7,6 +7,7 @@ alone."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -26,8 +27,23 @@ def model_record(root: Path, model_dir: Path) -> dict[str, Any]:
     pruning rows, timing, machine) and the first and last rows of its ``epochs.csv``
     (None for a run of no epochs): what the tables need, and nothing of the model's
     histograms, which only the figures use."""
-    summary = json.loads((model_dir / "summary.json").read_text())
-    epochs = read_csv(model_dir / "epochs.csv") if (model_dir / "epochs.csv").is_file() else []
+    path = model_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {path}: {' '.join(str(e).split())} (a model's "
+                         "summary.json is written when it finishes: train it again)") from None
+    if not isinstance(summary, dict) or not {"command", "settings"} <= summary.keys():
+        raise ValueError(f"{path} is not a bandits.mnist model's summary")
+    epochs_path = model_dir / "epochs.csv"
+    if epochs_path.is_file():
+        epochs = read_csv(epochs_path)
+    elif summary.get("epochs", 0) > 0:
+        raise ValueError(f"no {epochs_path}, though {path} says it trained "
+                         f"{summary['epochs']} epochs: copy the model's whole directory, or "
+                         "train it again")
+    else:
+        epochs = []
     return {"model": model_dir.relative_to(root).as_posix(), "command": summary["command"],
             "settings": summary["settings"],
             **{k: v for k, v in summary.items() if k not in ("command", "settings")},
@@ -40,7 +56,36 @@ def read_models(root: Path) -> list[dict[str, Any]]:
     path = root / MODELS_FILE
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict) or not isinstance(record.get("model"), str):
+            raise ValueError(f"{path}, line {n}: not a model's record (a line cut short or "
+                             "edited?); run report on the models' directories to rewrite it")
+        name = record["model"]
+        if name in seen:
+            raise ValueError(f"{path}, line {n}: model {name} again (first on line "
+                             f"{seen[name]}); remove the repeated line")
+        seen[name] = n
+        bad = [(f"{part}.{k}", v) for part in ("final", "best_validation")
+               for k, v in (record.get(part) or {}).items()
+               if k.endswith(("error_mean", "error_sampled")) and not _finite(v)]
+        if bad:
+            raise ValueError(f"{path}, line {n}: model {name} has {bad[0][0]} "
+                             f"{bad[0][1]!r}, not a number (a diverged model?); train it "
+                             "again or remove its line")
+        records.append(record)
+    return records
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def run_dir(record: dict[str, Any]) -> PurePosixPath:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from bandits import checkpoint
 from bandits.bayes import MLP, snr
 from bandits.mnist.evaluate import is_bayesian
 from bandits.mnist.markdown import pipe_table
@@ -35,6 +36,55 @@ def command_line(argv: Sequence[str]) -> str:
         else:
             out.append(a)
     return " ".join(out)
+
+
+# a model's trained weights, ``raw/model.pt``: a checkpoint file (bandits.checkpoint) of
+# this kind whose identity is the model's settings, so that a redraw refuses another
+# model's weights or a damaged file
+MODEL_KIND = "bandits.mnist/model"
+MODEL_FILE = "raw/model.pt"
+# config.json's fields that do not decide the trained weights
+_NOT_THE_WEIGHTS = {"run_id", "out", "overwrite", "threads", "data_dir", "download",
+                    "progress", "plots", "checkpoint_every", "workers", "resume", "device"}
+
+
+def model_identity(config: dict[str, Any]) -> str:
+    """The fingerprint of the settings (``config.json``'s values) that decide a model's
+    weights."""
+    return checkpoint.fingerprint({k: v for k, v in config.items()
+                                   if k not in _NOT_THE_WEIGHTS})
+
+
+def save_model(model: MLP, config: dict[str, Any], path: Path) -> None:
+    """Write ``model``'s weights to ``path`` (``raw/model.pt``), marked with the identity
+    of its settings ``config``."""
+    checkpoint.save(path, MODEL_KIND, {"state_dict": model.state_dict()},
+                    identity=model_identity(config))
+
+
+def load_model_state(path: Path, config: dict[str, Any]) -> dict[str, Any]:
+    """The weights in ``path`` of the model whose settings are ``config``.
+
+    Raises:
+        ValueError: one line: the file is missing, damaged or truncated, not a model of
+            this project, or the weights of another model (another seed, other settings).
+    """
+    try:
+        state = checkpoint.load(path, MODEL_KIND, model_identity(config))
+    except checkpoint.CheckpointError as e:
+        text = str(e).replace("checkpoint ", "", 1)
+        if "belongs to another run" in text:
+            text = (f"{path} holds the weights of another model (its settings differ from "
+                    f"those in {path.parent.parent / 'config.json'}); copy a model's whole "
+                    "directory, not its weights alone")
+        elif "nothing to resume" in text:
+            text = (f"no {path} (the trained weights stay out of git): train the model "
+                    "again to redraw it")
+        raise ValueError(text) from None
+    weights = state.get("state_dict")
+    if not isinstance(weights, dict):
+        raise ValueError(f"{path} holds no model weights")
+    return weights
 
 
 def saved_config(cfg: Any) -> dict[str, Any]:

@@ -100,8 +100,10 @@ from bandits.mnist.data import Split, load_splits
 from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
 from bandits.mnist.figures import plot_run
 from bandits.mnist.model_files import (
+    MODEL_FILE,
     command_line,
     pruning_markdown,
+    save_model,
     saved_config,
     write_histograms,
 )
@@ -165,10 +167,13 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
 # that report never counts a model of an earlier run; a user's files stay, and so does a
 # folder that holds one
 MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
-               "pruning.md", "raw/model.pt", "snr_hist.csv", "weights_hist.csv",
+               "pruning.md", MODEL_FILE, "snr_hist.csv", "weights_hist.csv",
                "test_error.png", "weights.png", "snr.png")
 OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
-           "checkpoints/batch-[0-9]*.pt")
+           "checkpoints/batch-[0-9]*.pt",
+           # a report's, from the models an --overwrite removes (bandits.mnist.report)
+           "models.jsonl", "tables.md", "table1.csv", "fig2_test_error.png",
+           "fig3_weights.png", "fig4_snr.png")
 
 
 def is_model_dir(path: Path) -> bool:
@@ -539,7 +544,7 @@ def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
     has_val = "val" in splits
     raw = out / "raw"  # ignored by git: the trained weights
     raw.mkdir(exist_ok=True)
-    torch.save(model.state_dict(), raw / "model.pt")
+    save_model(model, saved_config(cfg), out / MODEL_FILE)
     final = {f"test_error_{k}": v for k, v in errors(model, splits["test"], cfg, True).items()}
     if has_val:
         final.update({f"val_error_{k}": v
