@@ -29,7 +29,7 @@ import pandas as pd
 from bandits.regret import ranking
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = ("README.md", "docs/bandit-results.md", "docs/agents-compared.md",
+FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
          "results/mushroom/README.md",
          "results/regression/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",

@@ -191,5 +191,16 @@ def on_nav(nav, config, files):
 _ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):(?=<code>)")
 
 
+# In a table cell, "1.42 +- 0.14" (bold or not) is one number: non-breaking spaces keep
+# it on one line, while the cell's words still wrap (a narrow column never splits a
+# number across two lines).
+_CELL = re.compile(r"<td\b[^>]*>.*?</td>", re.S)
+_PLUS_MINUS = re.compile(r"([\d%]|</strong>) \+- (?=[\d<])")
+
+
+def _keep_numbers_whole(html: str) -> str:
+    return _CELL.sub(lambda m: _PLUS_MINUS.sub(r"\1&nbsp;+-&nbsp;", m.group(0)), html)
+
+
 def on_page_content(html: str, page, config, files) -> str:
-    return _ROLE.sub("", html)
+    return _keep_numbers_whole(_ROLE.sub("", html))

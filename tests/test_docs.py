@@ -43,3 +43,23 @@ def test_experiments_pages_show_their_figures(site: Path) -> None:
     assert (site / "results" / "mushroom" / "paper-horizon" / "regret.png").is_file()
     simulator = (site / "bandit-results" / "index.html").read_text(encoding="utf-8")
     assert 'src="../results/mushroom/paper-horizon/regret.png"' in simulator
+
+
+def test_the_home_page_shows_the_headline_and_lists_every_page(site: Path) -> None:
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert 'src="results/mushroom/paper-horizon/regret.png"' in home
+    assert "Final cumulative regret" in home  # the Figure 6 table, generated
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in ("simulator", "bandit-results", "design-choices", "long-runs", "sweeps",
+                 "environments", "datasets", "agents-compared", "mnist", "mnist-2x400",
+                 "mnist-2x1200", "regression", "library", "speed", "experiments", "tests",
+                 "layout"):
+        assert f"{page}.md" in nav and f'href="{page}/"' in home, page
+    assert "stylesheets/extra.css" in home  # long command lines and signatures wrap
+
+
+def test_a_list_goes_on_after_an_indented_table_and_numbers_stay_whole(site: Path) -> None:
+    page = (site / "mnist-2x1200" / "index.html").read_text(encoding="utf-8")
+    assert "<li>\n<p><strong>Table 2 for the model chosen on validation</strong>" in page
+    assert "<li>\n<p><strong>Speed.</strong>" in page
+    assert "1.35&nbsp;+-&nbsp;0.06" in page and "<td>1.35 +- 0.06" not in page
