@@ -157,12 +157,14 @@ def _given_once(cls: type) -> type:
 
 
 def forbid_repeats(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Make every value-taking flag of ``parser`` an error when given twice (argparse keeps
-    the last value silently: ``--agent bbb --agent greedy`` would run greedy alone). The
+    """Make every flag of ``parser`` (a value-taking flag or a switch) an error when given
+    twice (argparse keeps the last value silently: ``--agent bbb --agent greedy`` would
+    run greedy alone; ``--no-progress --no-progress`` is a slip worth a line). The
     flags seen are kept on the parser, anew for every parse."""
+    once = (argparse._StoreAction, argparse._StoreTrueAction, argparse._StoreFalseAction)
     for action in parser._actions:
-        if action.option_strings and type(action) is argparse._StoreAction:
-            action.__class__ = _given_once(argparse._StoreAction)
+        if action.option_strings and type(action) in once:
+            action.__class__ = _given_once(type(action))
     parse_known_args = parser.parse_known_args
 
     def parse_anew(*args, **kwargs):

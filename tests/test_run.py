@@ -186,6 +186,8 @@ def test_plot_redraws_from_csv(tmp_path):
     ["--agent", "bbb", "--agent", "greedy"],
     ["--steps", "10", "--steps", "20"],
     ["--lr", "0.001", "--lr=0.002"],
+    ["--log-y", "--log-y"],  # a switch too
+    ["--no-progress"],  # with the one below: given twice
 ])
 def test_a_flag_given_twice_is_one_line_and_exit_2(argv, capsys):
     from bandits.run import main
