@@ -223,6 +223,10 @@ def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     ])
 
 
+class NotMeasured(Exception):
+    """A timing came out as noise (one line says which and what to change)."""
+
+
 def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str,
             out: Path) -> pd.DataFrame:
     """End to end: ``bandits.run --preset paper`` (the paper's four agents, 64 updates per
@@ -251,6 +255,12 @@ def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str
     for w in workers:
         per_step = (np.median(times[(w, steps[1])]) - np.median(times[(w, steps[0])])) / (
             steps[1] - steps[0])
+        if per_step <= 0:  # start-up noise larger than the steps' time: nothing measured
+            raise NotMeasured(
+                f"with {w} worker(s) the {steps[1]}-step run took no longer than the "
+                f"{steps[0]}-step one ({np.median(times[(w, steps[1])]):.2f} s against "
+                f"{np.median(times[(w, steps[0])]):.2f} s): the machine is too busy to time "
+                "it; give --scaling-steps further apart or more --rounds")
         rows.append({"workers": w, "seconds_per_step": per_step,
                      "paper_protocol_hours_projected": per_step * PAPER_STEPS / 3600})
     df = pd.DataFrame(rows)
@@ -383,6 +393,9 @@ def _bench(argv: Sequence[str] | None) -> int:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:
         code = _main(p, args, argv)
+    except NotMeasured as e:
+        print(f"bandits.bench: error: {e}", file=sys.stderr)
+        return 1
     finally:
         remove_if_unused(args.out)
     print(f"outputs in {args.out}")
