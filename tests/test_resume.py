@@ -314,6 +314,7 @@ def test_a_checkpoint_copied_from_a_shorter_run_is_refused(tmp_path, capsys):
     assert (full / "summary.csv").read_bytes() == kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "foreign"])
 def test_a_worker_run_checks_every_part_before_any_worker_starts(tmp_path, capsys, damage):
     out, other = tmp_path / "run", tmp_path / "other"

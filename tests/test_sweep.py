@@ -79,6 +79,7 @@ def test_a_bad_point_is_reported_and_the_others_run(tmp_path, capsys):
     assert "noise_sigma=-1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_interrupted_point_is_resumed(tmp_path, swept, monkeypatch):
     # A point left with a checkpoint (its worker was killed) continues from it.
     out = tmp_path / "s"
@@ -167,6 +168,7 @@ def crash_once(point):
     return run_point(point)
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_retried(tmp_path):
     from bandits.sweep import _local, _Progress
 
