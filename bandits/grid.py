@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -215,7 +214,7 @@ def run_point(point: Point) -> dict[str, Any]:
     """Run (or resume) one point in this process; never raises for a failed run."""
     # the sweep runs its points side by side: a point uses one process unless its own
     # settings say --workers
-    os.environ["BANDITS_WORKERS"] = "1"
+    one = {} if "workers" in {**point.base, **point.settings} else {"workers": 1}
     if parent_stopped():  # queued in the pool before the sweep's Ctrl-C
         return {"point": point.name, "status": STATUS[130], "message": "not started"}
     state = point_state(point)
@@ -224,11 +223,12 @@ def run_point(point: Point) -> dict[str, Any]:
     try:
         if state == "resumable":
             steps = requested(point)["steps"]
-            outcome = runner.resume(Path(point.out), {"steps": steps, "no_progress": True},
+            outcome = runner.resume(Path(point.out),
+                                    {"steps": steps, "no_progress": True, **one},
                                     f"python -m bandits.run --resume {point.out} --steps {steps}")
         else:  # new, or stale under --overwrite (refused earlier otherwise)
             Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
-            outcome = runner.start(point.config(overwrite=True, no_progress=True),
+            outcome = runner.start(point.config(overwrite=True, no_progress=True, **one),
                                    point.command())
     except UsageError as e:
         return {"point": point.name, "status": STATUS[2], "message": str(e)}

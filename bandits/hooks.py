@@ -17,7 +17,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,12 +25,10 @@ import torch
 
 import envs
 from bandits import checkpoint
+from bandits.population import Population
 from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
 from bandits.settings import CHECKPOINT_KIND, Config, env_options, plain
-
-if TYPE_CHECKING:
-    from bandits.loop import Population
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 import envs
-from agents import Agent, make_agents
+from agents import make_agents
 from bandits import checkpoint
 from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
@@ -28,22 +28,10 @@ from bandits.hooks import Checkpoints, Diverged, DivergenceWatch, Probe, Progres
 from bandits.memory import memory_frame
 from bandits.outputs import device_name, machine, package_versions, write_csv, write_json
 from bandits.plot import plot_regret
+from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
 from bandits.settings import Config, agent_config, agent_seed, env_options, identity
-
-
-@dataclass
-class Population:
-    """One population of agents (their runs batched in one :class:`agents.Agent`) with
-    its environment copies, its replay buffer and where it stands."""
-
-    agent: Agent
-    env: Any  # a vector env of agent.runs copies
-    buffer: ReplayBuffer
-    context: np.ndarray  # (runs, d): the contexts the population acts on next
-    loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
-    diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
 
 
 def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],

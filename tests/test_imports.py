@@ -108,3 +108,92 @@ def test_no_module_imports_the_project_inside_a_function():
                     if name.split(".")[0] in ("bandits", "agents", "envs"):
                         found.add((path.relative_to(REPO).as_posix(), name))
     assert found - set(LAZY) == set()
+
+
+# Packages whose modules count as one node of the folder graph (the other modules of
+# bandits/ are each their own node).
+FOLDERS = ("bandits.bayes", "bandits.mnist", "bandits.studies", "agents", "envs")
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import between the project's modules, wherever it stands in the module
+    (under ``if TYPE_CHECKING:`` or in a function too): module -> modules it imports."""
+    mods = {}
+    for top in ("bandits", "agents", "envs"):
+        for path in (REPO / top).rglob("*.py"):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in mods}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                for a in node.names:
+                    full = f"{base}.{a.name}"
+                    found |= {full} if full in mods else {base} if base in mods else set()
+        graph[name] = found - {name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle_between_modules_or_folders():
+    graph = _import_graph()
+    assert _cycles(graph) == []  # type-only imports count too
+
+    def folder(m: str) -> str:
+        return next((f for f in FOLDERS if m == f or m.startswith(f + ".")), m)
+
+    folders: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        folders.setdefault(folder(m), set()).update(
+            folder(t) for t in targets if folder(t) != folder(m))
+    assert _cycles(folders) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_module_of_the_project_is_over_400_lines():
+    long = {p.relative_to(REPO).as_posix(): n
+            for top in ("bandits", "agents", "envs") for p in (REPO / top).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 400}
+    assert long == {}

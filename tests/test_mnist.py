@@ -42,8 +42,8 @@ from bandits.mnist.gather import read_models
 from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
 from bandits.mnist.report import report
 from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
-from bandits.studies.adam_probe import data_gradient_scale
-from bandits.studies.autograd_baseline import train_epoch
+from bandits.mnist.adam_probe import data_gradient_scale
+from bandits.mnist.autograd_baseline import train_epoch
 
 
 def _no_network(monkeypatch):

@@ -23,8 +23,10 @@ Modules, in the order the data flows through them:
   :mod:`~bandits.mnist.tables` (Tables 1 and 2 and the others, written by
   :mod:`~bandits.mnist.markdown`), :mod:`~bandits.mnist.figures` (Figures 2-4, and
   a model's plots) and :mod:`~bandits.mnist.report`, which runs them;
-* :mod:`~bandits.mnist.speed`: ``bench``, the training speed (its autograd baseline,
-  and ``adam-probe``, are studies kept in :mod:`bandits.studies`);
+* :mod:`~bandits.mnist.speed`: ``bench``, the training speed, against the autograd
+  baseline of :mod:`~bandits.mnist.autograd_baseline`;
+* :mod:`~bandits.mnist.adam_probe`: ``adam-probe``, what Adam's per-weight step size
+  does to each prior's weights;
 * :mod:`~bandits.mnist.cli`: the command line (:func:`main`).
 """
 

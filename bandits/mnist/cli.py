@@ -48,7 +48,7 @@ from bandits.mnist.train import (
     threads,
 )
 from bandits.processes import ctrl_c_on
-from bandits.studies.adam_probe import probe
+from bandits.mnist.adam_probe import probe
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 

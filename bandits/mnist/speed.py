@@ -1,6 +1,6 @@
 """``python -m bandits.mnist bench``: seconds per training epoch of BBB against the plain
 MLP, of the batched trainer against one model trained with autograd (the baseline of
-:mod:`bandits.studies.autograd_baseline`), and of ``R`` models batched against ``R``
+:mod:`bandits.mnist.autograd_baseline`), and of ``R`` models batched against ``R``
 single ones; writes ``speed.csv`` and ``speed.json``."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bandits.mnist.model_files import command_line
 from bandits.mnist.tables import speed_markdown
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
-from bandits.studies.autograd_baseline import train_epoch
+from bandits.mnist.autograd_baseline import train_epoch
 
 
 def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
       (:mod:`bandits.mnist.classifiers`); their ratio is the cost of Bayes by Backprop
       over a plain network;
     * ``autograd-mlp`` and ``autograd-bbb``: one model trained with autograd
-      (:func:`bandits.studies.autograd_baseline.train_epoch`), the baseline;
+      (:func:`bandits.mnist.autograd_baseline.train_epoch`), the baseline;
     * ``bbb-batched``: ``--bench-runs`` BBB models (seeds) in one batched model, against
       as many single-model ``bbb`` epochs one after another.
 

@@ -1,9 +1,6 @@
-"""Studies and baselines kept beside the MNIST benchmark (:mod:`bandits.mnist`), not part
-of its training or its tables:
+"""Studies of the bandit simulator's learners, kept beside it, not part of a run:
 
-* :mod:`~bandits.studies.adam_probe`: ``python -m bandits.mnist adam-probe``, what
-  Adam's per-weight step size does to each prior's weights;
-* :mod:`~bandits.studies.autograd_baseline`: one model trained with autograd through
-  :mod:`bandits.bayes`'s layers, the baseline ``python -m bandits.mnist bench`` times
-  the batched trainer against.
+* :mod:`~bandits.studies.learner_screen`: ``python -m bandits.studies.learner_screen``,
+  whether each reward network averages noisy rewards or memorises them, in minutes,
+  on fixed replay buffers.
 """
