@@ -35,7 +35,6 @@ if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting i
     interruptible("bandits.bench")
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -46,31 +45,32 @@ import numpy as np
 import pandas as pd
 import torch
 
-from agents import AGENTS, AgentConfig, make_agent, make_agents
+from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
+from bandits.bench_agents import agents_per_step, sync
+from bandits.bench_commands import (
+    MNIST_WORKERS_COMMAND,
+    PAPER_STEPS,
+    NotMeasured,
+    default_command,
+    mnist_workers,
+    scaling,
+)
 from bandits.buffer import ReplayBuffer
 from bandits.config import (
     UsageError,
     check_ranges,
     first_paragraph,
     setting,
-    with_flags,
 )
 from bandits.config import build_parser as build_settings_parser
-from bandits.outputs import (
-    OutputDirError,
-    machine,
-    output_dir,
-    package_versions,
-    remove_if_unused,
-    write_csv,
-    write_json,
-)
+from bandits.files import machine, package_versions, write_csv, write_json
+from bandits.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.processes import available_cores, stop_on_ctrl_c
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
 PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
-PAPER_STEPS, PAPER_UPDATES = 50_000, 64
+PAPER_UPDATES = 64  # the paper's updates per step
 # the flags' ranges: beyond them a run of the benchmark would not fit in memory (every run
 # of every agent keeps full buffers of 4,096 items) or would not end in hours
 MAX_RUNS, MAX_UPDATES, MAX_ROUNDS = 100, 10_000, 1_000
@@ -130,68 +130,6 @@ def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
     return steps
 
 
-MNIST_DIM, MNIST_ACTIONS, MNIST_BUFFER = 784, 10, 4096
-
-
-def agents_per_step(runs: int, updates: int, rounds: int, device: str,
-                    names: Sequence[str] = tuple(AGENTS), context_dim: int = MNIST_DIM,
-                    n_actions: int = MNIST_ACTIONS) -> pd.DataFrame:
-    """Seconds per step of each agent in ``names`` alone, ``runs`` seeds, on random
-    MNIST-like contexts (a fifth of the pixels lit, pixels / 126 as the environment scales
-    them) with a reward of 1 for a random label: ``act``, the interaction stored, then
-    ``update`` with ``updates`` minibatch updates (learning agents). Each agent plays two
-    steps first (warm-up), then one step per round, interleaved over ``rounds``; the
-    medians of the act, update and step times. The buffer starts empty, like a run's;
-    ``neurallinear``'s refit from the whole buffer (every ``refresh_every`` updates) falls
-    outside these few steps."""
-    rng = np.random.default_rng(0)
-    cfg = AgentConfig()
-    lanes = []
-    for name in names:
-        agent = make_agent(name, context_dim, n_actions, runs, 0, cfg, device)
-        lanes.append((name, agent, ReplayBuffer(MNIST_BUFFER, runs, context_dim, device=device)))
-
-    def step(agent, buf) -> tuple[float, float]:
-        lit = rng.random((runs, context_dim)) < 0.2
-        contexts = (lit * rng.integers(1, 256, (runs, context_dim)) / 126).astype(np.float32)
-        _sync(device)
-        tic = time.perf_counter()
-        actions = agent.act(contexts)
-        actions_np = actions.cpu().numpy()
-        _sync(device)
-        act = time.perf_counter() - tic
-        buf.add(contexts, actions, (actions_np == rng.integers(0, n_actions, runs)) * 1.0)
-        tic = time.perf_counter()
-        if agent.learns:
-            agent.update(buf, updates)
-        _sync(device)
-        return act, time.perf_counter() - tic
-
-    for _, agent, buf in lanes:
-        for _ in range(2):
-            step(agent, buf)
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in lanes}
-    for _ in range(rounds):
-        for name, agent, buf in lanes:
-            times[name].append(step(agent, buf))
-    rows = []
-    for name, t in times.items():
-        act, update = np.array(t).T
-        per_step = float(np.median(act + update))
-        rows.append({"agent": name, "runs": runs, "context_dim": context_dim,
-                     "actions": n_actions, "updates_per_step": updates,
-                     "seconds_act": float(np.median(act)),
-                     "seconds_update": float(np.median(update)),
-                     "seconds_per_step": per_step,
-                     "minutes_per_10000_steps": per_step * 10_000 / 60})
-    return pd.DataFrame(rows)
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     """Seconds per update of every agent's runs, each variant timed over ``updates``
     updates per round, interleaved over ``rounds`` rounds (median)."""
@@ -206,123 +144,21 @@ def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     for fn, calls in variants.values():  # warm-up (and CUDA graph capture)
         for _ in range(3 * calls):
             fn()
-    _sync(device)
+    sync(device)
     times: dict[str, list[float]] = {k: [] for k in variants}
     for _ in range(rounds):
         for key, (fn, calls) in variants.items():
-            _sync(device)
+            sync(device)
             tic = time.perf_counter()
             for _ in range(calls):
                 fn()
-            _sync(device)
+            sync(device)
             times[key].append((time.perf_counter() - tic) / updates)
     return pd.DataFrame([
         {"variant": k, "runs_per_agent": runs, "seconds_per_update": float(np.median(t)),
          "updates_per_second": 1.0 / float(np.median(t))}
         for k, t in times.items()
     ])
-
-
-class NotMeasured(Exception):
-    """A timing came out as noise (one line says which and what to change)."""
-
-
-def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str,
-            out: Path) -> pd.DataFrame:
-    """End to end: ``bandits.run --preset paper`` (the paper's four agents, 64 updates per
-    step) with each number of ``workers``, at two horizons; the difference between the
-    two wall times is the time of the steps alone (start-up, data loading and output
-    writing cancel). Interleaved over ``rounds``, median taken. Returns one row per
-    number of workers with the seconds per step, the speed-up over one worker and the
-    projection of the paper protocol (50,000 steps)."""
-    import subprocess
-    import tempfile
-
-    times: dict[tuple[int, int], list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(rounds):
-            for w in workers:
-                for n in steps:
-                    d = Path(tmp) / f"w{w}-s{n}-r{r}"
-                    cmd = [sys.executable, "-m", "bandits.run", "--preset", "paper", "--steps",
-                           str(n), "--workers", str(w), "--device", device, "--no-progress",
-                           "--checkpoint-every", "1e9", "--out", str(d)]
-                    tic = time.perf_counter()
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
-                                   env={**os.environ, "BANDITS_WORKERS": str(w)})
-                    times.setdefault((w, n), []).append(time.perf_counter() - tic)
-    rows = []
-    for w in workers:
-        per_step = (np.median(times[(w, steps[1])]) - np.median(times[(w, steps[0])])) / (
-            steps[1] - steps[0])
-        if per_step <= 0:  # start-up noise larger than the steps' time: nothing measured
-            raise NotMeasured(
-                f"with {w} worker(s) the {steps[1]}-step run took no longer than the "
-                f"{steps[0]}-step one ({np.median(times[(w, steps[1])]):.2f} s against "
-                f"{np.median(times[(w, steps[0])]):.2f} s): the machine is too busy to time "
-                "it; give --scaling-steps further apart or more --rounds")
-        rows.append({"workers": w, "seconds_per_step": per_step,
-                     "paper_protocol_hours_projected": per_step * PAPER_STEPS / 3600})
-    df = pd.DataFrame(rows)
-    df["speedup_over_1_worker"] = df["seconds_per_step"].iloc[0] / df["seconds_per_step"]
-    return df
-
-
-def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
-                    ) -> pd.DataFrame:
-    """End to end: the default ``python -m bandits.run`` (the ``quick`` preset) with each
-    number of ``workers``, interleaved over ``rounds``; the wall time of the whole
-    command (start-up, data, training, outputs), its median, and whether every CSV is
-    the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
-    return _timed_by_workers(with_flags(["bandits.run", "--no-progress"], extra),
-                             ["metrics.csv", "summary.csv", "phases.csv", "memory.csv",
-                              "probes.csv"],
-                             workers, rounds)
-
-
-# A grid of two BBB settings (each a batch of two seeds) on part of MNIST: the unit
-# that --workers splits.
-MNIST_WORKERS_COMMAND = ["bandits.mnist", "--prior", "mixture", "gaussian", "--seeds", "2",
-                         "--hidden", "400", "--epochs", "3", "--train-size", "20000",
-                         "--no-progress"]
-
-
-def mnist_workers(workers: list[int], rounds: int, extra: Sequence[str] = ()
-                  ) -> pd.DataFrame:
-    """End to end: ``python -m bandits.mnist`` training two settings (two seeds each) with
-    each number of ``workers``, interleaved over ``rounds``; whether ``models.csv`` and
-    ``settings.csv`` are the same bytes as with one worker. ``extra``: flags added."""
-    return _timed_by_workers(with_flags(MNIST_WORKERS_COMMAND, extra),
-                             ["models.csv", "settings.csv"],
-                             workers, rounds)
-
-
-def _timed_by_workers(command: list[str], files: list[str], workers: list[int], rounds: int
-                      ) -> pd.DataFrame:
-    """``python -m <command> --workers W --out DIR`` for each W, interleaved over
-    ``rounds``: the median wall time and whether ``files`` are the bytes of one worker."""
-    import subprocess
-    import tempfile
-
-    times: dict[int, list[float]] = {}
-    same: dict[int, bool] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(rounds):
-            for w in workers:
-                d = Path(tmp) / f"w{w}-r{r}"
-                cmd = [sys.executable, "-m", *command, "--workers", str(w), "--out", str(d)]
-                tic = time.perf_counter()
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-                times.setdefault(w, []).append(time.perf_counter() - tic)
-                base = Path(tmp) / "w1-r0"
-                same[w] = same.get(w, True) and all(
-                    (d / f).read_bytes() == (base / f).read_bytes() for f in files)
-    rows = [{"workers": w, "wall_seconds_median": float(np.median(times[w])),
-             "wall_seconds": " ".join(f"{t:.1f}" for t in times[w]),
-             "same_bytes_as_1_worker": same[w]} for w in workers]
-    df = pd.DataFrame(rows)
-    df["speedup_over_1_worker"] = df["wall_seconds_median"].iloc[0] / df["wall_seconds_median"]
-    return df
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from bandits.outputs import CHECKPOINT_FORMAT, write_atomic
+from bandits.files import CHECKPOINT_FORMAT, write_atomic
 
 FORMAT = CHECKPOINT_FORMAT
 VERSION = 2

@@ -45,18 +45,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents import AGENTS
 from bandits.config import build_parser as build_settings_parser
 from bandits.config import first_paragraph, setting
-from bandits.memory import MEMORY_COLUMNS
-from bandits.outputs import save_figure, write_csv
+from bandits.files import save_figure, write_csv
+from bandits.memory import (
+    MEMORY_COLUMNS,
+    check_memory,
+    memorisation,
+    memorisation_summary,
+    standard_error,
+)
 from bandits.plot import COLORS, LABELS
 from bandits.processes import stop_on_ctrl_c
 from bandits.tables import TableError, header, read_run_table
-
-
-def _sem(x: pd.Series) -> float:
-    return float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
 
 
 def _positive(x: pd.Series) -> pd.Series:
@@ -88,7 +89,7 @@ def phase_table(phases: pd.DataFrame, env: str | None) -> pd.DataFrame:
         row = {"agent": agent, "start": start, "end": end, "seeds": len(g)}
         for c in value_cols:
             row[c] = g[c].mean()
-            row[f"{c}_sem"] = _sem(g[c])
+            row[f"{c}_sem"] = standard_error(g[c])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -105,7 +106,7 @@ def last_steps(phases: pd.DataFrame, last: int) -> pd.DataFrame:
     first = int(window["start"].min())
     return pd.DataFrame([{"agent": a, "from_step": first, "to_step": end,
                           "expected_regret_per_step": g["per_step"].mean(),
-                          "sem": _sem(g["per_step"]), "seeds": len(g)}
+                          "sem": standard_error(g["per_step"]), "seeds": len(g)}
                          for a, g in per_step.groupby("agent", sort=False)])
 
 
@@ -122,68 +123,6 @@ def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
                      "cumulative_expected_regret": g["expected_regret"].sum(),
                      "last_steps": steps,
                      "expected_regret_per_step_last": tail["expected_regret"].sum() / steps})
-    return pd.DataFrame(rows)
-
-
-def epsilon_of(agent: str) -> float:
-    """The share of an agent's actions taken at random (epsilon-greedy agents; else 0)."""
-    return float(AGENTS.get(agent, (None, {}))[1].get("epsilon", 0.0))
-
-
-def memorisation(memory: pd.DataFrame, last: int, n_actions: int = 2) -> pd.DataFrame:
-    """Per agent and category of ``memory.csv`` (edible or not, the reward of the last
-    eating, whether it is in the buffer), over the last ``last`` steps (whole phases),
-    summed over seeds: ``shown``, ``eaten``, ``mistake_rate`` (poisonous: eaten; edible:
-    left), ``own_mistake_rate`` (the rate among the agent's own choices: a random action
-    of an epsilon-greedy agent is a mistake with probability ``1 / n_actions``, so
-    ``(rate - epsilon / n_actions) / (1 - epsilon)``, clipped to [0, 1]),
-    ``share_of_own_mistakes``
-    (of the agent's own mistakes on that class of mushroom, the share in this category)
-    and ``mistake_rate_sem`` (over seeds, where the category was shown to every seed)."""
-    end = int(memory["end"].max())
-    m = memory[memory["start"] > end - last].copy()
-    m["history"] = np.where(m["last_eaten_reward"].isna(), "never eaten",
-                            "last paid " + m["last_eaten_reward"].map("{:g}".format))
-    m["in_buffer"] = m["in_buffer"].map({True: "yes", False: "no", "True": "yes",
-                                         "False": "no"}).fillna("")
-    m["mistakes"] = np.where(m["edible"], m["shown"] - m["eaten"], m["eaten"])
-    keys = ["agent", "edible", "history", "in_buffer"]
-    per_seed = m.groupby([*keys, "seed"], sort=False)[["shown", "mistakes", "eaten"]].sum()
-    per_seed["rate"] = per_seed["mistakes"] / per_seed["shown"]
-    total = per_seed.groupby(level=keys, sort=False)[["shown", "eaten", "mistakes"]].sum()
-    sem = per_seed.groupby(level=keys, sort=False)["rate"].agg(_sem)
-    t = total.join(sem.rename("mistake_rate_sem")).reset_index()
-    t["mistake_rate"] = t["mistakes"] / t["shown"]
-    eps = t["agent"].map(epsilon_of)
-    t["own_mistake_rate"] = ((t["mistake_rate"] - eps / n_actions) / (1 - eps)).clip(0, 1)
-    own = t["own_mistake_rate"] * t["shown"]
-    t["share_of_own_mistakes"] = own / own.groupby([t["agent"], t["edible"]]).transform("sum")
-    t.insert(1, "from_step", int(m["start"].min()))
-    t.insert(2, "to_step", end)
-    t = t.sort_values(["agent", "edible", "history", "in_buffer"], kind="stable",
-                      key=lambda c: c.map({a: i for i, a in enumerate(m["agent"].unique())})
-                      if c.name == "agent" else c)
-    return t[["agent", "from_step", "to_step", "edible", "history", "in_buffer", "shown",
-              "eaten", "mistake_rate", "mistake_rate_sem", "own_mistake_rate",
-              "share_of_own_mistakes"]].reset_index(drop=True)
-
-
-def memorisation_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per agent, the poisonous mushrooms only: the own-choice eating rate of those never
-    eaten before, of those last seen paying the high and the low reward (buffer or not),
-    and the share of the agent's own poisonous bites on mushrooms last seen paying the
-    high reward."""
-    p = table[~table["edible"].astype(bool)]
-    rows = []
-    for agent, g in p.groupby("agent", sort=False):
-        by = g.groupby("history")[["shown", "eaten"]].sum()
-        own = (g["own_mistake_rate"] * g["shown"]).groupby(g["history"]).sum()
-        row = {"agent": agent}
-        for h in by.index:
-            row[f"eats: {h}"] = own[h] / by.loc[h, "shown"]
-        high = [h for h in by.index if h.startswith("last paid") and float(h.split()[-1]) > 0]
-        row["own bites on last-paid-high"] = own[high].sum() / own.sum() if own.sum() else 0.0
-        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -274,30 +213,6 @@ def read_memory(run_dir: Path) -> pd.DataFrame | None:
     if _optional(path):
         return None
     return read_run_table(path, MEMORY_COLUMNS, numeric=["start", "end", "shown", "eaten"])
-
-
-def check_memory(memory: pd.DataFrame, phases: pd.DataFrame, path: Path) -> None:
-    """Refuse a ``memory.csv`` that does not count every step of ``phases.csv``: each
-    (agent, seed, phase) of the run must be there, its decisions ``shown`` adding up to
-    the phase's length (a file cut short, even at a line boundary, does not)."""
-    keys = ["agent", "seed", "start", "end"]
-    shown = memory.groupby(keys)["shown"].sum()
-    want = phases.set_index(keys)
-    want = (want.index.get_level_values("end") - want.index.get_level_values("start") + 1
-            ).to_series(index=want.index)
-    if set(shown.index) != set(want.index):
-        missing = sorted(set(want.index) - set(shown.index), key=str)
-        what = (f"has no rows for agent {missing[0][0]}, seed {missing[0][1]}, steps "
-                f"{missing[0][2]}-{missing[0][3]}" if missing else
-                "has rows for steps, agents or seeds that phases.csv does not have")
-        raise TableError(f"{path} {what}: it is cut short or from another run; run "
-                         "bandits.run again to rewrite it")
-    short = shown[shown != want.loc[shown.index]]
-    if len(short):
-        agent, seed, start, end = short.index[0]
-        raise TableError(f"{path} counts {int(short.iloc[0])} decisions for agent {agent}, "
-                         f"seed {seed}, steps {start}-{end}, not {end - start + 1}: it is "
-                         "cut short or from another run; run bandits.run again to rewrite it")
 
 
 def read_probes(run_dir: Path) -> pd.DataFrame | None:

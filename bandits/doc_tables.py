@@ -111,7 +111,8 @@ def quick_detail(root: Path) -> str:
             f"{_bold_if(f'{r.cumulative_regret_mean:.0f}', r.cumulative_regret_mean == low)} | "
             f"{r.cumulative_regret_std:.0f} | {r.cumulative_regret_min:.0f} | "
             f"{r.cumulative_regret_max:.0f} | "
-            f"{_bold_if(f'{r.cumulative_expected_regret_mean:.0f}', r.cumulative_expected_regret_mean == low_e)} |")
+            + _bold_if(f"{r.cumulative_expected_regret_mean:.0f}",
+                       r.cumulative_expected_regret_mean == low_e) + " |")
     return "\n".join(lines) + "\n"
 
 

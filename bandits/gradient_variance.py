@@ -36,16 +36,9 @@ from bandits.config import (
     first_paragraph,
     setting,
 )
+from bandits.files import machine, package_versions, write_csv, write_json
 from bandits.idx import load_mnist, preprocess
-from bandits.outputs import (
-    OutputDirError,
-    machine,
-    output_dir,
-    package_versions,
-    release_dir,
-    write_csv,
-    write_json,
-)
+from bandits.outputs import OutputDirError, output_dir, release_dir
 
 
 def _model(arch: str, estimator: str, init_sigma: float) -> torch.nn.Module:

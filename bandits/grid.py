@@ -22,7 +22,8 @@ from bandits.config import (
 from bandits.processes import (
     parent_stopped,
 )
-from bandits.settings import RESUME_FLAGS, Config, config_from, identity
+from bandits.resume import RESUME_FLAGS, identity
+from bandits.settings import Config, config_from
 
 try:
     import tomllib

@@ -28,7 +28,8 @@ from bandits import checkpoint
 from bandits.population import Population
 from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
-from bandits.settings import CHECKPOINT_KIND, Config, env_options, plain
+from bandits.resume import CHECKPOINT_KIND
+from bandits.settings import Config, env_options, plain
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
@@ -153,7 +154,7 @@ class Checkpoints:
 
     Args:
         record: ``config.json`` as of now.
-        identity: The run's identity (:func:`bandits.settings.identity`).
+        identity: The run's identity (:func:`bandits.resume.identity`).
         step: The step of the checkpoint the run resumed from, or ``None``.
         state: The run's state now (:func:`bandits.loop.snapshot`).
         watch: The divergence watch.

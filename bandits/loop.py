@@ -24,14 +24,15 @@ from bandits import checkpoint
 from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
 from bandits.config import UsageError
+from bandits.files import device_name, machine, package_versions, write_csv, write_json
 from bandits.hooks import Checkpoints, Diverged, DivergenceWatch, Probe, Progress, StopOnSigint
 from bandits.memory import memory_frame
-from bandits.outputs import device_name, machine, package_versions, write_csv, write_json
 from bandits.plot import plot_regret
 from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
-from bandits.settings import Config, agent_config, agent_seed, env_options, identity
+from bandits.resume import identity
+from bandits.settings import Config, agent_config, agent_seed, env_options
 
 
 def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],

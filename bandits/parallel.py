@@ -44,14 +44,9 @@ import pandas as pd
 import envs
 from agents import population_groups
 from bandits.config import UsageError, refuse_with_resume
+from bandits.files import package_versions, write_atomic, write_json
 from bandits.loop import Outcome
-from bandits.outputs import (
-    OutputDirError,
-    claim_dir,
-    package_versions,
-    write_atomic,
-    write_json,
-)
+from bandits.outputs import OutputDirError, claim_dir
 from bandits.plot import plot_regret
 from bandits.processes import (
     available_cores,
@@ -61,7 +56,8 @@ from bandits.processes import (
     requested_workers,
     signal_each,
 )
-from bandits.settings import RESUME_FLAGS, env_options, identity, resume_config
+from bandits.resume import RESUME_FLAGS, identity, resume_config
+from bandits.settings import env_options
 
 PARTS = "parts"
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory

@@ -14,7 +14,7 @@ file, whose directory must exist. Each agent
 keeps its colour and label, with ``[DIR name]`` appended when there are several DIRs;
 the runs are told apart by line style (solid, dashed, dotted, dash-dot, cycling).
 
-Every figure is written atomically (:func:`bandits.outputs.save_figure`). Errors (no or
+Every figure is written atomically (:func:`bandits.files.save_figure`). Errors (no or
 malformed ``metrics.csv``, an output that cannot be written) are one line on stderr and
 exit status 2.
 """
@@ -43,7 +43,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from bandits.config import build_parser as build_settings_parser  # noqa: E402
 from bandits.config import first_paragraph, setting  # noqa: E402
-from bandits.outputs import save_figure  # noqa: E402
+from bandits.files import save_figure
 from bandits.processes import stop_on_ctrl_c  # noqa: E402
 from bandits.regret import METRICS_COLUMNS  # noqa: E402
 from bandits.tables import header, read_run_table  # noqa: E402

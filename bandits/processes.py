@@ -56,7 +56,7 @@ def stop_on_ctrl_c(prog: str, body: Callable[[], int]) -> int:
     """``body()``, the work of the command ``prog`` (its exit status), with Ctrl-C on
     (:func:`ctrl_c_on`, so also in a process started with SIGINT ignored): a Ctrl-C ends
     it with one line on stderr and exit status 130 instead of a traceback (every output
-    is written whole or not at all: :func:`bandits.outputs.write_atomic`)."""
+    is written whole or not at all: :func:`bandits.files.write_atomic`)."""
     try:
         with ctrl_c_on():
             return body()

@@ -58,17 +58,8 @@ from bandits.config import (
     first_paragraph,
     setting,
 )
-from bandits.outputs import (
-    OutputDirError,
-    machine,
-    output_dir,
-    package_versions,
-    release_dir,
-    remove_if_unused,
-    save_figure,
-    write_csv,
-    write_json,
-)
+from bandits.files import machine, package_versions, save_figure, write_csv, write_json
+from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.processes import stop_on_ctrl_c
 
 MODELS = ("mlp", "bbb-fixed", "bbb-learned", "dropout")

@@ -45,18 +45,8 @@ from bandits.outputs import (
 )
 from bandits.processes import ctrl_c_on
 from bandits.regret import ranking
-from bandits.settings import (
-    PRESETS,
-    RESUME_FLAGS,
-    Config,
-    build_parser,
-    config_from,
-    given_flags,
-    identity,
-    parse_config,
-    resume_config,
-    resume_flags,
-)
+from bandits.resume import RESUME_FLAGS, given_flags, identity, resume_config, resume_flags
+from bandits.settings import PRESETS, Config, build_parser, config_from, parse_config
 
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
 # name patterns (a run in workers also writes into parts/): an --overwrite removes these

@@ -53,24 +53,19 @@ from typing import Any
 from bandits import run as runner
 from bandits.config import UsageError, first_paragraph, given_values, setting
 from bandits.config import build_parser as build_settings_parser
+from bandits.files import machine_memory, write_json
 from bandits.grid import (
     Point,
     SweepError,
     check_point,
     load_spec,
+    lost_reason,
     make_points,
     parse_sets,
-    lost_reason,
     run_point,
     stale_reason,
 )
-from bandits.outputs import (
-    OutputDirError,
-    claim_dir,
-    machine_memory,
-    release_dir,
-    write_json,
-)
+from bandits.outputs import OutputDirError, claim_dir, release_dir
 from bandits.processes import Ended, ctrl_c_on, one_line, run_jobs
 from bandits.sweep_results import collect, column, redraw, write_results
 

@@ -241,7 +241,7 @@ def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, 
 STUCK = """
 import runpy, sys, time
 from pathlib import Path
-from bandits import outputs
+from bandits import files
 
 ready = Path(sys.argv[1])
 
@@ -250,7 +250,7 @@ def stuck(path, data):
     while True:
         time.sleep(0.05)
 
-outputs.write_atomic = stuck
+files.write_atomic = stuck
 module = sys.argv[2]
 sys.argv = [module, *sys.argv[3:]]
 runpy.run_module(module, run_name="__main__", alter_sys=True)

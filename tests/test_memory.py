@@ -81,7 +81,7 @@ def _memorising_run(steps=3000, items=1000, seed=0):
 
 
 def test_memorisation_puts_a_memorising_agents_bites_on_mushrooms_last_paying_high():
-    from bandits.diagnose import memorisation, memorisation_summary
+    from bandits.memory import memorisation, memorisation_summary
 
     item, optimal, action, reward = _memorising_run()
     memory = memory_frame(["greedy"], [0, 1], action, reward, item, optimal, 10_000)

@@ -33,6 +33,8 @@ from bandits.bayes import (
 )
 from bandits.mnist import cli, config, evaluate, tables, train
 from bandits.mnist import report as reporting
+from bandits.mnist.adam_probe import data_gradient_scale
+from bandits.mnist.autograd_baseline import train_epoch
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
 from bandits.mnist.cli import parse_config
 from bandits.mnist.config import Config, kl_factor_at
@@ -42,8 +44,6 @@ from bandits.mnist.gather import read_models
 from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
 from bandits.mnist.report import report
 from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
-from bandits.mnist.adam_probe import data_gradient_scale
-from bandits.mnist.autograd_baseline import train_epoch
 
 
 def _no_network(monkeypatch):

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bandits import mnist
+from bandits.files import write_csv
 from bandits.mnist.gather import MODELS_FILE, read_models
 from bandits.mnist.model_files import read_csv_rows
 from bandits.mnist.report import report
-from bandits.outputs import write_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "results" / "mnist"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import checkpoint, outputs
+from bandits import checkpoint, files, outputs
 from bandits.config import with_flags
 from bandits.run import main
 
@@ -120,15 +120,15 @@ def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
 
 def test_csvs_are_written_atomically(tmp_path, monkeypatch):
     f = tmp_path / "metrics.csv"
-    outputs.write_csv(pd.DataFrame({"a": [1, 2]}), f)
+    files.write_csv(pd.DataFrame({"a": [1, 2]}), f)
     before = f.read_bytes()
 
     def dying_fsync(fd):
         raise KeyboardInterrupt  # killed after part of the file went to disk
 
-    monkeypatch.setattr(outputs.os, "fsync", dying_fsync)
+    monkeypatch.setattr(files.os, "fsync", dying_fsync)
     with pytest.raises(KeyboardInterrupt):
-        outputs.write_csv(pd.DataFrame({"a": range(10_000)}), f)
+        files.write_csv(pd.DataFrame({"a": range(10_000)}), f)
     monkeypatch.undo()
     assert f.read_bytes() == before
     assert sorted(x.name for x in tmp_path.iterdir()) == ["metrics.csv"]

@@ -30,12 +30,13 @@ from typing import Any
 
 import torch
 
+from bandits.files import machine, write_csv, write_json
 from bandits.mnist.classifiers import BatchedClassifiers
 from bandits.mnist.config import Config, expand, make_prior, setting_name, varying
 from bandits.mnist.data import load_splits
 from bandits.mnist.model_files import command_line
 from bandits.mnist.train import build_classifiers
-from bandits.outputs import machine, output_dir, release_dir, write_csv, write_json
+from bandits.outputs import output_dir, release_dir
 
 QUANTILES = (0.1, 0.5, 0.9)
 PROBE_BATCHES = 8  # minibatches over which the data term's gradient is measured

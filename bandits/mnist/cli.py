@@ -26,6 +26,7 @@ import torch
 from bandits import checkpoint
 from bandits.config import Parser, UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
+from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import (
     BENCH_SETTINGS,
     PROBE_SETTINGS,
@@ -48,7 +49,6 @@ from bandits.mnist.train import (
     threads,
 )
 from bandits.processes import ctrl_c_on
-from bandits.mnist.adam_probe import probe
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from bandits.files import write_atomic, write_csv
 from bandits.mnist.config import Config, run_label, setting_name, varying
 from bandits.mnist.markdown import fmt, mean_std, pipe_table
-from bandits.outputs import write_atomic, write_csv
 
 ERRORS = ("val_error", "test_error", "test_error_sampled", "final_test_error")
 

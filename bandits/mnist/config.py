@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5, sigma_to_rho
 from bandits.config import OPEN, check_ranges, flag, setting
+from bandits.files import machine_memory
 from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
-from bandits.outputs import machine_memory
 
 ARCHS = ("mlp", "lenet5")
 PRIORS = ("mixture", "gaussian")

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from bandits.files import save_figure
 from bandits.mnist.config import Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import (
@@ -20,7 +21,6 @@ from bandits.mnist.model_files import (
     read_csv,
     write_histograms,
 )
-from bandits.outputs import save_figure
 
 
 def _pyplot() -> Any:

@@ -11,8 +11,8 @@ import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from bandits.files import write_atomic
 from bandits.mnist.model_files import read_csv
-from bandits.outputs import write_atomic
 
 MODELS_FILE = "models.jsonl"
 # the rows of a model's epochs.csv that the tables need (the cost after the first epoch,

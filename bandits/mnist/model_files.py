@@ -16,9 +16,9 @@ import torch
 
 from bandits import checkpoint
 from bandits.bayes import MLP, snr
+from bandits.files import write_csv
 from bandits.mnist.evaluate import is_bayesian
 from bandits.mnist.markdown import pipe_table
-from bandits.outputs import write_csv
 
 
 def command_line(argv: Sequence[str]) -> str:
@@ -102,7 +102,7 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:
-    """Read a CSV of numbers written by :func:`bandits.outputs.write_csv`."""
+    """Read a CSV of numbers written by :func:`bandits.files.write_csv`."""
     with open(path) as f:
         return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
 

@@ -76,6 +76,7 @@ import torch
 from torch import Tensor
 
 from bandits import checkpoint
+from bandits.files import machine, write_atomic, write_csv, write_json
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import (
     BatchedClassifiers,
@@ -107,15 +108,7 @@ from bandits.mnist.model_files import (
     saved_config,
     write_histograms,
 )
-from bandits.outputs import (
-    claim_dir,
-    machine,
-    output_dir,
-    release_dir,
-    write_atomic,
-    write_csv,
-    write_json,
-)
+from bandits.outputs import claim_dir, output_dir, release_dir
 from bandits.processes import (
     JobsInterrupted,
     available_cores,

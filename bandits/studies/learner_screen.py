@@ -50,16 +50,8 @@ from agents.neural import NeuralAgent
 from bandits.buffer import ReplayBuffer
 from bandits.config import build_parser as build_settings_parser
 from bandits.config import first_paragraph, setting
-from bandits.outputs import (
-    OutputDirError,
-    machine,
-    output_dir,
-    release_dir,
-    remove_if_unused,
-    write_atomic,
-    write_csv,
-    write_json,
-)
+from bandits.files import machine, write_atomic, write_csv, write_json
+from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from envs.mushroom_data import load_mushroom
 
 REWARD_EAT, REWARD_POISONED, POISON_PROB = 5.0, -35.0, 0.5
