@@ -31,17 +31,18 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
-from bandits.mnist import cli, config, evaluate, tables, train
+from bandits.mnist import cli, config, evaluate, priors, tables, train
 from bandits.mnist import report as reporting
 from bandits.mnist.adam_probe import data_gradient_scale
 from bandits.mnist.autograd_baseline import train_epoch
 from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
 from bandits.mnist.cli import parse_config
-from bandits.mnist.config import Config, kl_factor_at
+from bandits.mnist.config import Config
 from bandits.mnist.data import Split
 from bandits.mnist.evaluate import build_model, predict
 from bandits.mnist.gather import read_models
 from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
+from bandits.mnist.priors import kl_factor_at
 from bandits.mnist.report import report
 from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
 
@@ -431,9 +432,9 @@ def _raise_on_call(monkeypatch, owner, name: str, call: int) -> None:
 @pytest.mark.parametrize("where, owner, name, call, line", [
     # epoch 2's validation error (calls 1-2 are epoch 1's validation and test errors)
     ("evaluation", Classifiers, "errors", 3, "interrupted in epoch 2; resume after epoch 1"),
-    ("checkpoint write", train, "_save_checkpoint", 2,
+    ("checkpoint write", train, "save_checkpoint", 2,
      "interrupted in epoch 2; resume after epoch 1"),
-    ("final evaluation", train, "_summarise", 1, "interrupted after the last epoch; resume with"),
+    ("final evaluation", train, "summarise", 1, "interrupted after the last epoch; resume with"),
 ])
 def test_ctrl_c_outside_the_training_step_is_one_line_and_resumes(
         mnist_data_dir, tmp_path, monkeypatch, capsys, where, owner, name, call, line):
@@ -763,7 +764,7 @@ def test_adam_probe_records_adams_step_scale_per_prior(mnist_data_dir, tmp_path)
 def test_adam_probe_data_gradient_changes_nothing():
     torch.manual_seed(0)
     x, y = torch.rand(3, 1, 20, 784) * 2, torch.randint(0, 10, (3, 1, 20))
-    clf = Classifiers("bbb", [16], [train.RunSpec(0, config.make_prior(Config()))])
+    clf = Classifiers("bbb", [16], [train.RunSpec(0, priors.make_prior(Config()))])
     clf.train_epoch(x[0, 0], y[0, 0], 10, ["blundell"])
     before = {k: v.clone() for k, v in clf.params().items()}
     adam = {k: v.clone() for k, v in clf.optimizer.state[clf.net.mu].items()}
@@ -780,13 +781,13 @@ def test_a_mixture_whose_narrow_component_is_out_of_reach_is_warned_about(capsys
     """Under the closed-form cost, sigma2 = e^-8 against an initial sigma of e^-5 gives
     the Gaussian N(0, sigma1^2)'s gradients (so the warning is true); e^-6 does not, and
     neither does an initial sigma inside the narrow component."""
-    warned = config.unreachable_spikes(cli.parse_config(
+    warned = priors.unreachable_spikes(cli.parse_config(
         ["--complexity", "kl", "--neg-log-sigma2", "6", "8"]))
     assert len(warned) == 1 and warned[0].startswith("--neg-log-sigma2 8 ")
     assert "--init-rho of at most -6.9" in warned[0]
-    assert not config.unreachable_spikes(cli.parse_config(
+    assert not priors.unreachable_spikes(cli.parse_config(
         ["--complexity", "kl", "--neg-log-sigma2", "8", "--init-rho=-8"]))
-    assert not config.unreachable_spikes(cli.parse_config(["--neg-log-sigma2", "8"]))  # mc
+    assert not priors.unreachable_spikes(cli.parse_config(["--neg-log-sigma2", "8"]))  # mc
 
     def grads(prior):
         mu = (torch.rand(1000, generator=torch.Generator().manual_seed(0)) - 0.5) * 0.1

@@ -44,14 +44,13 @@ from bandits.bayes.cost import (
 from bandits.bayes.flat import FlatMLP, sample_weights
 from bandits.bayes.layers import (
     ESTIMATORS,
-    MLP,
     MODES,
     BayesLinear,
     RunsLinear,
     batched_linear,
-    make_mlp,
     sigma_to_rho,
 )
+from bandits.bayes.mlp import MLP, make_mlp
 from bandits.bayes.priors import (
     GaussianPrior,
     MixtureConsts,

@@ -20,7 +20,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bandits.bayes._checks import is_count
-from bandits.bayes.layers import MLP, BayesLinear, RunsLinear, init_mu
+from bandits.bayes.layers import BayesLinear, RunsLinear, init_mu
+from bandits.bayes.mlp import MLP
 from bandits.bayes.priors import Prior
 
 

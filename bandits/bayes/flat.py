@@ -9,7 +9,7 @@ the per-weight work of a training step (sampling ``w = mu + sigma * eps`` with
 operations however many layers the network has, and a forward pass is one batched matmul
 per layer on views of the row.
 
-The networks are built by :func:`bandits.bayes.layers.make_mlp` (its initialisation,
+The networks are built by :func:`bandits.bayes.mlp.make_mlp` (its initialisation,
 priors and layer shapes) and copied in, so a population of several models starts from
 exactly the weights each model would have alone. Each model may have its own prior: the
 complexity cost's constants are then ``(R, 1)`` columns
@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bandits.bayes.layers import MLP, BayesLinear, RunsLinear, batched_linear
+from bandits.bayes.layers import BayesLinear, RunsLinear, batched_linear
+from bandits.bayes.mlp import MLP
 from bandits.bayes.priors import map_consts, runs_prior_consts
 
 
@@ -42,7 +43,7 @@ class FlatMLP(nn.Module):
     a deterministic one has only ``mu`` (its weights).
 
     Args:
-        models: MLPs with a runs dimension (from :func:`bandits.bayes.layers.make_mlp`),
+        models: MLPs with a runs dimension (from :func:`bandits.bayes.mlp.make_mlp`),
             all of the same shape and kind; their runs are stacked in order.
     """
 

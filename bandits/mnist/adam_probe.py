@@ -32,9 +32,10 @@ import torch
 
 from bandits.files import machine, write_csv, write_json
 from bandits.mnist.classifiers import BatchedClassifiers
-from bandits.mnist.config import Config, expand, make_prior, setting_name, varying
+from bandits.mnist.config import Config, expand, setting_name, varying
 from bandits.mnist.data import load_splits
 from bandits.mnist.model_files import command_line
+from bandits.mnist.priors import make_prior
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import output_dir, release_dir
 

@@ -15,10 +15,25 @@ BBB (sampling, softplus, the complexity cost's gradient) is a few whole-tensor p
 over the flat ``(R, P)`` parameters (:func:`bandits.bayes.cost.posterior_grads`), Adam is
 torch's fused one, and the epoch's statistics stay on the device until the epoch ends.
 
-The loss of run ``r`` at minibatch ``i`` is the paper's eq. 8,
-``F_i = pi_ri KL_r + sum_b -log p(y_b | x_b, w_r)``: Adam steps on ``F_i / B`` (``B``: the
-batch size; the scale leaves Adam's steps unchanged), plain SGD on ``F_i`` itself, so its
-learning rate means what the paper's does.
+**Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
+paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
+``KL = log q(w) - log p(w)`` summed over all weights (a Monte Carlo estimate at
+the sampled weights, averaged over ``--samples`` draws) and ``pi_i = 2^(M-i) /
+(2^M - 1)`` (``--kl-weighting blundell``, the default) or ``1/M`` (``uniform``). Adam
+minimises ``F_i / B`` (``B``: the batch size, 128); this constant factor leaves Adam's
+steps unchanged; the printed loss is per image. Summed over
+an epoch, ``sum_i F_i`` is the negative ELBO of the whole training set. The baselines
+minimise the cross-entropy alone.
+
+**Optimiser.** Adam (``--optimizer adam``, the default) on ``F_i / B``, or plain
+minibatch gradient descent (``--optimizer sgd``, the paper's) on ``F_i`` itself, so
+that ``--lr`` has the paper's meaning (its grid: 1e-3, 1e-4, 1e-5); learning rate
+``--lr`` constant or cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``). Under
+Adam, whose step does not follow the gradient's scale, the ``blundell`` weighting's
+cost lands on a few minibatches of an epoch and barely acts; under SGD both
+weightings take one whole complexity cost per epoch. The learning rate and its
+schedule are shared by the models of one run (run several commands for several
+learning rates).
 """
 
 from __future__ import annotations

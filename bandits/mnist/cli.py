@@ -27,27 +27,13 @@ from bandits import checkpoint
 from bandits.config import Parser, UsageError, refuse_with_resume
 from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.adam_probe import probe
-from bandits.mnist.config import (
-    BENCH_SETTINGS,
-    PROBE_SETTINGS,
-    QUICK,
-    BenchConfig,
-    Config,
-    unreachable_spikes,
-)
+from bandits.mnist.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
 from bandits.mnist.figures import redraw
+from bandits.mnist.priors import unreachable_spikes
 from bandits.mnist.report import report
 from bandits.mnist.speed import bench
-from bandits.mnist.train import (
-    CHECKPOINT_KIND,
-    CHECKPOINTS,
-    RESUME_FLAGS,
-    Diverged,
-    Interrupted,
-    identity,
-    run,
-    threads,
-)
+from bandits.mnist.train import Diverged, Interrupted, run, threads
+from bandits.mnist.training_state import CHECKPOINT_KIND, CHECKPOINTS, RESUME_FLAGS, identity
 from bandits.processes import ctrl_c_on
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."

@@ -12,10 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-import torch.nn.functional as F
-
-from bandits.bayes import ESTIMATORS, GaussianPrior, ScaleMixturePrior, make_lenet5, sigma_to_rho
+from bandits.bayes import ESTIMATORS, make_lenet5
 from bandits.config import OPEN, check_ranges, flag, setting
 from bandits.files import machine_memory
 from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
@@ -332,61 +329,6 @@ def run_label(cfg: Config) -> str:
         return f"{kind}-lenet5" + (f"-{cfg.estimator}" if cfg.model == "bbb" else "")
     est = f"-{cfg.estimator}" if cfg.model == "bbb" and cfg.estimator != "reparam" else ""
     return f"{kind}-{cfg.layers}x{cfg.hidden}{est}"
-
-
-def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:
-    """The BBB prior of ``cfg`` (one model's settings)."""
-    if cfg.prior == "gaussian":
-        return GaussianPrior(math.exp(-cfg.neg_log_prior_sigma))
-    return ScaleMixturePrior(cfg.pi, math.exp(-cfg.neg_log_sigma1), math.exp(-cfg.neg_log_sigma2))
-
-
-def kl_factor_at(cfg: Config, epoch: int) -> float:
-    """The KL factor of one model's ``epoch`` (1 to ``cfg.epochs``): ``--kl-factor``, or
-    with ``--kl-factor-final`` the geometric path from one to the other (the first epoch
-    at ``--kl-factor``, the last at ``--kl-factor-final``)."""
-    start, final = cfg.kl_factor, cfg.kl_factor_final
-    if final is None or cfg.epochs <= 1:
-        return start if final is None else final
-    t = (epoch - 1) / (cfg.epochs - 1)
-    return start * (final / start) ** t
-
-
-def init_sigma(cfg: Config) -> float:
-    """BBB's initial posterior standard deviation, ``softplus(--init-rho)``."""
-    return F.softplus(torch.tensor(cfg.init_rho)).item()
-
-
-# A mixture component whose responsibility starts below e^-UNREACHABLE_NATS never acts.
-UNREACHABLE_NATS = 50.0
-
-
-def unreachable_spikes(cfg: Config) -> list[str]:
-    """Warnings for the scale mixtures of ``cfg``'s grid that train as their wide
-    component alone: under the closed-form cost (``--complexity kl``) a posterior weight
-    ``N(mu, s^2)`` takes the narrow component with responsibility at most
-    ``pi2 N-ratio exp(-(KL(q || N(0, sigma2^2)) - KL(q || N(0, sigma1^2))))``, and from the
-    initial ``s`` that gap (at ``mu = 0``, its smallest) can be so large that the cost is
-    the Gaussian's KL plus a constant: same gradients, same training, epoch by epoch."""
-    if cfg.model != "bbb" or cfg.complexity != "kl":
-        return []
-    s = init_sigma(cfg)
-    out = []
-    for m in expand(dataclasses.replace(cfg, seeds=1)):
-        if m.prior != "mixture" or not 0 < m.pi < 1:
-            continue
-        s1, s2 = math.exp(-m.neg_log_sigma1), math.exp(-m.neg_log_sigma2)
-        gap = (math.log(s2 / s1) + s * s / 2 * (1 / s2**2 - 1 / s1**2)
-               + math.log(m.pi / (1 - m.pi)))
-        if gap > UNREACHABLE_NATS:
-            out.append(
-                f"--neg-log-sigma2 {m.neg_log_sigma2:g} (sigma2 = {s2:.2g}) lies far below the "
-                f"initial posterior sigma {s:.2g} (--init-rho {cfg.init_rho:g}): under "
-                f"--complexity kl the narrow component's responsibility starts below "
-                f"e^-{gap:.0f}, so this mixture trains as its wide component "
-                f"N(0, sigma1^2) alone; an --init-rho of at most "
-                f"{sigma_to_rho(3 * s2):.1f} starts the posterior within its reach")
-    return out
 
 
 QUICK = {"model": "bbb", "prior": "mixture", "hidden": 400, "layers": 2, "epochs": 10,

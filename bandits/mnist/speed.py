@@ -17,10 +17,11 @@ import torch
 
 from bandits.files import machine, write_csv, write_json
 from bandits.mnist.autograd_baseline import train_epoch
-from bandits.mnist.config import BenchConfig, make_prior
+from bandits.mnist.config import BenchConfig
 from bandits.mnist.data import load_splits
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import command_line
+from bandits.mnist.priors import make_prior
 from bandits.mnist.tables import speed_markdown
 from bandits.mnist.train import build_classifiers
 from bandits.outputs import output_dir, release_dir

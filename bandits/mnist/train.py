@@ -23,25 +23,7 @@ off at test time), and writes into ``--out``:
 ``python -m bandits.mnist report DIR`` gathers the models under ``DIR`` into
 ``DIR/models.jsonl`` and builds the tables from it (:func:`bandits.mnist.report.report`).
 
-**Objective.** For minibatch ``i`` of the ``M`` in an epoch the loss is the
-paper's eq. 8, ``F_i = pi_i KL + sum_{j in batch} -log p(y_j | x_j, w)``, with
-``KL = log q(w) - log p(w)`` summed over all weights (a Monte Carlo estimate at
-the sampled weights, averaged over ``--samples`` draws) and ``pi_i = 2^(M-i) /
-(2^M - 1)`` (``--kl-weighting blundell``, the default) or ``1/M`` (``uniform``). Adam
-minimises ``F_i / B`` (``B``: the batch size, 128); this constant factor leaves Adam's
-steps unchanged; the printed loss is per image. Summed over
-an epoch, ``sum_i F_i`` is the negative ELBO of the whole training set. The baselines
-minimise the cross-entropy alone.
-
-**Optimiser.** Adam (``--optimizer adam``, the default) on ``F_i / B``, or plain
-minibatch gradient descent (``--optimizer sgd``, the paper's) on ``F_i`` itself, so
-that ``--lr`` has the paper's meaning (its grid: 1e-3, 1e-4, 1e-5); learning rate
-``--lr`` constant or cosine-annealed to ``--lr-min`` (``--lr-schedule cosine``). Under
-Adam, whose step does not follow the gradient's scale, the ``blundell`` weighting's
-cost lands on a few minibatches of an epoch and barely acts; under SGD both
-weightings take one whole complexity cost per epoch. The learning rate and its
-schedule are shared by the models of one run (run several commands for several
-learning rates).
+The objective and the optimiser: :mod:`bandits.mnist.classifiers`.
 
 **Many models at once.** ``--seeds N`` and several values of the grid settings
 (``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
@@ -71,42 +53,32 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch import Tensor
 
 from bandits import checkpoint
-from bandits.files import machine, write_atomic, write_csv, write_json
+from bandits.files import write_csv, write_json
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import (
     BatchedClassifiers,
     EpochTrainer,
     RunSpec,
-    seed_streams,
-    seeded_generator,
 )
 from bandits.mnist.command_tables import aggregate
-from bandits.mnist.config import (
-    Config,
-    batches,
-    expand,
-    init_sigma,
-    kl_factor_at,
-    make_prior,
-    run_label,
-    setting_name,
-    varying,
-)
+from bandits.mnist.config import Config, batches, expand, run_label, setting_name, varying
 from bandits.mnist.data import Split, load_splits
-from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
-from bandits.mnist.figures import plot_run
+from bandits.mnist.finish import epoch_line, summarise
 from bandits.mnist.model_files import (
     MODEL_FILE,
     command_line,
-    pruning_markdown,
-    save_model,
     saved_config,
-    write_histograms,
+)
+from bandits.mnist.priors import init_sigma, kl_factor_at, make_prior
+from bandits.mnist.training_state import (
+    CHECKPOINT_KIND,
+    History,
+    checkpoint_paths,
+    identity,
+    save_checkpoint,
 )
 from bandits.outputs import claim_dir, output_dir, release_dir
 from bandits.processes import (
@@ -117,24 +89,9 @@ from bandits.processes import (
     run_jobs,
 )
 
-# the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
-# settings; their settings, and so their fingerprints, held bench's and the others')
-CHECKPOINT_KIND = "bandits.mnist/3"
-# flags that may be given beside --resume: they do not change the results
-RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
-                "checkpoint_every", "workers"}
-
 
 class Interrupted(Exception):
     """Ctrl-C during training; the message says how to resume."""
-
-
-def identity(config: dict[str, Any]) -> str:
-    """A fingerprint of the settings that decide a run's results (all but the output
-    directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
-    return checkpoint.fingerprint({
-        k: v for k, v in config.items()
-        if k not in RESUME_FLAGS | {"out", "overwrite", "threads", "run_id"}})
 
 
 def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
@@ -187,47 +144,6 @@ def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
     fields = varying(models)
     return [out / (f"{setting_name(m, fields)}__seed={m.seed}" if fields else f"seed={m.seed}")
             for m in models]
-
-
-@dataclass
-class History:
-    """What the epochs so far have recorded (kept in the checkpoints): each model's rows
-    of ``epochs.csv``, its lowest validation error, that epoch, and the flat parameters of
-    every model at its own best epoch."""
-
-    rows: list[list[dict[str, float]]]
-    best_val: Tensor  # (R,)
-    best_epoch: Tensor  # (R,) int64
-    best: dict[str, Tensor]  # "mu" (and "rho") (R, P)
-
-    @classmethod
-    def start(cls, clf: BatchedClassifiers) -> History:
-        """Nothing recorded yet."""
-        runs = clf.runs
-        return cls([[] for _ in range(runs)], torch.full((runs,), math.inf),
-                   torch.zeros(runs, dtype=torch.long),
-                   {k: v.clone() for k, v in clf.params().items()})
-
-    def update_best(self, epoch: int, val: Tensor, clf: BatchedClassifiers) -> None:
-        """Keep the parameters of the models whose validation error ``val`` is lower."""
-        better = val < self.best_val
-        if better.any():
-            self.best_val = torch.where(better, val, self.best_val)
-            self.best_epoch[better] = epoch
-            idx = better.nonzero().squeeze(1).to(clf.device)
-            for k, v in clf.params().items():
-                self.best[k][idx] = v[idx]
-
-
-CHECKPOINTS = "checkpoints"  # the directory of the batches' checkpoints (several batches)
-
-
-def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
-    """Each batch's checkpoint: ``out/checkpoint.pt`` for one batch, else
-    ``out/checkpoints/batch-<k>.pt``."""
-    if n_batches == 1:
-        return [out / checkpoint.NAME]
-    return [out / CHECKPOINTS / f"batch-{k}.pt" for k in range(n_batches)]
 
 
 def worker_count(cfg: Config, n_batches: int) -> int:
@@ -377,7 +293,7 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
     provenance = {"command": job.command, "workers": job.workers,
                   "command_models": job.command_models}
     try:
-        return [_summarise(clf, r, m, d, splits, history, train_wall, provenance)
+        return [summarise(clf, r, m, d, splits, history, train_wall, provenance)
                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
     except KeyboardInterrupt:  # the last epoch's checkpoint is always written
         raise Interrupted(f"interrupted after the last epoch; resume with: python -m "
@@ -423,7 +339,7 @@ def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
     print(epoch_line(job.label, epoch, stats, val, test, t_train), flush=True)
     if epoch < cfg.epochs and time.perf_counter() - last_save < cfg.checkpoint_every:
         return saved, last_save
-    _save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
+    save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
                      wall_offset + time.perf_counter(), job.run_id)
     return epoch, time.perf_counter()
 
@@ -471,92 +387,3 @@ def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
         raise Interrupted(f"interrupted; every batch keeps its last checkpoint; resume "
                           f"with: {resume}")
     return [x.result for x in ended]
-
-
-def _save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
-                     sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
-                     command: str, wall_seconds: float, run_id: str) -> None:
-    """Write the checkpoint ``path``: everything :func:`train_job` needs to continue
-    after ``epoch``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint.save(path, CHECKPOINT_KIND, {
-        "epoch": epoch, "classifiers": clf.state_dict(),
-        "scheduler": None if sched is None else sched.state_dict(),
-        "rows": history.rows, "best_val": history.best_val,
-        "best_epoch": history.best_epoch,
-        "best": {k: v.cpu() for k, v in history.best.items()},
-        "config": {**saved_config(cfg), "run_id": run_id}, "command": command,
-        "wall_seconds": wall_seconds},
-        identity=identity(saved_config(cfg)))
-
-
-def _summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
-               splits: dict[str, Split], history: History, train_wall: float,
-               provenance: dict[str, Any]) -> dict[str, Any]:
-    """Finish model ``r`` (settings ``cfg``, directory ``out``): its evaluation and files
-    (:func:`finish_model`), its ``summary.json`` with timing and provenance, and with
-    ``--plots`` its plots."""
-    t_r = time.perf_counter()
-    best = {"epoch": int(history.best_epoch[r]), "val_error": float(history.best_val[r])}
-    summary = finish_model(clf, r, cfg, out, splits, best, history.best)
-    rows, runs = history.rows[r], clf.runs
-    summary.update({
-        "epochs": cfg.epochs,
-        "seconds_per_epoch": (float(np.median([x["seconds"] for x in rows])) / runs
-                              if rows else math.nan),
-        "batched_models": runs,
-        "wall_seconds": train_wall / runs + time.perf_counter() - t_r,
-        "batch_wall_seconds": train_wall,
-        "device": cfg.device, "machine": machine(cfg.device), **provenance,
-        "settings": saved_config(cfg)})
-    write_json(summary, out / "summary.json")
-    if cfg.plots and rows:
-        plot_run(out, run_label(cfg))
-    return summary
-
-
-def epoch_line(label: str, epoch: int, stats: dict[str, Tensor], val: Tensor, test: Tensor,
-               seconds: float) -> str:
-    """One printed line per epoch: the numbers of the model, or their range over models."""
-    def fmt(t: Tensor, spec: str, unit: str = "") -> str:
-        if len(t) == 1:
-            return f"{t[0].item():{spec}}{unit}"
-        return f"{t.min().item():{spec}}..{t.max().item():{spec}}{unit}"
-    return (f"{label} epoch {epoch:4d}  loss {fmt(stats['train_loss'], '.4f')}  "
-            f"nll {fmt(stats['nll'], '.4f')}  kl {fmt(stats['kl'], '.4g')}  "
-            f"val {fmt(val, '.2f', '%')}  test {fmt(test, '.2f', '%')}  {seconds:.1f}s")
-
-
-def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
-                 splits: dict[str, Split], best: dict[str, Any],
-                 best_params: dict[str, Tensor]) -> dict[str, Any]:
-    """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its
-    model, pruning table and histograms into ``out``; return its summary (without timing)."""
-    gen = seeded_generator(seed_streams(cfg.seed)["evaluation"], cfg.device)  # its noise
-    model = clf.to_mlp(r, generator=gen)
-    has_val = "val" in splits
-    raw = out / "raw"  # ignored by git: the trained weights
-    raw.mkdir(exist_ok=True)
-    save_model(model, saved_config(cfg), out / MODEL_FILE)
-    final = {f"test_error_{k}": v for k, v in errors(model, splits["test"], cfg, True).items()}
-    if has_val:
-        final.update({f"val_error_{k}": v
-                      for k, v in errors(model, splits["val"], cfg, True).items()})
-    summary: dict[str, Any] = {"label": run_label(cfg), "final": final}
-    if has_val and cfg.epochs > 0:
-        best_model = clf.to_mlp(r, best_params, generator=gen)
-        summary["best_validation"] = {
-            "epoch": best["epoch"], "val_error_mean": best["val_error"],
-            **{f"test_error_{k}": v
-               for k, v in errors(best_model, splits["test"], cfg, True).items()}}
-    summary["ood"], entropy_hist = ood_check(model, splits["test"], cfg)
-    write_csv(entropy_hist, out / "ood_entropy.csv")
-    if is_bayesian(model):
-        prune_rows = prune_table(model, splits["test"], cfg)
-        summary["pruning"] = prune_rows
-        write_csv(prune_rows, out / "pruning.csv")
-        write_atomic(out / "pruning.md", pruning_markdown(prune_rows) + "\n")
-    write_histograms(model, out)
-    summary["n_weights"] = sum(p.numel() for n, p in model.named_parameters()
-                               if not n.endswith("_rho"))
-    return summary

@@ -1,0 +1,92 @@
+"""What a training run keeps to continue after an interruption: its checkpoints' kind
+and paths, the identity of its settings, the flags a ``--resume`` may change, and the
+:class:`History` of its epochs (each model's rows and its best validation epoch)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bandits import checkpoint
+from bandits.mnist.classifiers import BatchedClassifiers
+from bandits.mnist.config import Config
+from bandits.mnist.model_files import saved_config
+
+# the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
+# settings; their settings, and so their fingerprints, held bench's and the others')
+CHECKPOINT_KIND = "bandits.mnist/3"
+# flags that may be given beside --resume: they do not change the results
+RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
+                "checkpoint_every", "workers"}
+
+
+
+def identity(config: dict[str, Any]) -> str:
+    """A fingerprint of the settings that decide a run's results (all but the output
+    directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
+    return checkpoint.fingerprint({
+        k: v for k, v in config.items()
+        if k not in RESUME_FLAGS | {"out", "overwrite", "threads", "run_id"}})
+
+
+@dataclass
+class History:
+    """What the epochs so far have recorded (kept in the checkpoints): each model's rows
+    of ``epochs.csv``, its lowest validation error, that epoch, and the flat parameters of
+    every model at its own best epoch."""
+
+    rows: list[list[dict[str, float]]]
+    best_val: Tensor  # (R,)
+    best_epoch: Tensor  # (R,) int64
+    best: dict[str, Tensor]  # "mu" (and "rho") (R, P)
+
+    @classmethod
+    def start(cls, clf: BatchedClassifiers) -> History:
+        """Nothing recorded yet."""
+        runs = clf.runs
+        return cls([[] for _ in range(runs)], torch.full((runs,), math.inf),
+                   torch.zeros(runs, dtype=torch.long),
+                   {k: v.clone() for k, v in clf.params().items()})
+
+    def update_best(self, epoch: int, val: Tensor, clf: BatchedClassifiers) -> None:
+        """Keep the parameters of the models whose validation error ``val`` is lower."""
+        better = val < self.best_val
+        if better.any():
+            self.best_val = torch.where(better, val, self.best_val)
+            self.best_epoch[better] = epoch
+            idx = better.nonzero().squeeze(1).to(clf.device)
+            for k, v in clf.params().items():
+                self.best[k][idx] = v[idx]
+
+
+CHECKPOINTS = "checkpoints"  # the directory of the batches' checkpoints (several batches)
+
+
+def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
+    """Each batch's checkpoint: ``out/checkpoint.pt`` for one batch, else
+    ``out/checkpoints/batch-<k>.pt``."""
+    if n_batches == 1:
+        return [out / checkpoint.NAME]
+    return [out / CHECKPOINTS / f"batch-{k}.pt" for k in range(n_batches)]
+
+
+def save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
+                     sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
+                     command: str, wall_seconds: float, run_id: str) -> None:
+    """Write the checkpoint ``path``: everything :func:`train_job` needs to continue
+    after ``epoch``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.save(path, CHECKPOINT_KIND, {
+        "epoch": epoch, "classifiers": clf.state_dict(),
+        "scheduler": None if sched is None else sched.state_dict(),
+        "rows": history.rows, "best_val": history.best_val,
+        "best_epoch": history.best_epoch,
+        "best": {k: v.cpu() for k, v in history.best.items()},
+        "config": {**saved_config(cfg), "run_id": run_id}, "command": command,
+        "wall_seconds": wall_seconds},
+        identity=identity(saved_config(cfg)))
