@@ -22,33 +22,29 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from agents.base import Agent, AgentConfig, Member
-from agents.bbb import BBBAgent
-from agents.bootstrap import BootstrapAgent
-from agents.dropout import DropoutAgent
-from agents.greedy import EpsilonGreedyAgent
-from agents.linear import LinFullPostAgent, LinUCBAgent
+from agents import (
+    bbb,
+    bootstrap,
+    dropout,
+    greedy,
+    linear,
+    neural_linear,
+    neural_ucb,
+    uniform,
+)
+from agents.base import Agent, AgentConfig, AgentSpec, Member
 from agents.neural import NeuralAgent
-from agents.neural_linear import NeuralLinearAgent
-from agents.neural_ucb import NeuralTSAgent, NeuralUCBAgent
-from agents.uniform import UniformAgent
 
+# The registry: every agent's spec, declared in its own module (a new agent: its module,
+# with its SPECS, and one line here), in the order --help lists them.
+SPECS: dict[str, AgentSpec] = {
+    spec.name: spec
+    for module in (bbb, greedy, linear, neural_ucb, dropout, bootstrap, neural_linear, uniform)
+    for spec in module.SPECS
+}
 # name -> (class, settings that override the common AgentConfig)
 AGENTS: dict[str, tuple[type[Agent], dict]] = {
-    "bbb": (BBBAgent, {}),
-    "bbb-lrt": (BBBAgent, {"lrt": True}),
-    "greedy": (EpsilonGreedyAgent, {"epsilon": 0.0}),
-    "eps1": (EpsilonGreedyAgent, {"epsilon": 0.01}),
-    "eps5": (EpsilonGreedyAgent, {"epsilon": 0.05}),
-    "linfullpost": (LinFullPostAgent, {}),
-    "linucb": (LinUCBAgent, {}),
-    "neuralucb": (NeuralUCBAgent, {}),
-    "neuralts": (NeuralTSAgent, {}),
-    "dropout": (DropoutAgent, {}),
-    "bootstrap": (BootstrapAgent, {}),
-    "neurallinear": (NeuralLinearAgent, {}),
-    "uniform": (UniformAgent, {}),
-}
+    name: (spec.cls, dict(spec.overrides)) for name, spec in SPECS.items()}
 
 # settings in which the members of one population may differ
 PER_MEMBER = ("epsilon",)
@@ -125,5 +121,5 @@ def population_groups(names: Sequence[str], config: AgentConfig | None = None
     return list(groups.values())
 
 
-__all__ = ["AGENTS", "Agent", "AgentConfig", "Member", "make_agent", "make_agents",
-           "population_groups"]
+__all__ = ["AGENTS", "SPECS", "Agent", "AgentConfig", "AgentSpec", "Member", "make_agent",
+           "make_agents", "population_groups"]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,45 @@ class AgentConfig:
     nu: float = 1.0  # neuralucb, neuralts: exploration scale (the reference code's 1)
     ucb_lambda: float = 1.0  # neuralucb, neuralts: regulariser lambda of the design U
     exact_design: bool = False  # neuralucb, neuralts: the full design matrix, not its diagonal
+
+
+def _one_network(config: AgentConfig) -> int:
+    return 1
+
+
+def _no_check(config: AgentConfig, context_dim: int, n_actions: int) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent as the registry (:data:`agents.SPECS`) holds it, declared in the agent's
+    own module: everything the rest of the project knows of it.
+
+    Attributes:
+        name: The name ``--agent`` takes.
+        cls: Its :class:`Agent` class.
+        label: How figures and tables name it.
+        color: Its colour in every figure (a matplotlib colour).
+        overrides: The settings that differ from :class:`AgentConfig`'s for this name
+            (``eps1``: ``{"epsilon": 0.01}``).
+        cost: The cost of one of its runs, relative to a plain network's: the worker
+            processes are balanced by it.
+        networks: The networks one run holds, from the settings (an ensemble's heads):
+            the memory estimate counts them.
+        check: Why these settings cannot run for this agent on contexts of
+            ``context_dim`` features and ``n_actions`` actions (one line), or None;
+            asked before anything is allocated.
+    """
+
+    name: str
+    cls: type[Agent]
+    label: str
+    color: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    cost: float = 1.0
+    networks: Callable[[AgentConfig], int] = _one_network
+    check: Callable[[AgentConfig, int, int], str | None] = _no_check
 
 
 @dataclass(frozen=True)

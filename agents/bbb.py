@@ -47,6 +47,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from agents.base import AgentSpec
 from agents.neural import NeuralAgent, gaussian_nll_output_grads
 from bandits.bayes import (
     MLP,
@@ -187,3 +188,10 @@ class BBBAgent(NeuralAgent):
                 nll = err.square().mean(dim=1).mul(scale)
             g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
         return nll.detach(), g_mu, g_rho
+
+
+SPECS = (
+    AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "tab:blue", cost=2.4),
+    AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "tab:cyan", {"lrt": True},
+              cost=3.0),
+)

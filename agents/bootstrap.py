@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
@@ -85,3 +86,7 @@ class BootstrapAgent(NeuralAgent):
         super().load_state_dict(state)
         self.weights = None if state["weights"] is None else state["weights"].to(self.device)
         self._seen = int(state["seen"])
+
+
+SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "tab:olive", cost=5.0,
+                   networks=lambda config: config.heads),)

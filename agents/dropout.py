@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 
@@ -49,3 +50,6 @@ class DropoutAgent(NeuralAgent):
                   ) -> tuple[list[Tensor], Tensor | None]:
         # a mask per example, as in ordinary dropout training
         return self.squared_error_gradients(x, rewards, want_loss, masks=self.masks(x.shape[1]))
+
+
+SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "tab:pink"),)

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 
@@ -55,3 +56,10 @@ class EpsilonGreedyAgent(NeuralAgent):
         x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
         pred = self.means(self.model(x)).reshape(self.runs, 1, n, self.n_actions)
         return pred.expand(-1, samples, -1, -1)
+
+
+SPECS = (
+    AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "tab:red", {"epsilon": 0.0}),
+    AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "tab:orange", {"epsilon": 0.01}),
+    AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "tab:green", {"epsilon": 0.05}),
+)

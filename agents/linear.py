@@ -43,7 +43,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import Agent
+from agents.base import Agent, AgentSpec
 from bandits.buffer import ReplayBuffer
 
 
@@ -342,3 +342,9 @@ class LinUCBAgent(LinFullPostAgent):
         theta = post.mean()  # (runs, actions, dim): A^-1 Z^T r
         scores = torch.einsum("rad,rd->ra", theta, z) + self.config.ucb_alpha * post.width(z)
         return scores.argmax(dim=1)
+
+
+SPECS = (
+    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "tab:purple"),
+    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black"),
+)

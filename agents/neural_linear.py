@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.base import AgentSpec
 from agents.greedy import EpsilonGreedyAgent
 from agents.linear import BayesLinearRegression, thompson_draw
 from bandits.buffer import ReplayBuffer
@@ -78,3 +79,6 @@ class NeuralLinearAgent(EpsilonGreedyAgent):
         super().load_state_dict(state)
         self.posterior.load_state_dict(state["posterior"])
         self._seen, self._trained = int(state["seen"]), int(state["trained"])
+
+
+SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "tab:brown"),)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from agents.base import AgentConfig, AgentSpec
 from agents.greedy import EpsilonGreedyAgent
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
@@ -163,3 +164,25 @@ class NeuralTSAgent(NeuralUCBAgent):
 
     name = "neuralts"
     thompson = True
+
+
+def refuse_exact_design(config: AgentConfig, context_dim: int, n_actions: int) -> str | None:
+    """Why ``exact_design`` cannot run on this network (its ``P x P`` design would be too
+    large), or None."""
+    if not config.exact_design:
+        return None
+    outputs = 2 if config.likelihood == "learned" else 1
+    p = design_size(context_dim + n_actions, tuple(config.hidden), outputs)
+    if p <= EXACT_DESIGN_MAX_PARAMS:
+        return None
+    return (f"--exact-design keeps a {p:,} x {p:,} design matrix per run "
+            f"({4 * p * p / 2**20:,.0f} MiB) for this network of {p:,} parameters; it "
+            f"takes at most {EXACT_DESIGN_MAX_PARAMS:,}: leave out --exact-design (the "
+            "diagonal design) or give a smaller --hidden")
+
+
+SPECS = (
+    AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "darkgoldenrod",
+              check=refuse_exact_design),
+    AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "teal", check=refuse_exact_design),
+)

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import Agent
+from agents.base import Agent, AgentSpec
 
 
 class UniformAgent(Agent):
@@ -18,3 +18,6 @@ class UniformAgent(Agent):
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         draws = [rng.integers(self.n_actions, size=self.runs_per_member) for rng in self.rngs]
         return torch.as_tensor(np.concatenate(draws), device=self.device)
+
+
+SPECS = (AgentSpec("uniform", UniformAgent, "uniform", "tab:gray"),)

@@ -42,7 +42,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 import envs
-from agents import population_groups
+from agents import SPECS, population_groups
 from bandits.config import UsageError, refuse_with_resume
 from bandits.files import package_versions, write_atomic, write_json
 from bandits.loop import Outcome
@@ -69,7 +69,6 @@ RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.c
 # its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
 OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
            *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
-COST = {"bbb": 2.4, "bbb-lrt": 3.0, "bootstrap": 5.0}  # per run, relative to a plain network
 NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
 
 
@@ -86,10 +85,11 @@ def worker_count(cfg) -> int:
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
     """The agents of each worker: populations placed largest first on the least loaded
-    worker (a population's cost: its agents' runs, a BBB run counting more). Each worker's
-    agents keep the run's order."""
+    worker (a population's cost: its agents' runs, each weighted by its spec's ``cost``).
+    Each worker's agents keep the run's order."""
     order = [a for g in groups for a in g]
-    cost = [sum(COST.get(a, 1.0) for a in g) + (0.5 * (len(g) - 1)) for g in groups]
+    cost = [sum(SPECS[a].cost if a in SPECS else 1.0 for a in g) + (0.5 * (len(g) - 1))
+            for g in groups]
     loads = [0.0] * workers
     bins: list[list[str]] = [[] for _ in range(workers)]
     for i in sorted(range(len(groups)), key=lambda i: -cost[i]):

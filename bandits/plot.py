@@ -41,6 +41,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.backend_bases import FigureCanvasBase  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from agents import SPECS  # noqa: E402
 from bandits.config import build_parser as build_settings_parser  # noqa: E402
 from bandits.config import first_paragraph, setting  # noqa: E402
 from bandits.files import save_figure
@@ -48,16 +49,10 @@ from bandits.processes import stop_on_ctrl_c  # noqa: E402
 from bandits.regret import METRICS_COLUMNS  # noqa: E402
 from bandits.tables import header, read_run_table  # noqa: E402
 
-# Stable colours per agent so every figure of the project reads the same way.
-COLORS = {"bbb": "tab:blue", "greedy": "tab:red", "eps1": "tab:orange", "eps5": "tab:green",
-          "uniform": "tab:gray", "bbb-lrt": "tab:cyan", "linfullpost": "tab:purple",
-          "neurallinear": "tab:brown", "dropout": "tab:pink", "bootstrap": "tab:olive",
-          "linucb": "black", "neuralucb": "darkgoldenrod", "neuralts": "teal"}
-LABELS = {"bbb": "Bayes by Backprop (Thompson)", "greedy": "greedy", "eps1": "1% greedy",
-          "eps5": "5% greedy", "uniform": "uniform", "bbb-lrt": "BBB, local reparam.",
-          "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear",
-          "dropout": "Dropout TS", "bootstrap": "Bootstrapped NN", "linucb": "LinUCB",
-          "neuralucb": "NeuralUCB", "neuralts": "NeuralTS"}
+# Stable colours and labels per agent, from the agents' own specs, so every figure of the
+# project reads the same way.
+COLORS = {name: spec.color for name, spec in SPECS.items()}
+LABELS = {name: spec.label for name, spec in SPECS.items()}
 CROWDED = 6
 """More agents than this in one figure: the legend goes beside the axes."""
 

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 
 import envs
-from agents import AGENTS, AgentConfig
-from agents.neural_ucb import EXACT_DESIGN_MAX_PARAMS, UCB_LAMBDA_RANGE, design_size
+from agents import AGENTS, SPECS, AgentConfig
+from agents.neural_ucb import UCB_LAMBDA_RANGE
 from bandits.config import (
     COUNT,
     OPEN,
@@ -279,15 +279,11 @@ def validate(cfg: Config) -> None:
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
-    if cfg.exact_design and {"neuralucb", "neuralts"} & set(cfg.agent):
-        outputs = 2 if cfg.likelihood == "learned" else 1
-        p = design_size(sum(envs.SHAPES[cfg.env]), tuple(cfg.hidden), outputs)
-        if p > EXACT_DESIGN_MAX_PARAMS:
-            raise UsageError(
-                f"--exact-design keeps a {p:,} x {p:,} design matrix per run "
-                f"({4 * p * p / 2**20:,.0f} MiB) for this network of {p:,} parameters; it "
-                f"takes at most {EXACT_DESIGN_MAX_PARAMS:,}: leave out --exact-design (the "
-                "diagonal design) or give a smaller --hidden")
+    context_dim, n_actions = envs.SHAPES[cfg.env]
+    for name in cfg.agent:  # each agent's own checks (its spec's)
+        why = SPECS[name].check(agent_config(cfg), context_dim, n_actions)
+        if why is not None:
+            raise UsageError(why)
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise UsageError("--device cuda asked for, but torch has no CUDA device here "
                          "(install a CUDA build of torch, or use --device cpu)")
@@ -306,7 +302,7 @@ def memory_estimate(cfg: Config) -> float:
     d_in = sum(envs.SHAPES[cfg.env])  # every env --env accepts has its shape there
     sizes = [d_in, *cfg.hidden, 1]
     params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
-    copies = cfg.heads if "bootstrap" in cfg.agent else 1
+    copies = max(SPECS[name].networks(agent_config(cfg)) for name in cfg.agent)
     models = 4.0 * params * runs * copies * 12  # mu, rho, grads, Adam moments, samples
     activations = 4.0 * runs * copies * cfg.batch_size * sum(cfg.hidden) * 6
     records = 8.0 * 4 * runs * cfg.steps

@@ -218,3 +218,20 @@ def test_weight_decay_shrinks_a_point_estimate_network_and_leaves_bbb_alone():
         decay.update(buf, 50)
         shrunk = decay.model.mu.norm() < plain.model.mu.norm() - 1e-3
         assert shrunk == decayed
+
+
+def test_every_agent_is_declared_once_by_its_own_module_and_read_from_its_spec():
+    import agents
+    from bandits import parallel, plot, settings
+
+    assert list(agents.AGENTS) == list(agents.SPECS)
+    for name, spec in agents.SPECS.items():
+        assert spec.name == name and issubclass(spec.cls, agents.Agent)
+        assert spec.cls.__module__ == f"agents.{spec.cls.__module__.rsplit('.', 1)[-1]}"
+        assert plot.COLORS[name] == spec.color and plot.LABELS[name] == spec.label
+    # the workers balance by each spec's cost; the memory estimate counts its networks
+    assert parallel.assign([["bootstrap"], ["greedy"], ["eps1"]], 2) == [
+        ["bootstrap"], ["greedy", "eps1"]]
+    cfg = settings.config_from({"agent": ["bootstrap"], "heads": 10, "steps": 10})
+    one = settings.config_from({"agent": ["greedy"], "heads": 10, "steps": 10})
+    assert settings.memory_estimate(cfg) > settings.memory_estimate(one)
