@@ -202,3 +202,11 @@ class Agent(abc.ABC):
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
         """``updates`` gradient steps on fresh minibatches; the loss per run (``None``: none)."""
         return None
+
+    def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
+                        ) -> Tensor | None:
+        """The reward model's predictions for every action of ``contexts (N, d)`` under
+        ``samples`` draws per run, ``(runs, samples, N, n_actions)``, any randomness drawn
+        from ``generator`` (never from the agent's own: looking changes nothing); ``None``
+        where the agent has no reward model the probes can look at (the default)."""
+        return None

@@ -46,16 +46,9 @@ class EpsilonGreedyAgent(NeuralAgent):
         random_actions = (u[:, 1] * self.n_actions).to(torch.int64).clamp_(max=self.n_actions - 1)
         return torch.where(explore, random_actions, scores.argmax(dim=1))
 
-    @torch.no_grad()
     def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
                         ) -> Tensor:
-        """The network's reward predictions for every action of ``contexts (N, d)``, per
-        run: ``(runs, samples, N, n_actions)`` (a point estimate: the samples are equal)."""
-        x = self.all_action_inputs(contexts)  # (N, n_actions, in)
-        n = x.shape[0]
-        x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
-        pred = self.means(self.model(x)).reshape(self.runs, 1, n, self.n_actions)
-        return pred.expand(-1, samples, -1, -1)
+        return self.point_predictions(contexts, samples)
 
 
 SPECS = (

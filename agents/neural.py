@@ -183,6 +183,17 @@ class NeuralAgent(Agent):
         """``contexts (..., d)``, ``actions (...)`` -> network inputs ``(..., d + n_actions)``."""
         return torch.cat([contexts, self._eye[actions]], dim=-1)
 
+    @torch.no_grad()
+    def point_predictions(self, contexts: Tensor, samples: int) -> Tensor:
+        """The network's reward predictions for every action of ``contexts (N, d)``, per
+        run, as :meth:`~agents.base.Agent.predict_samples` gives them:
+        ``(runs, samples, N, n_actions)``, the samples equal (a point estimate's)."""
+        x = self.all_action_inputs(contexts)  # (N, n_actions, in)
+        n = x.shape[0]
+        x = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)
+        pred = self.means(self.model(x)).reshape(self.runs, 1, n, self.n_actions)
+        return pred.expand(-1, samples, -1, -1)
+
     def all_action_inputs(self, contexts: np.ndarray | Tensor) -> Tensor:
         """All actions of each run's context: ``(runs, d) -> (runs, n_actions, d + n_actions)``."""
         c = torch.as_tensor(contexts, dtype=torch.float32, device=self.device)

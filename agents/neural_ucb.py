@@ -36,7 +36,6 @@ import torch
 from torch import Tensor
 
 from agents.base import AgentConfig, AgentSpec
-from agents.greedy import EpsilonGreedyAgent
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
@@ -142,8 +141,9 @@ class NeuralUCBAgent(NeuralAgent):
         self.add_to_design()  # eagerly, before the (possibly captured) training step
         return super().update(buffer, updates)
 
-    # a point estimate: the greedy agent's predictions (the samples are equal)
-    predict_samples = EpsilonGreedyAgent.predict_samples
+    def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
+                        ) -> Tensor:
+        return self.point_predictions(contexts, samples)  # a point estimate
 
     def state_dict(self) -> dict[str, Any]:
         design = ({"u_inv": self.u_inv} if self.config.exact_design

@@ -17,7 +17,7 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,17 @@ from bandits.resume import CHECKPOINT_KIND
 from bandits.settings import Config, env_options, plain
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
+
+
+class Hook(Protocol):
+    """What looks on while a run goes: after every step, ``after_step`` sees the
+    populations (:class:`bandits.population.Population`), the regret log (``log.done``:
+    the steps done) and whether a stop was asked for (a checkpoint is due then). The
+    probes, the progress bar and the checkpoints are hooks; :func:`bandits.loop.simulate`
+    takes more (``hooks=``), called after them in the order given."""
+
+    def after_step(self, populations: list[Population], log: RegretLog, stopping: bool
+                   ) -> None: ...
 
 
 def probe_steps(steps: int) -> set[int]:
@@ -72,12 +83,13 @@ class Probe:
     def look(self, populations: list[Population], step: int, seeds: list[int]) -> None:
         for population in populations:
             agent = population.agent
-            if not hasattr(agent, "predict_samples"):
-                continue
             g = torch.Generator(device=self.device)
             g.manual_seed(zlib.crc32(f"{step}:{','.join(agent.names)}".encode()))
             pred = agent.predict_samples(torch.as_tensor(self.contexts, device=self.device),
-                                         self.SAMPLES, g).cpu().numpy()  # (runs, S, N, A)
+                                         self.SAMPLES, g)
+            if pred is None:  # no reward model to look at
+                continue
+            pred = pred.cpu().numpy()  # (runs, S, N, A)
             first = pred.argmax(-1)  # (runs, S, N)
             for k, name in enumerate(agent.names):
                 for i, r in enumerate(range(*agent.member_runs(k).indices(agent.runs))):

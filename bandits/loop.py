@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,15 @@ from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
 from bandits.config import UsageError
 from bandits.files import device_name, machine, package_versions, write_csv, write_json
-from bandits.hooks import Checkpoints, Diverged, DivergenceWatch, Probe, Progress, StopOnSigint
+from bandits.hooks import (
+    Checkpoints,
+    Diverged,
+    DivergenceWatch,
+    Hook,
+    Probe,
+    Progress,
+    StopOnSigint,
+)
 from bandits.memory import memory_frame
 from bandits.plot import plot_regret
 from bandits.population import Population
@@ -72,12 +81,14 @@ class Outcome:
     out: Path | None = None  # where its outputs are (None if it wrote none)
 
 
-def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None
-        ) -> Outcome:
+def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None,
+             hooks: Sequence[Hook] = ()) -> Outcome:
     """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
 
     ``resume``: a checkpoint's state to continue from (see :func:`resume_config`);
-    ``command``: the command line recorded in ``config.json`` (default: this process's).
+    ``command``: the command line recorded in ``config.json`` (default: this process's);
+    ``hooks``: more :class:`bandits.hooks.Hook` s to call after every step, after the
+    run's own (the probes, the progress bar, the checkpoints).
     """
     populations, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps)
@@ -117,7 +128,8 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
                               config["identity"], log.done if resume is not None else None,
                               lambda: snapshot(populations, log, wall, probe), watch)
     progress = Progress(cfg, log.done)
-    hooks = [probe, progress, checkpoints]  # each looks after every step, in this order
+    # each looks after every step, in this order
+    everyone = [probe, progress, checkpoints, *hooks]
     status, message = 0, None
     try:
         with StopOnSigint() as stop:
@@ -125,7 +137,7 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
                 for pop in populations:
                     interact(pop, t, cfg, log, wall, index)
                 log.done = t + 1
-                for hook in hooks:
+                for hook in everyone:
                     hook.after_step(populations, log, stop.requested)
                 if stop.requested:
                     raise KeyboardInterrupt

@@ -254,3 +254,47 @@ def test_errors_that_say_what_is_wrong(args, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_a_users_hook_looks_after_every_step_and_changes_nothing(tmp_path):
+    """A hook of one's own (bandits.hooks.Hook) goes into simulate without editing the
+    loop; looking changes no number of the run."""
+    from bandits.loop import simulate
+    from bandits.settings import parse_config
+
+    class MeanLoss:  # a toy per-step metric: each population's mean training loss
+        def __init__(self):
+            self.rows = []
+
+        def after_step(self, populations, log, stopping):
+            for pop in populations:
+                if pop.loss is not None:
+                    self.rows.append((log.done, pop.agent.names[0], float(pop.loss.mean())))
+
+    argv = [*TINY, "--agent", "bbb", "greedy"]
+    plain = tmp_path / "plain"
+    assert main([*argv, "--out", str(plain)]) == 0
+    hook = MeanLoss()
+    watched = tmp_path / "watched"
+    cfg = parse_config([*argv, "--out", str(watched)])
+    watched.mkdir()
+    assert simulate(cfg, watched, hooks=[hook]).status == 0
+    assert [r[0] for r in hook.rows if r[1] == "bbb"] == list(range(1, 31))
+    for name in ("metrics.csv", "summary.csv", "probes.csv"):
+        assert (watched / name).read_bytes() == (plain / name).read_bytes(), name
+
+
+def test_only_agents_with_a_reward_model_to_probe_are_probed():
+    import torch
+
+    from agents import SPECS, make_agent
+
+    g = torch.Generator().manual_seed(0)
+    contexts = torch.rand(3, 4)
+    for name in SPECS:
+        agent = make_agent(name, 4, 2, 2, 0)
+        pred = agent.predict_samples(contexts, 5, g)
+        if name in ("uniform", "linfullpost", "linucb", "dropout", "bootstrap"):
+            assert pred is None, name
+        else:
+            assert pred.shape == (2, 5, 3, 2), name
