@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import envs
 from bandits.config import build_parser as build_settings_parser
 from bandits.config import first_paragraph, setting
 from bandits.files import save_figure, write_csv
@@ -68,8 +69,9 @@ def _positive(x: pd.Series) -> pd.Series:
 
 def mistake_columns(env: str | None, phases: pd.DataFrame) -> dict[str, str]:
     """Readable names for the wrong (action, best action) cells of ``phases.csv``."""
-    if env == "mushroom":
-        return {"a1_best0": "ate_poisonous", "a0_best1": "left_edible"}
+    spec = envs.SPECS.get(env or "")
+    if spec is not None and spec.mistakes:  # the env's own names for them
+        return dict(spec.mistakes)
     cells = [c for c in phases.columns if c.startswith("a") and "_best" in c]
     return {c: c for c in cells if c[1:].split("_best")[0] != c.split("_best")[1]}
 
@@ -161,8 +163,8 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
         for (agent, best), g in wrong.groupby(["agent", "best_action"], sort=False):
             g = g.groupby("step")[["predicted_std", "chosen_share"]].mean()
             color = COLORS.get(agent)
-            what = ({0: "poisonous", 1: "edible"}.get(int(best), f"best {best}")
-                    if env == "mushroom" else f"best {best}")
+            spec = envs.SPECS.get(env or "")
+            what = (spec.best_actions if spec else {}).get(int(best), f"best {best}")
             ls = "-" if int(best) == 0 else "--"
             label = f"{LABELS.get(agent, agent)}, {what}"
             for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
@@ -256,7 +258,8 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
     last = last or max(end // 5, 1)
     table = phase_table(phases, env)
     write_csv(table, run_dir / "diagnosis.csv")
-    memory = read_memory(run_dir) if env == "mushroom" else None
+    spec = envs.SPECS.get(env or "")
+    memory = read_memory(run_dir) if spec is not None and spec.memorisation else None
     written = [run_dir / "diagnosis.csv", run_dir / "diagnosis_seeds.csv"]
     if memory is not None:
         check_memory(memory, phases, run_dir / "memory.csv")

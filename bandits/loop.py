@@ -59,13 +59,14 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
     elapsed = time.perf_counter() - tic
+    item_key = envs.SPECS[cfg.env].item_key
     for k, name in enumerate(pop.agent.names):
         runs = pop.agent.member_runs(k)
         wall[name] += elapsed / len(pop.agent.members)
         record = {key: info[key][runs] for key in
                   ("regret", "expected_regret", "optimal_action")}
-        if "mushroom" in info:
-            record["item"] = info["mushroom"][runs]
+        if item_key is not None:  # the data item shown (memory.csv), where the env names it
+            record["item"] = info[item_key][runs]
         log.record(index[name], t, actions_np[runs], rewards[runs], record)
     pop.context = next_context
 

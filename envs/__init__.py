@@ -37,49 +37,50 @@ from typing import Any
 
 import gymnasium
 
-ENV_IDS: dict[str, str] = {
-    "mushroom": "bandits/Mushroom-v0",
-    "wheel": "bandits/Wheel-v0",
-    "mushroom-classes": "bandits/MushroomClasses-v0",
-    "mnist": "bandits/MNIST-v0",
-}
-"""Short name -> registered id (:func:`register_dataset` adds to it)."""
+from envs.spec import EnvSpec
+
+_CLASSES = ("envs.classification:ClassificationEnv",
+            "envs.classification:ClassificationVectorEnv")
+
+SPECS: dict[str, EnvSpec] = {spec.name: spec for spec in (
+    EnvSpec("mushroom", "bandits/Mushroom-v0", (117, 2), "envs.mushroom:MushroomEnv",
+            "envs.mushroom:MushroomVectorEnv", item_key="mushroom",
+            mistakes={"a1_best0": "ate_poisonous", "a0_best1": "left_edible"},
+            best_actions={0: "poisonous", 1: "edible"}, memorisation=True),
+    EnvSpec("wheel", "bandits/Wheel-v0", (2, 5), "envs.wheel:WheelEnv",
+            "envs.wheel:WheelVectorEnv"),
+    EnvSpec("mushroom-classes", "bandits/MushroomClasses-v0", (117, 2), *_CLASSES,
+            dataset="mushroom"),
+    EnvSpec("mnist", "bandits/MNIST-v0", (784, 10), *_CLASSES, dataset="mnist"),
+)}
+"""The registry: short name -> :class:`envs.spec.EnvSpec` (:func:`register_dataset` adds
+to it; the views below follow)."""
+
+ENV_IDS: dict[str, str] = {name: spec.id for name, spec in SPECS.items()}
+"""Short name -> registered id."""
 
 BUILT_IN = frozenset(ENV_IDS)
 """The short names registered on ``import envs``, known to every process (a data set
 registered by :func:`register_dataset` is known only to the process that registered it)."""
 
-SHAPES: dict[str, tuple[int, int]] = {
-    "mushroom": (117, 2),
-    "wheel": (2, 5),
-    "mushroom-classes": (117, 2),
-    "mnist": (784, 10),
-}
+SHAPES: dict[str, tuple[int, int]] = {name: spec.shape for name, spec in SPECS.items()}
 """Short name -> (context size, arms), known without loading any data (a test checks them
 against the environments' spaces)."""
 
-DATASET_OF: dict[str, str] = {"mushroom-classes": "mushroom", "mnist": "mnist"}
+DATASET_OF: dict[str, str] = {name: spec.dataset for name, spec in SPECS.items()
+                              if spec.dataset is not None}
 """Short name of a classification env -> its labelled data set
 (:data:`envs.classification.DATASETS`)."""
 
-_CLASSES = ("envs.classification:ClassificationEnv",
-            "envs.classification:ClassificationVectorEnv")
-_ENTRY_POINTS: dict[str, tuple[str, str]] = {
-    "bandits/Mushroom-v0": ("envs.mushroom:MushroomEnv", "envs.mushroom:MushroomVectorEnv"),
-    "bandits/Wheel-v0": ("envs.wheel:WheelEnv", "envs.wheel:WheelVectorEnv"),
-    **{ENV_IDS[name]: _CLASSES for name in DATASET_OF},
-}
+
+def _register(spec: EnvSpec) -> None:
+    if spec.id not in gymnasium.registry:  # importing twice (a reload) must not re-register
+        gymnasium.register(id=spec.id, entry_point=spec.entry_point,
+                           vector_entry_point=spec.vector_entry_point, kwargs=spec.kwargs)
 
 
-def _register(env: str, kwargs: dict[str, Any] | None = None) -> None:
-    if env not in gymnasium.registry:  # importing twice (e.g. a reload) must not re-register
-        entry, vector_entry = _ENTRY_POINTS[env]
-        gymnasium.register(id=env, entry_point=entry, vector_entry_point=vector_entry,
-                           kwargs=kwargs)
-
-
-for _name, _id in ENV_IDS.items():
-    _register(_id, {"dataset": DATASET_OF[_name]} if _name in DATASET_OF else None)
+for _spec in SPECS.values():
+    _register(_spec)
 
 
 def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], context_size: int,
@@ -120,13 +121,14 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
         raise ValueError(f"data set {name!r}: need context_size >= 1 and n_classes >= 2, got "
                          f"{context_size} and {n_classes}")
     DATASETS[name] = LabelledData(loader, int(context_size), int(n_classes), description)
-    env = f"bandits/{name}-v0"
-    ENV_IDS[name] = env
-    SHAPES[name] = (int(context_size), int(n_classes))
+    spec = EnvSpec(name, f"bandits/{name}-v0", (int(context_size), int(n_classes)),
+                   *_CLASSES, dataset=name)
+    SPECS[name] = spec
+    ENV_IDS[name] = spec.id
+    SHAPES[name] = spec.shape
     DATASET_OF[name] = name
-    _ENTRY_POINTS[env] = _CLASSES
-    _register(env, {"dataset": name})
-    return env
+    _register(spec)
+    return spec.id
 
 
 def env_id(name: str) -> str:
@@ -157,4 +159,5 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "env_id", "make_vec", "register_dataset"]
+__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "SPECS", "EnvSpec", "env_id",
+           "make_vec", "register_dataset"]

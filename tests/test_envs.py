@@ -195,3 +195,14 @@ def test_render_modes_are_rejected():
         pytest.raises(ValueError, match="no render modes"),
     ):
         gymnasium.make("bandits/Wheel-v0", render_mode="human")
+
+
+def test_the_registrys_views_follow_its_specs():
+    import envs
+
+    for name, spec in envs.SPECS.items():
+        assert envs.ENV_IDS[name] == spec.id and envs.SHAPES[name] == spec.shape
+        assert envs.DATASET_OF.get(name) == spec.dataset
+    # only Mushroom names the item shown and has the memorisation record
+    assert [n for n, s in envs.SPECS.items() if s.item_key] == ["mushroom"]
+    assert [n for n, s in envs.SPECS.items() if s.memorisation] == ["mushroom"]
