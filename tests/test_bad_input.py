@@ -138,7 +138,7 @@ def register(monkeypatch):
     """Register a data set for one test: every registry gets its state back after it."""
 
     def make(name, loader, context_size=3, n_classes=2):
-        for registry, key in ((envs.ENV_IDS, name), (envs.SHAPES, name),
+        for registry, key in ((envs.SPECS, name), (envs.ENV_IDS, name), (envs.SHAPES, name),
                               (envs.DATASET_OF, name), (classification.DATASETS, name),
                               (gymnasium.registry, f"bandits/{name}-v0")):
             monkeypatch.setitem(registry, key, None)
@@ -224,7 +224,8 @@ def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, 
     out = tmp_path / "run"
     assert main(["--agent", "uniform", "--env", "scripted", "--seeds", "1", "--steps", "5",
                  "--no-progress", "--out", str(out)]) == 0
-    for registry in (envs.ENV_IDS, envs.SHAPES, envs.DATASET_OF, classification.DATASETS):
+    for registry in (envs.SPECS, envs.ENV_IDS, envs.SHAPES, envs.DATASET_OF,
+                     classification.DATASETS):
         del registry["scripted"]  # as on a command line that did not register it
     capsys.readouterr()
     assert main(["--resume", str(out), "--steps", "8"]) == 2

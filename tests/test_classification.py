@@ -107,7 +107,8 @@ def test_mnist_is_ten_arms_over_the_training_images(mnist_data_dir):
 ])
 def test_a_loader_that_breaks_its_entry_is_named(loader, message, monkeypatch):
     name = "bad"  # registered for this test only: every registry gets its state back after it
-    for registry, key in ((envs.ENV_IDS, name), (envs.SHAPES, name), (envs.DATASET_OF, name),
+    for registry, key in ((envs.SPECS, name), (envs.ENV_IDS, name), (envs.SHAPES, name),
+                          (envs.DATASET_OF, name),
                           (classification.DATASETS, name), (gymnasium.registry, "bandits/bad-v0")):
         monkeypatch.setitem(registry, key, None)
         del registry[key]
