@@ -28,12 +28,23 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
     return flags_named(build_parser, argv)
 
 
+# settings added after runs were made and checkpointed, each with the value runs made
+# before it had (before --normalize, the data set's own features): at that value it is
+# left out of the identity, so those runs keep theirs and resume. A setting goes here when
+# it is added, never later (a run that recorded it at its default would change identity).
+ADDED_LATER: dict[str, Any] = {"normalize": "none"}
+
+
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
     Two runs with the same identity and steps produce the same bytes."""
     names = sorted(f.name for f in dataclasses.fields(Config)
-                   if f.name not in {*RESUME_FLAGS, "out", "overwrite"})
+                   if f.name not in {*RESUME_FLAGS, "out", "overwrite"}
+                   # a setting added later counts only away from its default, so that a
+                   # run made before it keeps its identity and resumes
+                   and not (f.name in ADDED_LATER
+                            and config.get(f.name, ADDED_LATER[f.name]) == ADDED_LATER[f.name]))
     return checkpoint.fingerprint(plain({k: config.get(k) for k in names}))
 
 

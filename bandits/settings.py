@@ -72,6 +72,10 @@ class Config:
         0.95, "wheel: radius delta beyond which the high-reward arms pay "
         "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
         range=(OPEN(0), OPEN(1)))
+    normalize: str = setting(
+        "none", "classification bandits (mushroom-classes, mnist, a registered data set): "
+        "'l2' scales each context to unit L2 norm, as the NeuralUCB and NeuralTS papers "
+        "do; 'none' keeps the data set's own features", choices=["none", "l2"])
     preset: str = setting(
         "quick", "defaults for every unset setting", choices=sorted(PRESETS))
     seeds: int | None = setting(
@@ -273,6 +277,10 @@ def validate(cfg: Config) -> None:
                          f"{', '.join(envs.ENV_IDS)}, or register it with "
                          "envs.register_dataset in this process first")
     check_ranges(cfg)
+    if cfg.normalize != "none" and cfg.env not in envs.DATASET_OF:
+        raise UsageError(f"--normalize {cfg.normalize} scales a classification bandit's "
+                         f"contexts; --env {cfg.env} is not one (use mushroom-classes, mnist "
+                         "or a registered data set)")
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
@@ -320,8 +328,13 @@ def agent_config(cfg: Config) -> AgentConfig:
 
 
 def env_options(cfg: Config) -> dict[str, Any]:
-    """The keyword arguments of ``cfg.env``: the wheel's delta, else the data directory."""
-    return {"delta": cfg.wheel_delta} if cfg.env == "wheel" else {"data_dir": cfg.data_dir}
+    """The keyword arguments of ``cfg.env``: the wheel's delta, else the data directory
+    (and for a classification bandit, the contexts' normalisation when one is asked for)."""
+    if cfg.env == "wheel":
+        return {"delta": cfg.wheel_delta}
+    if cfg.normalize != "none":  # refused for the envs without a data set (validate)
+        return {"data_dir": cfg.data_dir, "normalize": cfg.normalize}
+    return {"data_dir": cfg.data_dir}
 
 
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:

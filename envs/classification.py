@@ -160,16 +160,36 @@ def _arrays(name: str, loader: Loader, data_dir: str | os.PathLike | None
     return features, labels
 
 
+NORMALIZATIONS = ("none", "l2")
+"""How the contexts are scaled: as the data set gives them, or each to unit L2 norm (the
+NeuralUCB and NeuralTS papers' contexts)."""
+
+
+def l2_normalized(features: NDArray[np.float32]) -> NDArray[np.float32]:
+    """Each row divided by its L2 norm (a row of zeros stays zero), read-only."""
+    norms = np.linalg.norm(features, axis=1, keepdims=True)
+    out = (features / np.where(norms > 0, norms, 1)).astype(np.float32)
+    out.flags.writeable = False
+    return out
+
+
 class ClassificationProblem(BanditProblem):
     """The rules of a classification bandit; see :class:`ClassificationEnv`.
 
     Args:
         dataset: A name of :data:`DATASETS`.
         data_dir: Where the data set's files are (``None``: the default places).
+        normalize: ``"none"`` (the data set's own features) or ``"l2"`` (each context
+            scaled to unit L2 norm); see :data:`NORMALIZATIONS`.
     """
 
-    def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
+                 normalize: str = "none") -> None:
+        if normalize not in NORMALIZATIONS:
+            raise ValueError(f"normalize={normalize!r}: choose from {', '.join(NORMALIZATIONS)}")
         self.features, self.labels = load(dataset, data_dir)
+        if normalize == "l2":
+            self.features = l2_normalized(self.features)
         self.n_actions = DATASETS[dataset].n_classes
 
     def observation_space(self) -> spaces.Box:
@@ -219,21 +239,23 @@ class ClassificationEnv(BanditEnv):
     (the example's row in the data set).
 
     ## Arguments
-    ``dataset``: a name of :data:`DATASETS`; ``data_dir``: where its files are.
+    ``dataset``: a name of :data:`DATASETS`; ``data_dir``: where its files are;
+    ``normalize``: ``"l2"`` scales each context to unit L2 norm (default ``"none"``).
 
     ## Version History
     - v0: initial version.
     """
 
     def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
-                 render_mode: str | None = None) -> None:
-        super().__init__(ClassificationProblem(dataset, data_dir), render_mode=render_mode)
+                 normalize: str = "none", render_mode: str | None = None) -> None:
+        super().__init__(ClassificationProblem(dataset, data_dir, normalize),
+                         render_mode=render_mode)
 
 
 class ClassificationVectorEnv(BanditVectorEnv):
     """``num_envs`` independent copies of :class:`ClassificationEnv`, stepped as arrays."""
 
     def __init__(self, num_envs: int, dataset: str,
-                 data_dir: str | os.PathLike | None = None) -> None:
-        super().__init__(ClassificationProblem(dataset, data_dir), num_envs)
+                 data_dir: str | os.PathLike | None = None, normalize: str = "none") -> None:
+        super().__init__(ClassificationProblem(dataset, data_dir, normalize), num_envs)
 

@@ -170,3 +170,42 @@ def test_the_docs_example_of_a_new_data_set_runs(tmp_path):
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr
     assert "env wine" in done.stdout
+
+
+def test_l2_normalised_contexts_have_unit_norm_and_the_same_draws(toy):
+    plain = ClassificationVectorEnv(3, toy)
+    unit = ClassificationVectorEnv(3, toy, normalize="l2")
+    x, info = plain.reset(seed=5)
+    u, info_u = unit.reset(seed=5)
+    np.testing.assert_allclose(np.linalg.norm(u, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(u, x / np.linalg.norm(x, axis=1, keepdims=True), rtol=1e-5)
+    _, r, _, _, step = plain.step(np.zeros(3, np.int64))
+    _, r_u, _, _, step_u = unit.step(np.zeros(3, np.int64))
+    assert (r == r_u).all() and (step["label"] == step_u["label"]).all()  # same rounds
+    assert not np.linalg.norm(classification.l2_normalized(np.zeros((2, 3), np.float32)))
+    with pytest.raises(ValueError, match="normalize='max'"):
+        ClassificationEnv(toy, normalize="max")
+
+
+def test_normalize_runs_on_a_classification_bandit_and_is_refused_elsewhere(
+        toy, tmp_path, capsys):
+    base = ["--agent", "linucb", "--seeds", "1", "--steps", "5", "--no-progress"]
+    assert run_main([*base, "--env", toy, "--normalize", "l2", "--out",
+                     str(tmp_path / "unit")]) == 0
+    assert json.loads((tmp_path / "unit" / "config.json").read_text())["normalize"] == "l2"
+    capsys.readouterr()
+    assert run_main([*base, "--env", "wheel", "--normalize", "l2",
+                     "--out", str(tmp_path / "wheel")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--normalize l2" in err and "not one" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "wheel").exists()
+
+
+def test_a_setting_added_later_leaves_the_identity_of_older_runs_as_it_was():
+    from bandits.resume import identity
+
+    shipped = json.loads((Path(__file__).parents[1] / "results" / "mushroom" / "quick"
+                          / "config.json").read_text())
+    assert "normalize" not in shipped and identity(shipped) == shipped["identity"]
+    assert identity({**shipped, "normalize": "none"}) == shipped["identity"]
+    assert identity({**shipped, "normalize": "l2"}) != shipped["identity"]
