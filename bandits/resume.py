@@ -29,10 +29,11 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
 
 
 # settings added after runs were made and checkpointed, each with the value runs made
-# before it had (before --normalize, the data set's own features): at that value it is
+# before it had (before --normalize, the data set's own features; before --order,
+# examples drawn with replacement): at that value it is
 # left out of the identity, so those runs keep theirs and resume. A setting goes here when
 # it is added, never later (a run that recorded it at its default would change identity).
-ADDED_LATER: dict[str, Any] = {"normalize": "none"}
+ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random"}
 
 
 def identity(config: dict[str, Any]) -> str:

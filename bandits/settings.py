@@ -76,6 +76,10 @@ class Config:
         "none", "classification bandits (mushroom-classes, mnist, a registered data set): "
         "'l2' scales each context to unit L2 norm, as the NeuralUCB and NeuralTS papers "
         "do; 'none' keeps the data set's own features", choices=["none", "l2"])
+    order: str = setting(
+        "random", "classification bandits: 'random' draws each round's example uniformly "
+        "with replacement; 'pass' goes through the data set in shuffled passes without "
+        "replacement (the NeuralUCB and NeuralTS papers' one pass)", choices=["random", "pass"])
     preset: str = setting(
         "quick", "defaults for every unset setting", choices=sorted(PRESETS))
     seeds: int | None = setting(
@@ -277,10 +281,12 @@ def validate(cfg: Config) -> None:
                          f"{', '.join(envs.ENV_IDS)}, or register it with "
                          "envs.register_dataset in this process first")
     check_ranges(cfg)
-    if cfg.normalize != "none" and cfg.env not in envs.DATASET_OF:
-        raise UsageError(f"--normalize {cfg.normalize} scales a classification bandit's "
-                         f"contexts; --env {cfg.env} is not one (use mushroom-classes, mnist "
-                         "or a registered data set)")
+    for flag, value, default, what in (("normalize", cfg.normalize, "none", "scales"),
+                                       ("order", cfg.order, "random", "orders")):
+        if value != default and cfg.env not in envs.DATASET_OF:
+            raise UsageError(f"--{flag} {value} {what} a classification bandit's "
+                             f"contexts; --env {cfg.env} is not one (use mushroom-classes, "
+                             "mnist or a registered data set)")
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
@@ -332,9 +338,12 @@ def env_options(cfg: Config) -> dict[str, Any]:
     (and for a classification bandit, the contexts' normalisation when one is asked for)."""
     if cfg.env == "wheel":
         return {"delta": cfg.wheel_delta}
-    if cfg.normalize != "none":  # refused for the envs without a data set (validate)
-        return {"data_dir": cfg.data_dir, "normalize": cfg.normalize}
-    return {"data_dir": cfg.data_dir}
+    options: dict[str, Any] = {"data_dir": cfg.data_dir}
+    if cfg.normalize != "none":  # both refused for the envs without a data set (validate)
+        options["normalize"] = cfg.normalize
+    if cfg.order != "random":
+        options["order"] = cfg.order
+    return options
 
 
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -173,6 +174,12 @@ def l2_normalized(features: NDArray[np.float32]) -> NDArray[np.float32]:
     return out
 
 
+ORDERS = ("random", "pass")
+"""How each round's example is drawn: uniformly with replacement, or in a shuffled pass
+through the data set without replacement (the NeuralUCB and NeuralTS papers' one pass; a
+new shuffle begins after every ``n`` rounds)."""
+
+
 class ClassificationProblem(BanditProblem):
     """The rules of a classification bandit; see :class:`ClassificationEnv`.
 
@@ -181,12 +188,17 @@ class ClassificationProblem(BanditProblem):
         data_dir: Where the data set's files are (``None``: the default places).
         normalize: ``"none"`` (the data set's own features) or ``"l2"`` (each context
             scaled to unit L2 norm); see :data:`NORMALIZATIONS`.
+        order: ``"random"`` (with replacement) or ``"pass"`` (shuffled passes without
+            replacement); see :data:`ORDERS`.
     """
 
     def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
-                 normalize: str = "none") -> None:
+                 normalize: str = "none", order: str = "random") -> None:
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize={normalize!r}: choose from {', '.join(NORMALIZATIONS)}")
+        if order not in ORDERS:
+            raise ValueError(f"order={order!r}: choose from {', '.join(ORDERS)}")
+        self.order = order
         self.features, self.labels = load(dataset, data_dir)
         if normalize == "l2":
             self.features = l2_normalized(self.features)
@@ -198,6 +210,20 @@ class ClassificationProblem(BanditProblem):
 
     def draw(self, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
         return {"row": rng.integers(0, len(self.labels), size=size)}  # with replacement
+
+    def draw_stream(self, rng: np.random.Generator, size: int, carry: dict[str, Any]
+                    ) -> dict[str, np.ndarray]:
+        if self.order == "random":
+            return self.draw(rng, size)
+        n, parts = len(self.labels), []  # "pass": the next rows of the copy's shuffles
+        while size > 0:
+            if carry.get("pos", n) == n:  # a pass is used up (or none began): shuffle anew
+                carry["perm"], carry["pos"] = rng.permutation(n), 0
+            take = min(size, n - carry["pos"])
+            parts.append(carry["perm"][carry["pos"]:carry["pos"] + take])
+            carry["pos"] += take
+            size -= take
+        return {"row": np.concatenate(parts)}
 
     def observe(self, rounds: Rounds) -> NDArray[np.float32]:
         return self.features[rounds["row"]]
@@ -240,15 +266,18 @@ class ClassificationEnv(BanditEnv):
 
     ## Arguments
     ``dataset``: a name of :data:`DATASETS`; ``data_dir``: where its files are;
-    ``normalize``: ``"l2"`` scales each context to unit L2 norm (default ``"none"``).
+    ``normalize``: ``"l2"`` scales each context to unit L2 norm (default ``"none"``);
+    ``order``: ``"pass"`` draws the examples in shuffled passes without replacement
+    (default ``"random"``: uniformly with replacement).
 
     ## Version History
     - v0: initial version.
     """
 
     def __init__(self, dataset: str, data_dir: str | os.PathLike | None = None,
-                 normalize: str = "none", render_mode: str | None = None) -> None:
-        super().__init__(ClassificationProblem(dataset, data_dir, normalize),
+                 normalize: str = "none", order: str = "random",
+                 render_mode: str | None = None) -> None:
+        super().__init__(ClassificationProblem(dataset, data_dir, normalize, order),
                          render_mode=render_mode)
 
 
@@ -256,6 +285,7 @@ class ClassificationVectorEnv(BanditVectorEnv):
     """``num_envs`` independent copies of :class:`ClassificationEnv`, stepped as arrays."""
 
     def __init__(self, num_envs: int, dataset: str,
-                 data_dir: str | os.PathLike | None = None, normalize: str = "none") -> None:
-        super().__init__(ClassificationProblem(dataset, data_dir, normalize), num_envs)
+                 data_dir: str | os.PathLike | None = None, normalize: str = "none",
+                 order: str = "random") -> None:
+        super().__init__(ClassificationProblem(dataset, data_dir, normalize, order), num_envs)
 

@@ -74,6 +74,14 @@ class BanditProblem(ABC):
             every call.
         """
 
+    def draw_stream(self, rng: np.random.Generator, size: int, carry: dict[str, Any]
+                    ) -> dict[str, np.ndarray]:
+        """:meth:`draw` for a problem whose rounds depend on the rounds before them in the
+        copy's stream (one pass through a data set without replacement): ``carry`` is the
+        copy's own dict, kept by the stream from one block to the next (empty at first).
+        By default the rounds are independent: :meth:`draw`."""
+        return self.draw(rng, size)
+
     @abstractmethod
     def observe(self, rounds: Rounds) -> NDArray[np.float32]:
         """The contexts of one round of R copies, a new ``(R, *obs_shape)`` float32 array."""
@@ -109,11 +117,13 @@ class RoundStream:
             raise ValueError("a stream needs at least one generator")
         self._problem = problem
         self._rngs = list(rngs)
+        self._carry: list[dict[str, Any]] = [{} for _ in self._rngs]  # see draw_stream
         self._pos = 0
         self._block = self._draw_block()
 
     def _draw_block(self) -> dict[str, np.ndarray]:
-        blocks = [self._problem.draw(rng, BLOCK_SIZE) for rng in self._rngs]
+        blocks = [self._problem.draw_stream(rng, BLOCK_SIZE, carry)
+                  for rng, carry in zip(self._rngs, self._carry)]
         # Round-major layout, (BLOCK_SIZE, R, ...), so that one round is a contiguous slice.
         return {name: np.stack([b[name] for b in blocks], axis=1) for name in blocks[0]}
 

@@ -209,3 +209,36 @@ def test_a_setting_added_later_leaves_the_identity_of_older_runs_as_it_was():
     assert "normalize" not in shipped and identity(shipped) == shipped["identity"]
     assert identity({**shipped, "normalize": "none"}) == shipped["identity"]
     assert identity({**shipped, "normalize": "l2"}) != shipped["identity"]
+
+
+def test_a_shuffled_pass_shows_every_example_once_then_shuffles_anew(toy):
+    n = len(classification.load(toy)[1])
+    venv = ClassificationVectorEnv(2, toy, order="pass")
+    venv.reset(seed=3)
+    rows = []
+    for _ in range(2 * n + 5):  # two whole passes (across stream blocks) and a bit
+        rows.append(venv.step(np.zeros(2, np.int64))[4]["row"])
+    rows = np.array(rows)  # (rounds, copies): each step's info is of the round it played
+    for copy in range(2):
+        shown = rows[:, copy]
+        assert sorted(shown[:n]) == list(range(n))  # pass 1: every example once
+        assert sorted(shown[n:2 * n]) == list(range(n))  # pass 2, across a stream block
+        assert list(shown[:n]) != list(shown[n:2 * n])  # shuffled anew
+    assert not (rows[:, 0] == rows[:, 1]).all()  # each copy has its own shuffles
+    single = ClassificationEnv(toy, order="pass")  # copy 1 is the single env seeded 3 + 1
+    single.reset(seed=4)
+    alone = [single.step(0)[4]["row"] for _ in range(2 * n + 5)]
+    assert list(rows[:, 1]) == alone
+    with pytest.raises(ValueError, match="order='sorted'"):
+        ClassificationEnv(toy, order="sorted")
+
+
+def test_a_run_in_shuffled_passes_resumes_exactly(toy, tmp_path):
+    base = ["--agent", "greedy", "--env", toy, "--order", "pass", "--normalize", "l2",
+            "--seeds", "2", "--hidden", "8", "--batch-size", "8", "--updates-per-step", "1",
+            "--no-progress"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert run_main([*base, "--steps", "40", "--out", str(whole)]) == 0
+    assert run_main([*base, "--steps", "25", "--out", str(cut)]) == 0
+    assert run_main(["--resume", str(cut), "--steps", "40", "--no-progress"]) == 0
+    assert (cut / "metrics.csv").read_bytes() == (whole / "metrics.csv").read_bytes()
