@@ -59,14 +59,13 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
     elapsed = time.perf_counter() - tic
-    item_key = envs.SPECS[cfg.env].item_key
     for k, name in enumerate(pop.agent.names):
         runs = pop.agent.member_runs(k)
         wall[name] += elapsed / len(pop.agent.members)
         record = {key: info[key][runs] for key in
                   ("regret", "expected_regret", "optimal_action")}
-        if item_key is not None:  # the data item shown (memory.csv), where the env names it
-            record["item"] = info[item_key][runs]
+        if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
+            record["item"] = info[pop.item_key][runs]
         log.record(index[name], t, actions_np[runs], rewards[runs], record)
     pop.context = next_context
 
@@ -197,7 +196,8 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
         context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
         buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device)
         built.append(Population(agent, env, buffer, context,
-                                diverged_at=torch.full((agent.runs,), -1, device=cfg.device)))
+                                diverged_at=torch.full((agent.runs,), -1, device=cfg.device),
+                                item_key=envs.SPECS[cfg.env].item_key))
     return built, seeds
 
 

@@ -26,3 +26,4 @@ class Population:
     context: np.ndarray  # (runs, d): the contexts the population acts on next
     loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
     diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
+    item_key: str | None = None  # the info key naming the data item shown (its env's spec)
