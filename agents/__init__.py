@@ -32,8 +32,9 @@ from agents import (
     neural_ucb,
     uniform,
 )
-from agents.base import Agent, AgentConfig, AgentSpec, Member
+from agents.base import Agent, AgentSpec, CommonSettings, Member
 from agents.neural import NeuralAgent
+from bandits.config import compose
 
 # The registry: every agent's spec, declared in its own module (a new agent: its module,
 # with its SPECS, and one line here), in the order --help lists them.
@@ -42,6 +43,11 @@ SPECS: dict[str, AgentSpec] = {
     for module in (bbb, greedy, linear, neural_ucb, dropout, bootstrap, neural_linear, uniform)
     for spec in module.SPECS
 }
+AgentConfig = compose(
+    "AgentConfig", [CommonSettings, *(part for spec in SPECS.values() for part in spec.settings)],
+    """Every agent's settings: :class:`CommonSettings` and each registered agent's own
+    (its spec's ``settings``), one dataclass. ``AgentConfig(hidden=(16,), heads=3)``; an
+    agent reads the fields it knows.""", module=__name__)
 # name -> (class, settings that override the common AgentConfig)
 AGENTS: dict[str, tuple[type[Agent], dict]] = {
     name: (spec.cls, dict(spec.overrides)) for name, spec in SPECS.items()}
@@ -121,5 +127,5 @@ def population_groups(names: Sequence[str], config: AgentConfig | None = None
     return list(groups.values())
 
 
-__all__ = ["AGENTS", "SPECS", "Agent", "AgentConfig", "AgentSpec", "Member", "make_agent",
-           "make_agents", "population_groups"]
+__all__ = ["AGENTS", "SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "Member",
+           "make_agent", "make_agents", "population_groups"]

@@ -30,46 +30,50 @@ import torch
 from torch import Tensor
 
 from bandits.buffer import ReplayBuffer
+from bandits.config import COUNT, OPEN, setting
 
 
 @dataclass
-class AgentConfig:
-    """Hyper-parameters of the agents (the runner's CLI states their defaults)."""
+class CommonSettings:
+    """The settings every neural agent reads (its own: each agent module's ``Settings``,
+    named in its spec). :data:`agents.AgentConfig` puts them together with every
+    registered agent's own; ``python -m bandits.run`` offers each as a flag."""
 
-    hidden: tuple[int, ...] = (100, 100)
-    lr: float = 1e-3
-    batch_size: int = 64
-    prior: str = "gaussian"  # see README, "Choices the paper leaves open"
-    prior_pi: float = 0.5
-    prior_sigma1: float = 1.0
-    prior_sigma2: float = math.exp(-6)
-    prior_sigma: float = 1.0
-    noise_sigma: float = 0.1
-    init_sigma: float = 0.02
-    act_samples: int = 1  # Thompson sampling: one weight sample per step (the paper averaged 2)
-    epsilon: float = 0.0
-    lin_a0: float = 6.0
-    lin_b0: float = 6.0
-    lin_lambda: float = 0.25
-    dropout: float = 0.2
-    heads: int = 5
-    refresh_every: int = 50
-    lrt: bool = False
-    kl_scale: str = "buffer"  # complexity cost per datum: / items in the buffer, or / "seen"
+    hidden: tuple[int, ...] = setting(
+        (100, 100), "hidden layer sizes of the reward network", range=(1, 100_000), nargs="+")
+    lr: float = setting(1e-3, "Adam learning rate of every neural agent",
+                        range=(OPEN(0), math.inf))
+    batch_size: int = setting(64, "minibatch size of each update", range=COUNT)
+    noise_sigma: float = setting(
+        0.1, "BBB Gaussian likelihood noise sigma of the reward; with --likelihood "
+        "learned, the floor of every neural agent's learned noise", range=(1e-3, 1e3))
     # the reward's likelihood: "fixed" (BBB: Gaussian noise noise_sigma; the others: squared
     # error) or "learned" (heteroscedastic: the network also predicts the noise of each
     # context and action, sigma = noise_sigma + softplus(s), trained by Gaussian NLL)
-    likelihood: str = "fixed"
+    likelihood: str = setting(
+        "fixed", "every neural agent's reward likelihood: fixed (BBB: "
+        "Gaussian with --noise-sigma; the others: squared error) or learned (the "
+        "network also predicts the noise of each context and action, at least "
+        "--noise-sigma, trained by Gaussian negative log-likelihood)",
+        choices=["fixed", "learned"])
     # beta-NLL (Seitzer et al. 2022) with the learned likelihood: each datum's NLL weighted
     # by sigma^(2 beta), held constant; 0: the plain NLL, 1: the mean learns as by squared error
-    nll_beta: float = 0.0
+    nll_beta: float = setting(
+        0.0, "with --likelihood learned: beta-NLL (Seitzer et al. 2022), "
+        "each datum's negative log-likelihood weighted by sigma^(2 beta) held constant "
+        "(0: the plain NLL; 1: the mean learns as by squared error)", range=(0, 1))
     # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
     # BBB's means are not decayed: its prior is its regulariser
-    weight_decay: float = 0.0
-    ucb_alpha: float = 1.0  # linucb: the width of the confidence bound (Li et al. 2010)
-    nu: float = 1.0  # neuralucb, neuralts: exploration scale (the reference code's 1)
-    ucb_lambda: float = 1.0  # neuralucb, neuralts: regulariser lambda of the design U
-    exact_design: bool = False  # neuralucb, neuralts: the full design matrix, not its diagonal
+    weight_decay: float = setting(
+        0.0, "decoupled weight decay (AdamW) of the point-estimate "
+        "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
+        "is its own regulariser (0: plain Adam)", range=(0, 10.0))
+
+
+AgentConfig = Any
+"""The type of an agent's settings: :data:`agents.AgentConfig`, the dataclass that
+:class:`CommonSettings` and every registered agent's own settings make together (it is
+composed once every agent module is imported, so the modules name it by this alias)."""
 
 
 def _one_network(config: AgentConfig) -> int:
@@ -90,7 +94,7 @@ class AgentSpec:
         cls: Its :class:`Agent` class.
         label: How figures and tables name it.
         color: Its colour in every figure (a matplotlib colour).
-        overrides: The settings that differ from :class:`AgentConfig`'s for this name
+        overrides: The settings that differ from their defaults for this name
             (``eps1``: ``{"epsilon": 0.01}``).
         cost: The cost of one of its runs, relative to a plain network's: the worker
             processes are balanced by it.
@@ -99,6 +103,10 @@ class AgentSpec:
         check: Why these settings cannot run for this agent on contexts of
             ``context_dim`` features and ``n_actions`` actions (one line), or None;
             asked before anything is allocated.
+        settings: The dataclasses of the agent's own settings (each field made with
+            :func:`bandits.config.setting`: a flag of ``bandits.run``, with its help and
+            range), beside :class:`CommonSettings`. Agents may share one (``bbb`` and
+            ``bbb-lrt``); each setting has one owner.
     """
 
     name: str
@@ -109,6 +117,7 @@ class AgentSpec:
     cost: float = 1.0
     networks: Callable[[AgentConfig], int] = _one_network
     check: Callable[[AgentConfig, int, int], str | None] = _no_check
+    settings: tuple[type, ...] = ()
 
 
 @dataclass(frozen=True)

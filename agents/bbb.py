@@ -42,6 +42,9 @@ by ``torch.compile`` into a few kernels: on a GPU that is most of an update's la
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -61,6 +64,7 @@ from bandits.bayes import (
     posterior_grads,
     sample_weights,
 )
+from bandits.config import OPEN, SIGMA, setting
 
 
 class BBBAgent(NeuralAgent):
@@ -190,8 +194,40 @@ class BBBAgent(NeuralAgent):
         return nll.detach(), g_mu, g_rho
 
 
+@dataclass
+class Settings:
+    """BBB's own settings (see README, "Choices the paper leaves open")."""
+
+    prior: str = setting("gaussian", "BBB prior: scale mixture or Gaussian",
+                         choices=["mixture", "gaussian"])
+    prior_pi: float = setting(0.5, "scale-mixture weight pi of the wide component",
+                              range=(OPEN(0), OPEN(1)))
+    prior_sigma1: float = setting(1.0, "scale-mixture wide sigma_1 (= e^0)", range=SIGMA)
+    prior_sigma2: float = setting(math.exp(-6), "scale-mixture narrow sigma_2 (= e^-6)",
+                                  range=SIGMA)
+    prior_sigma: float = setting(1.0, "Gaussian prior sigma (with --prior gaussian)",
+                                 range=SIGMA)
+    # complexity cost per datum: / items in the buffer, or / "seen"
+    kl_scale: str = setting(
+        "buffer", "BBB: divide the complexity cost by the items "
+        "in the buffer, or by every interaction seen "
+        "so far (the buffer standing for the whole "
+        "history: the posterior keeps narrowing)",
+        choices=["buffer", "seen"])
+    init_sigma: float = setting(0.02, "BBB initial posterior sigma of every weight",
+                                range=SIGMA)
+    act_samples: int = setting(
+        1, "BBB: weight samples drawn to act, their predictions averaged (1: plain "
+        "Thompson sampling, one weight sample per step; 2: the paper's average, kept by "
+        "the presets that reproduce it)", range=(1, 10_000))
+    lrt: bool = setting(
+        False, "bbb: train with the local reparameterisation trick (acting keeps "
+        "one weight sample per run)")
+
+
 SPECS = (
-    AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "tab:blue", cost=2.4),
+    AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "tab:blue", cost=2.4,
+              settings=(Settings,)),
     AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "tab:cyan", {"lrt": True},
-              cost=3.0),
+              cost=3.0, settings=(Settings,)),
 )

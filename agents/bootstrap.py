@@ -12,6 +12,7 @@ The ``runs x heads`` networks are one population of the flat network (row
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
+from bandits.config import setting
 
 
 class BootstrapAgent(NeuralAgent):
@@ -88,5 +90,14 @@ class BootstrapAgent(NeuralAgent):
         self._seen = int(state["seen"])
 
 
+@dataclass
+class Settings:
+    """The bootstrapped ensemble's own setting."""
+
+    heads: int = setting(
+        5, "bootstrap: networks per run, each on its own online "
+        "bootstrap (Poisson(1) weights) of the buffer", range=(1, 10_000))
+
+
 SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "tab:olive", cost=5.0,
-                   networks=lambda config: config.heads),)
+                   networks=lambda config: config.heads, settings=(Settings,)),)

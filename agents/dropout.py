@@ -8,6 +8,8 @@ argmax, as BBB does with one weight sample.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -15,6 +17,7 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
+from bandits.config import OPEN, setting
 
 
 class DropoutAgent(NeuralAgent):
@@ -52,4 +55,13 @@ class DropoutAgent(NeuralAgent):
         return self.squared_error_gradients(x, rewards, want_loss, masks=self.masks(x.shape[1]))
 
 
-SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "tab:pink"),)
+@dataclass
+class Settings:
+    """MC dropout's own setting."""
+
+    dropout: float = setting(
+        0.2, "dropout: the dropout rate of the hidden layers "
+        "(training, and the one mask drawn to act)", range=(OPEN(0), OPEN(1)))
+
+
+SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "tab:pink", settings=(Settings,)),)

@@ -10,6 +10,7 @@ own epsilon.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
+from bandits.config import setting
 
 
 class EpsilonGreedyAgent(NeuralAgent):
@@ -51,8 +53,19 @@ class EpsilonGreedyAgent(NeuralAgent):
         return self.point_predictions(contexts, samples)
 
 
+@dataclass
+class Settings:
+    """Epsilon-greedy's own setting, which its name sets (``eps1``: 1 %), not a flag."""
+
+    epsilon: float = setting(0.0, "the probability of a uniformly random action",
+                             range=(0, 1), cli=False)
+
+
 SPECS = (
-    AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "tab:red", {"epsilon": 0.0}),
-    AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "tab:orange", {"epsilon": 0.01}),
-    AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "tab:green", {"epsilon": 0.05}),
+    AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "tab:red", {"epsilon": 0.0},
+              settings=(Settings,)),
+    AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "tab:orange", {"epsilon": 0.01},
+              settings=(Settings,)),
+    AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "tab:green", {"epsilon": 0.05},
+              settings=(Settings,)),
 )

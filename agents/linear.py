@@ -37,6 +37,7 @@ factor of the precision itself (no agent keeps that factor now).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ from torch import Tensor
 
 from agents.base import Agent, AgentSpec
 from bandits.buffer import ReplayBuffer
+from bandits.config import POSITIVE, setting
 
 
 def cholesky_rank_one_update(L: Tensor, x: Tensor) -> Tensor:
@@ -344,7 +346,29 @@ class LinUCBAgent(LinFullPostAgent):
         return scores.argmax(dim=1)
 
 
+@dataclass
+class PosteriorSettings:
+    """The normal-inverse-gamma posterior's prior (``linfullpost``, and ``neurallinear``
+    on its network's features)."""
+
+    lin_a0: float = setting(6.0, "linfullpost, neurallinear: inverse-gamma prior "
+                            "shape a0 of the noise variance", range=POSITIVE)
+    lin_b0: float = setting(6.0, "linfullpost, neurallinear: inverse-gamma prior "
+                            "scale b0", range=POSITIVE)
+    lin_lambda: float = setting(0.25, "linfullpost, neurallinear: prior precision "
+                                "lambda (beta ~ N(0, sigma^2/lambda I))", range=POSITIVE)
+
+
+@dataclass
+class UCBSettings:
+    """LinUCB's own setting."""
+
+    ucb_alpha: float = setting(1.0, "linucb: the width alpha of the upper confidence bound "
+                               "(Li et al. 2010)", range=(0, 1e6))
+
+
 SPECS = (
-    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "tab:purple"),
-    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black"),
+    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "tab:purple",
+              settings=(PosteriorSettings,)),
+    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,)),
 )

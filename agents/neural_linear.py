@@ -12,6 +12,7 @@ the network's new features.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,9 @@ from torch import Tensor
 
 from agents.base import AgentSpec
 from agents.greedy import EpsilonGreedyAgent
-from agents.linear import BayesLinearRegression, thompson_draw
+from agents.linear import BayesLinearRegression, PosteriorSettings, thompson_draw
 from bandits.buffer import ReplayBuffer
+from bandits.config import COUNT, setting
 
 
 class NeuralLinearAgent(EpsilonGreedyAgent):
@@ -81,4 +83,13 @@ class NeuralLinearAgent(EpsilonGreedyAgent):
         self._seen, self._trained = int(state["seen"]), int(state["trained"])
 
 
-SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "tab:brown"),)
+@dataclass
+class Settings:
+    """NeuralLinear's own setting (its posterior's prior: :class:`PosteriorSettings`)."""
+
+    refresh_every: int = setting(50, "neurallinear: training steps between "
+                                 "refits of its posterior to new features", range=COUNT)
+
+
+SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "tab:brown",
+                   settings=(PosteriorSettings, Settings)),)

@@ -29,6 +29,7 @@ its member's generator: a batch of runs equals each run alone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from agents.base import AgentConfig, AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.buffer import ReplayBuffer
+from bandits.config import OPEN, setting
 
 UCB_LAMBDA_RANGE = (1e-6, 1e6)
 """The accepted ``ucb_lambda``: the design starts at ``lambda I`` (its inverse at
@@ -181,8 +183,24 @@ def refuse_exact_design(config: AgentConfig, context_dim: int, n_actions: int) -
             "diagonal design) or give a smaller --hidden")
 
 
+@dataclass
+class Settings:
+    """NeuralUCB's and NeuralTS's own settings."""
+
+    nu: float = setting(1.0, "neuralucb, neuralts: exploration scale nu (the reference "
+                        "implementations' default)", range=(OPEN(0), 1e6))
+    ucb_lambda: float = setting(
+        1.0, "neuralucb, neuralts: regulariser lambda of the design "
+        "matrix U = lambda I + sum g g^T (kept in float32: a smaller lambda would "
+        "underflow)", range=UCB_LAMBDA_RANGE)
+    exact_design: bool = setting(
+        False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
+        "instead of its diagonal (the papers' approximation)")
+
+
 SPECS = (
     AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "darkgoldenrod",
-              check=refuse_exact_design),
-    AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "teal", check=refuse_exact_design),
+              check=refuse_exact_design, settings=(Settings,)),
+    AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "teal", check=refuse_exact_design,
+              settings=(Settings,)),
 )

@@ -34,15 +34,18 @@ POSITIVE = (1e-8, 1e8)
 
 
 def setting(default, help: str, range: tuple | None = None,  # noqa: A002
-            grid: bool = False, allow_inf: bool = False, positional: bool = False, **kw):
+            grid: bool = False, allow_inf: bool = False, positional: bool = False,
+            cli: bool = True, option: str | None = None, **kw):
     """A setting: its default, its CLI help and, for numbers, its allowed ``range``
     ``(low, high)``: both ends included, an end written as :class:`OPEN` excluded; a
     value must be finite unless ``allow_inf`` (then an infinite end admits itself).
     ``grid``: the setting takes one or more values (a model per value). ``positional``:
     an argument named by its place, not by a flag (``DIR``; with ``nargs="+"``, one or
-    more). A list default is copied for every instance. Other keywords go to
-    ``argparse.add_argument`` (``choices``, ``nargs``, ``type``, ``metavar``,
-    ``action``)."""
+    more). ``cli=False``: a setting that code sets and no flag gives (left out of a
+    command's settings by :func:`compose`). ``option``: the keyword an environment
+    takes the setting as, where it differs from the setting's name. A list default is
+    copied for every instance. Other keywords go to ``argparse.add_argument``
+    (``choices``, ``nargs``, ``type``, ``metavar``, ``action``)."""
     meta = {"help": help, **kw}
     if range is not None:
         meta["range"] = range
@@ -52,9 +55,46 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
         meta["allow_inf"] = True
     if positional:
         meta["positional"] = True
+    if not cli:
+        meta["cli"] = False
+    if option is not None:
+        meta["option"] = option
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def compose(name: str, parts: Sequence[type], doc: str, module: str,
+            filled_later: Collection[str] = (), cli_only: bool = False) -> type:
+    """One settings dataclass made of the fields of the dataclasses ``parts``, in their
+    order: how a command's settings are put together from the run's own, the
+    environments' and the agents' (each declared where it belongs). A part listed twice
+    counts once; a setting declared by two parts is a mistake, named at import.
+    ``filled_later``: settings whose default becomes ``None`` (a preset fills them).
+    ``cli_only``: leave out the settings declared with ``cli=False``. The class is named
+    ``name`` in ``module`` (where it must be importable by that name)."""
+    fields, owner = [], {}
+    for part in dict.fromkeys(parts):
+        for f in dataclasses.fields(part):
+            if cli_only and not f.metadata.get("cli", True):
+                continue
+            if f.name in owner:
+                raise TypeError(f"the setting {f.name!r} is declared by both "
+                                f"{owner[f.name].__qualname__} and {part.__qualname__}")
+            owner[f.name] = part
+            if f.name in filled_later:
+                default = (f.default if f.default_factory is dataclasses.MISSING
+                           else f.default_factory())
+                meta = {**f.metadata, "type": f.metadata.get("type", type(default))}
+                new = dataclasses.field(default=None, metadata=meta)
+            elif f.default_factory is not dataclasses.MISSING:
+                new = dataclasses.field(default_factory=f.default_factory, metadata=f.metadata)
+            else:
+                new = dataclasses.field(default=f.default, metadata=f.metadata)
+            fields.append((f.name, f.type, new))
+    cls = dataclasses.make_dataclass(name, fields)
+    cls.__doc__, cls.__module__ = doc, module
+    return cls
 
 
 def flag(name: str) -> str:
@@ -114,6 +154,22 @@ def check_ranges(settings) -> None:
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
             check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata)
+
+
+def check_choices(settings, error: type[Exception] = UsageError) -> None:
+    """Every field of the dataclass instance ``settings`` that declares ``choices`` (each
+    element of a list): one line naming the flag, its choices and the value, raised as
+    ``error``. ``None`` is a default decided later and passes."""
+    for f in dataclasses.fields(settings):
+        choices = f.metadata.get("choices")
+        value = getattr(settings, f.name)
+        if choices is None or value is None:
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if v not in choices:
+                names = [repr(c) for c in choices]
+                raise error(f"{flag(f.name)} must be one of {', '.join(names[:-1])} or "
+                            f"{names[-1]}, got {v!r}")
 
 
 def first_paragraph(doc: str | None) -> str:
@@ -186,8 +242,8 @@ class Parser(argparse.ArgumentParser):
 def build_parser(cls, prog: str, description: str,
                  presets: dict[str, dict] | None = None,
                  argument_default: Any = None,
-                 parser_class: type[argparse.ArgumentParser] = Parser
-                 ) -> argparse.ArgumentParser:
+                 parser_class: type[argparse.ArgumentParser] = Parser,
+                 parse_choices: bool = True) -> argparse.ArgumentParser:
     """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
     field is a switch (one that is on by default a ``--no-NAME`` flag, whose help says
     what giving it does), a grid field takes one or more values, a positional field is
@@ -197,13 +253,15 @@ def build_parser(cls, prog: str, description: str,
     ``argument_default=argparse.SUPPRESS`` leaves unset flags out of the parsed
     namespace. ``parser_class``: :class:`Parser` (errors raise :class:`UsageError`), or
     ``argparse.ArgumentParser`` for a command whose errors are argparse's own (the
-    usage, one line, exit status 2)."""
+    usage, one line, exit status 2). ``parse_choices=False``: a field's ``choices`` are
+    left to :func:`check_choices` after parsing (the command's own messages)."""
     p = parser_class(prog=prog, description=description, argument_default=argument_default)
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
-        meta.pop("allow_inf", None)
+        for key in ("allow_inf", "cli", "option", *(() if parse_choices else ("choices",))):
+            meta.pop(key, None)
         grid = meta.pop("grid", False)
         if meta.pop("positional", False):
             p.add_argument(f.name, help=help_, **meta)

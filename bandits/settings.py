@@ -17,16 +17,15 @@ from typing import Any
 import torch
 
 import envs
-from agents import AGENTS, SPECS, AgentConfig
-from agents.neural_ucb import UCB_LAMBDA_RANGE
+from agents import AGENTS, SPECS, AgentConfig, CommonSettings
 from bandits.config import (
     COUNT,
-    OPEN,
-    POSITIVE,
-    SIGMA,
     UsageError,
+    check_choices,
     check_ranges,
+    compose,
     convert,
+    flag,
     setting,
 )
 from bandits.config import build_parser as build_settings_parser
@@ -59,8 +58,9 @@ PRESETS: dict[str, dict] = {
 
 
 @dataclass
-class Config:
-    """Settings of one invocation; each field is a CLI flag (``--kebab-case``)."""
+class RunSettings:
+    """What a run compares, on what, and where: the first of the settings :class:`Config`
+    puts together."""
 
     agent: list[str] | None = setting(
         None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
@@ -68,18 +68,6 @@ class Config:
     env: str = setting(
         "mushroom", "bandit environment",
         choices=envs.ENV_IDS)  # the registry itself: data sets registered later count too
-    wheel_delta: float = setting(
-        0.95, "wheel: radius delta beyond which the high-reward arms pay "
-        "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
-        range=(OPEN(0), OPEN(1)))
-    normalize: str = setting(
-        "none", "classification bandits (mushroom-classes, mnist, a registered data set): "
-        "'l2' scales each context to unit L2 norm, as the NeuralUCB and NeuralTS papers "
-        "do; 'none' keeps the data set's own features", choices=["none", "l2"])
-    order: str = setting(
-        "random", "classification bandits: 'random' draws each round's example uniformly "
-        "with replacement; 'pass' goes through the data set in shuffled passes without "
-        "replacement (the NeuralUCB and NeuralTS papers' one pass)", choices=["random", "pass"])
     preset: str = setting(
         "quick", "defaults for every unset setting", choices=sorted(PRESETS))
     seeds: int | None = setting(
@@ -105,108 +93,28 @@ class Config:
     data_dir: Path | None = setting(
         None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
         type=Path)
-    hidden: tuple[int, ...] = setting(
-        AgentConfig.hidden, "hidden layer sizes of the reward network",
-        range=(1, 100_000), nargs="+")
+
+
+@dataclass
+class TrainingSettings:
+    """How often the agents train, and on what."""
+
     buffer_size: int | None = setting(
         None, "replay buffer capacity (last N interactions)",
         range=COUNT, type=int)
-    batch_size: int | None = setting(
-        None, "minibatch size of each update", range=COUNT, type=int)
     updates_per_step: int | None = setting(
         None, "minibatch updates after each interaction",
         range=COUNT, type=int)
     train_every: int = setting(
         1, "train after every k-th interaction (k=1: every step)",
         range=COUNT)
-    lr: float = setting(
-        AgentConfig.lr, "Adam learning rate of every neural agent",
-        range=(OPEN(0), math.inf))
-    prior: str = setting(
-        AgentConfig.prior, "BBB prior: scale mixture or Gaussian",
-        choices=["mixture", "gaussian"])
-    prior_pi: float = setting(
-        AgentConfig.prior_pi, "scale-mixture weight pi of the wide component",
-        range=(OPEN(0), OPEN(1)))
-    prior_sigma1: float = setting(
-        AgentConfig.prior_sigma1, "scale-mixture wide sigma_1 (= e^0)",
-        range=SIGMA)
-    prior_sigma2: float = setting(
-        AgentConfig.prior_sigma2, "scale-mixture narrow sigma_2 (= e^-6)",
-        range=SIGMA)
-    prior_sigma: float = setting(
-        AgentConfig.prior_sigma,
-        "Gaussian prior sigma (with --prior gaussian)", range=SIGMA)
-    noise_sigma: float = setting(
-        AgentConfig.noise_sigma,
-        "BBB Gaussian likelihood noise sigma of the reward; with --likelihood "
-        "learned, the floor of every neural agent's learned noise", range=(1e-3, 1e3))
-    likelihood: str = setting(
-        AgentConfig.likelihood, "every neural agent's reward likelihood: fixed (BBB: "
-        "Gaussian with --noise-sigma; the others: squared error) or learned (the "
-        "network also predicts the noise of each context and action, at least "
-        "--noise-sigma, trained by Gaussian negative log-likelihood)",
-        choices=["fixed", "learned"])
-    nll_beta: float = setting(
-        AgentConfig.nll_beta, "with --likelihood learned: beta-NLL (Seitzer et al. 2022), "
-        "each datum's negative log-likelihood weighted by sigma^(2 beta) held constant "
-        "(0: the plain NLL; 1: the mean learns as by squared error)", range=(0, 1))
-    weight_decay: float = setting(
-        AgentConfig.weight_decay, "decoupled weight decay (AdamW) of the point-estimate "
-        "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
-        "is its own regulariser (0: plain Adam)", range=(0, 10.0))
-    kl_scale: str = setting(
-        AgentConfig.kl_scale, "BBB: divide the complexity cost by the items "
-        "in the buffer, or by every interaction seen "
-        "so far (the buffer standing for the whole "
-        "history: the posterior keeps narrowing)",
-        choices=["buffer", "seen"])
-    init_sigma: float = setting(
-        AgentConfig.init_sigma, "BBB initial posterior sigma of every weight",
-        range=SIGMA)
-    act_samples: int | None = setting(
-        None, "BBB: weight samples drawn to act, their predictions averaged (1: plain "
-        "Thompson sampling, one weight sample per step; 2: the paper's average, kept by "
-        "the presets that reproduce it)",
-        range=(1, 10_000), type=int)
-    lrt: bool = setting(
-        False, "bbb: train with the local reparameterisation trick (acting keeps "
-        "one weight sample per run)")
-    dropout: float = setting(
-        AgentConfig.dropout, "dropout: the dropout rate of the hidden layers "
-        "(training, and the one mask drawn to act)",
-        range=(OPEN(0), OPEN(1)))
-    heads: int = setting(
-        AgentConfig.heads, "bootstrap: networks per run, each on its own online "
-        "bootstrap (Poisson(1) weights) of the buffer",
-        range=(1, 10_000))
-    refresh_every: int = setting(
-        AgentConfig.refresh_every, "neurallinear: training steps between "
-        "refits of its posterior to new features",
-        range=COUNT)
-    ucb_alpha: float = setting(
-        AgentConfig.ucb_alpha, "linucb: the width alpha of the upper confidence bound "
-        "(Li et al. 2010)", range=(0, 1e6))
-    nu: float = setting(
-        AgentConfig.nu, "neuralucb, neuralts: exploration scale nu (the reference "
-        "implementations' default)", range=(OPEN(0), 1e6))
-    ucb_lambda: float = setting(
-        AgentConfig.ucb_lambda, "neuralucb, neuralts: regulariser lambda of the design "
-        "matrix U = lambda I + sum g g^T (kept in float32: a smaller lambda would "
-        "underflow)", range=UCB_LAMBDA_RANGE)
-    exact_design: bool = setting(
-        False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
-        "instead of its diagonal (the papers' approximation)")
-    lin_a0: float = setting(
-        AgentConfig.lin_a0, "linfullpost, neurallinear: inverse-gamma prior "
-        "shape a0 of the noise variance", range=POSITIVE)
-    lin_b0: float = setting(
-        AgentConfig.lin_b0, "linfullpost, neurallinear: inverse-gamma prior "
-        "scale b0", range=POSITIVE)
-    lin_lambda: float = setting(
-        AgentConfig.lin_lambda, "linfullpost, neurallinear: prior precision "
-        "lambda (beta ~ N(0, sigma^2/lambda I))",
-        range=POSITIVE)
+
+
+@dataclass
+class OutputSettings:
+    """What a run records and shows, and how it is run and continued (none of these
+    changes the results but ``log_points``)."""
+
     log_points: int = setting(
         2000, "max metrics.csv rows per run (every step if steps <= this)",
         range=COUNT)
@@ -238,6 +146,24 @@ class Config:
         None, "continue the run in this output directory from its "
         "checkpoint, with its config.json (--steps may extend it)",
         type=Path)
+
+
+ENV_SETTINGS = tuple(dict.fromkeys(part for spec in envs.SPECS.values() for part in spec.settings))
+"""The environments' own settings classes, each once (every classification bandit shares
+one)."""
+
+Config = compose(
+    "Config",
+    [RunSettings, *ENV_SETTINGS, CommonSettings, TrainingSettings,
+     *(part for spec in SPECS.values() for part in spec.settings), OutputSettings],
+    """Settings of one invocation of ``python -m bandits.run``; each field is a CLI flag
+    (``--kebab-case``). Made of :class:`RunSettings`, every environment's own settings
+    (its spec's ``settings``), the agents' common settings
+    (:class:`agents.CommonSettings`), :class:`TrainingSettings`, every registered agent's
+    own (its spec's ``settings``) and :class:`OutputSettings`. The settings a preset
+    gives default to None: the preset fills them (:func:`parse_config`).""",
+    module=__name__, filled_later={k for preset in PRESETS.values() for k in preset},
+    cli_only=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -281,12 +207,8 @@ def validate(cfg: Config) -> None:
                          f"{', '.join(envs.ENV_IDS)}, or register it with "
                          "envs.register_dataset in this process first")
     check_ranges(cfg)
-    for flag, value, default, what in (("normalize", cfg.normalize, "none", "scales"),
-                                       ("order", cfg.order, "random", "orders")):
-        if value != default and cfg.env not in envs.DATASET_OF:
-            raise UsageError(f"--{flag} {value} {what} a classification bandit's "
-                             f"contexts; --env {cfg.env} is not one (use mushroom-classes, "
-                             "mnist or a registered data set)")
+    check_choices(cfg)
+    refuse_other_envs_settings(cfg)
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
@@ -334,16 +256,26 @@ def agent_config(cfg: Config) -> AgentConfig:
 
 
 def env_options(cfg: Config) -> dict[str, Any]:
-    """The keyword arguments of ``cfg.env``: the wheel's delta, else the data directory
-    (and for a classification bandit, the contexts' normalisation when one is asked for)."""
-    if cfg.env == "wheel":
-        return {"delta": cfg.wheel_delta}
-    options: dict[str, Any] = {"data_dir": cfg.data_dir}
-    if cfg.normalize != "none":  # both refused for the envs without a data set (validate)
-        options["normalize"] = cfg.normalize
-    if cfg.order != "random":
-        options["order"] = cfg.order
-    return options
+    """The keyword arguments of ``cfg.env``: its own settings (its spec's), and the data
+    directory where it reads one."""
+    spec = envs.SPECS[cfg.env]
+    return {**({"data_dir": cfg.data_dir} if spec.data else {}), **spec.options(cfg)}
+
+
+def refuse_other_envs_settings(cfg: Config) -> None:
+    """One line naming a setting of another environment than ``cfg.env`` given away from
+    its default (it would change nothing, and was surely meant for that environment)."""
+    own = set(envs.SPECS[cfg.env].settings)
+    for part in ENV_SETTINGS:
+        if part in own:
+            continue
+        for f in dataclasses.fields(part):
+            value = getattr(cfg, f.name)
+            if value != f.default:
+                owners = [name for name, spec in envs.SPECS.items() if part in spec.settings]
+                raise UsageError(f"{flag(f.name)} {value} is a setting of --env "
+                                 f"{', '.join(owners)}; --env {cfg.env} is not one (use one "
+                                 f"of those, or leave {flag(f.name)} out)")
 
 
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:

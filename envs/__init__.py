@@ -33,11 +33,38 @@ from __future__ import annotations
 import numbers
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
 
+from bandits.config import OPEN, setting
 from envs.spec import EnvSpec
+
+
+@dataclass
+class WheelSettings:
+    """The wheel bandit's own setting."""
+
+    wheel_delta: float = setting(
+        0.95, "wheel: radius delta beyond which the high-reward arms pay "
+        "(Riquelme et al.: 0.5 ... 0.99; harder as it grows)",
+        range=(OPEN(0), OPEN(1)), option="delta")
+
+
+@dataclass
+class ClassificationSettings:
+    """A classification bandit's own settings (every labelled data set's)."""
+
+    normalize: str = setting(
+        "none", "classification bandits (mushroom-classes, mnist, a registered data set): "
+        "'l2' scales each context to unit L2 norm, as the NeuralUCB and NeuralTS papers "
+        "do; 'none' keeps the data set's own features", choices=["none", "l2"])
+    order: str = setting(
+        "random", "classification bandits: 'random' draws each round's example uniformly "
+        "with replacement; 'pass' goes through the data set in shuffled passes without "
+        "replacement (the NeuralUCB and NeuralTS papers' one pass)", choices=["random", "pass"])
+
 
 _CLASSES = ("envs.classification:ClassificationEnv",
             "envs.classification:ClassificationVectorEnv")
@@ -48,10 +75,11 @@ SPECS: dict[str, EnvSpec] = {spec.name: spec for spec in (
             mistakes={"a1_best0": "ate_poisonous", "a0_best1": "left_edible"},
             best_actions={0: "poisonous", 1: "edible"}, memorisation=True),
     EnvSpec("wheel", "bandits/Wheel-v0", (2, 5), "envs.wheel:WheelEnv",
-            "envs.wheel:WheelVectorEnv"),
+            "envs.wheel:WheelVectorEnv", data=False, settings=(WheelSettings,)),
     EnvSpec("mushroom-classes", "bandits/MushroomClasses-v0", (117, 2), *_CLASSES,
-            dataset="mushroom"),
-    EnvSpec("mnist", "bandits/MNIST-v0", (784, 10), *_CLASSES, dataset="mnist"),
+            dataset="mushroom", settings=(ClassificationSettings,)),
+    EnvSpec("mnist", "bandits/MNIST-v0", (784, 10), *_CLASSES, dataset="mnist",
+            settings=(ClassificationSettings,)),
 )}
 """The registry: short name -> :class:`envs.spec.EnvSpec` (:func:`register_dataset` adds
 to it; the views below follow)."""
@@ -122,7 +150,7 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
                          f"{context_size} and {n_classes}")
     DATASETS[name] = LabelledData(loader, int(context_size), int(n_classes), description)
     spec = EnvSpec(name, f"bandits/{name}-v0", (int(context_size), int(n_classes)),
-                   *_CLASSES, dataset=name)
+                   *_CLASSES, dataset=name, settings=(ClassificationSettings,))
     SPECS[name] = spec
     ENV_IDS[name] = spec.id
     SHAPES[name] = spec.shape
@@ -159,5 +187,6 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "SPECS", "EnvSpec", "env_id",
+__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "SPECS", "ClassificationSettings",
+           "EnvSpec", "WheelSettings", "env_id",
            "make_vec", "register_dataset"]

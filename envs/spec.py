@@ -4,7 +4,9 @@ from it (the ``info`` key naming the data item shown, the names of its mistakes)
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,10 @@ class EnvSpec:
         memorisation: Whether the diagnosis writes ``memorisation.csv`` from
             ``memory.csv`` (its categories are Mushroom's: edible or not, the reward the
             last eating paid).
+        data: Whether the env reads a data directory (passed as ``data_dir=``).
+        settings: The dataclasses of the env's own settings (fields made with
+            :func:`bandits.config.setting`: flags of ``bandits.run``), each passed to the
+            env as the keyword its field's ``option`` metadata names (else its own name).
     """
 
     name: str
@@ -41,6 +47,14 @@ class EnvSpec:
     mistakes: dict[str, str] = field(default_factory=dict)
     best_actions: dict[int, str] = field(default_factory=dict)
     memorisation: bool = False
+    data: bool = True
+    settings: tuple[type, ...] = ()
+
+    def options(self, values: Any) -> dict[str, Any]:
+        """The env's keyword arguments for its own settings, read from ``values`` (an
+        object with one attribute per setting, as a run's settings are)."""
+        return {f.metadata.get("option", f.name): getattr(values, f.name)
+                for part in self.settings for f in dataclasses.fields(part)}
 
     @property
     def kwargs(self) -> dict[str, str] | None:

@@ -502,7 +502,7 @@ def test_grid_flags_expand_to_every_setting_and_seed():
     (["--seeds", "0"], "--seeds must be in [1, 100,000]"),
     (["--prior", "mixture", "cauchy"], "--prior must be one of"),
     (["--kl-weighting", "uniform", "later"], "--kl-weighting must be"),
-    (["--complexity", "exact"], "--complexity must be 'mc' or 'kl'"),
+    (["--complexity", "exact"], "--complexity must be one of 'mc' or 'kl'"),
     (["--kl-factor", "-1"], "--kl-factor must be in [0, 1e+06]"),
     (["--kl-factor", "1", "0.1", "1"], "--kl-factor lists a value twice"),
     (["--model", "dropout", "--kl-factor", "1", "0.1"],

@@ -73,7 +73,7 @@ def _parser_of(cls: type, names: Sequence[str] | None, command: str
             for f in dataclasses.fields(cls) if f.name in names])
     return build_settings_parser(cls, f"python -m bandits.mnist {command}",
                                  f"{COMMANDS[command]}. {DESCRIPTION}",
-                                 argument_default=argparse.SUPPRESS)
+                                 argument_default=argparse.SUPPRESS, parse_choices=False)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bandits.bayes import ESTIMATORS, make_lenet5
-from bandits.config import OPEN, check_ranges, flag, setting
+from bandits.config import OPEN, check_choices, check_ranges, flag, setting
 from bandits.files import machine_memory
 from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
 
@@ -38,16 +38,17 @@ class Config:
     may take several values in one run (BBB): every combination is trained, each with
     --seeds seeds as one batched model."""
 
-    model: str = setting("bbb", f"one of {MODEL_KINDS}")
+    model: str = setting("bbb", f"one of {MODEL_KINDS}", choices=MODEL_KINDS)
     arch: str = setting("mlp", "network: 'mlp' (784 -> --hidden x --layers -> 10, the "
                                "paper's) or 'lenet5' (LeNet-5: two convolutions, 120, 84; "
-                               "--model bbb or sgd)")
+                               "--model bbb or sgd)", choices=ARCHS)
     estimator: str = setting("reparam", "BBB: how the weight noise is drawn: 'reparam' (one "
                                         "weight sample per minibatch, the paper's), 'lrt' "
                                         "(local reparameterisation: noise per image) or "
                                         "'flipout'; the MLP trains 'lrt' and 'flipout' by "
-                                        "autograd")
-    prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True)
+                                        "autograd", choices=ESTIMATORS)
+    prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True,
+                                               choices=PRIORS)
     pi: float | list[float] = setting(
         0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True)
     neg_log_sigma1: float | list[float] = setting(
@@ -64,11 +65,11 @@ class Config:
     complexity: str = setting(
         "mc", "complexity cost: 'mc' (the paper's sampled estimate) or 'kl' (closed form, no "
               "sampling noise: the KL for --prior gaussian; for --prior mixture the KL of the "
-              "mixture as a hierarchical prior, an upper bound on its KL)")
+              "mixture as a hierarchical prior, an upper bound on its KL)", choices=("mc", "kl"))
     kl_weighting: str | list[str] = setting(
         "blundell", "KL weight per minibatch: 'blundell' (2^(M-i)/(2^M-1), section 3.4; "
         "better than 'uniform' for both priors over 3 seeds, see results/mnist) or "
-        "'uniform' (1/M, eq. 8)", grid=True)
+        "'uniform' (1/M, eq. 8)", grid=True, choices=("uniform", "blundell"))
     kl_factor: float | list[float] = setting(
         1.0, "multiplies every minibatch's KL weight: 1 is the ELBO; a smaller factor is a "
         "tempered ELBO (the complexity cost counts less than the data)", range=(0.0, 1e6),
@@ -89,10 +90,11 @@ class Config:
     optimizer: str = setting(
         "adam", "'adam' (on the loss per image) or 'sgd' (plain minibatch gradient descent "
         "on the minibatch's summed loss, eq. 8: the paper's, whose --lr grid is 1e-3, 1e-4, "
-        "1e-5)")
+        "1e-5)", choices=OPTIMIZERS)
     lr: float = setting(1e-3, "learning rate", range=(OPEN(0.0), 10.0))
     lr_schedule: str = setting(
-        "constant", "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs")
+        "constant", "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs",
+        choices=("constant", "cosine"))
     lr_min: float = setting(0.0, "final learning rate of 'cosine'", range=(0.0, 10.0))
     batch_size: int = setting(128, "minibatch size", range=(1, MAX_INT))
     full_train: bool = setting(False, "train on all 60,000 images (no validation set)")
@@ -112,7 +114,7 @@ class Config:
         1, "train N seeds (--seed, --seed + 1, ...) of every setting, a setting's seeds in "
         "one batched model; results per model and mean +- std per setting",
         range=(1, 100_000))
-    device: str = setting("cpu", "cpu or cuda")
+    device: str = setting("cpu", "cpu or cuda", choices=("cpu", "cuda"))
     threads: int = setting(
         0, "torch CPU threads per process (0: 1 when the command trains several settings, "
         "so that the results do not depend on --workers; else torch's default)",
@@ -155,6 +157,7 @@ class Config:
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run (naming the flag and a fix), and
         :class:`bandits.config.UsageError` on a number outside its field's range."""
+        check_choices(self, ValueError)  # each field's own (setting(choices=...))
         for name in GRID_FIELDS:
             values = grid_values(self, name)
             if len(values) != len(set(values)):
@@ -169,23 +172,7 @@ class Config:
                 "mixture" in grid_values(self, "prior")):
             raise ValueError(f"--pi must be strictly between 0 and 1, got "
                              f"{grid_values(self, 'pi')} (for pi 0 or 1 use --prior gaussian)")
-        priors, weightings = grid_values(self, "prior"), grid_values(self, "kl_weighting")
         checks = [
-            (self.model in MODEL_KINDS,
-             f"--model must be one of {MODEL_KINDS}, got {self.model!r}"),
-            (set(priors) <= set(PRIORS), f"--prior must be one of {PRIORS}, got {priors}"),
-            (self.complexity in ("mc", "kl"),
-             f"--complexity must be 'mc' or 'kl', got {self.complexity!r}"),
-            (set(weightings) <= {"uniform", "blundell"},
-             f"--kl-weighting must be 'uniform' or 'blundell', got {weightings}"),
-            (self.optimizer in OPTIMIZERS,
-             f"--optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}"),
-            (self.lr_schedule in ("constant", "cosine"),
-             f"--lr-schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}"),
-            (self.device in ("cpu", "cuda"), f"--device must be cpu or cuda, got {self.device!r}"),
-            (self.arch in ARCHS, f"--arch must be one of {ARCHS}, got {self.arch!r}"),
-            (self.estimator in ESTIMATORS,
-             f"--estimator must be one of {ESTIMATORS}, got {self.estimator!r}"),
             (self.arch == "mlp" or self.model in ("bbb", "sgd"),
              f"--arch lenet5 trains --model bbb or sgd, got --model {self.model}"),
             (self.arch == "lenet5" or self.estimator == "reparam" or self.model == "bbb",
