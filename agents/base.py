@@ -64,6 +64,12 @@ class CommonSettings:
         "(0: the plain NLL; 1: the mean learns as by squared error)", range=(0, 1))
     # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
     # BBB's means are not decayed: its prior is its regulariser
+    encoding: str = setting(
+        "onehot", "how a network sees an action: 'onehot' (the context and a one-hot of "
+        "the action, this project's) or 'disjoint' (the NeuralUCB and NeuralTS papers' "
+        "x_a = (0, ..., x, ..., 0): a first layer of its own per action, kept as per-arm "
+        "blocks); the linear agents keep a model per action either way",
+        choices=["onehot", "disjoint"])
     weight_decay: float = setting(
         0.0, "decoupled weight decay (AdamW) of the point-estimate "
         "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
@@ -107,6 +113,8 @@ class AgentSpec:
             :func:`bandits.config.setting`: a flag of ``bandits.run``, with its help and
             range), beside :class:`CommonSettings`. Agents may share one (``bbb`` and
             ``bbb-lrt``); each setting has one owner.
+        columns: Per-step quantities of the agent (:meth:`Agent.step_values` gives them),
+            each a column of ``metrics.csv`` after the regret's.
     """
 
     name: str
@@ -118,6 +126,7 @@ class AgentSpec:
     networks: Callable[[AgentConfig], int] = _one_network
     check: Callable[[AgentConfig, int, int], str | None] = _no_check
     settings: tuple[type, ...] = ()
+    columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,6 +202,11 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         """One action per run: ``contexts (runs, context_dim) -> actions (runs,)`` int64."""
+
+    def step_values(self) -> dict[str, Tensor]:
+        """The per-step quantities its spec's ``columns`` name, of the last ``act`` (and
+        ``update``): one ``(runs,)`` tensor each. None by default."""
+        return {}
 
     def state_dict(self) -> dict[str, Any]:
         """Everything that changes as the agent acts and learns (for checkpoints)."""

@@ -225,9 +225,17 @@ class Settings:
         "one weight sample per run)")
 
 
+def refuse_lrt_disjoint(config, context_dim: int, n_actions: int) -> str | None:
+    """The local reparameterisation trick has no disjoint first layer: one line, or None."""
+    if config.lrt and config.encoding == "disjoint":
+        return ("--encoding disjoint trains BBB with one weight sample per minibatch; leave "
+                "out --lrt (or use --agent bbb), or keep --encoding onehot")
+    return None
+
+
 SPECS = (
     AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "tab:blue", cost=2.4,
-              settings=(Settings,)),
+              settings=(Settings,), check=refuse_lrt_disjoint),
     AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "tab:cyan", {"lrt": True},
-              cost=3.0, settings=(Settings,)),
+              cost=3.0, settings=(Settings,), check=refuse_lrt_disjoint),
 )

@@ -76,11 +76,14 @@ class NeuralAgent(Agent):
         # Initial weights come from each member's own seed, not torch's global state:
         # a member starts from exactly the weights it would have alone.
         models = []
+        disjoint = self.config.encoding == "disjoint"  # see bandits.bayes.flat.FlatMLP
         for seed in self._init_seeds:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                models.append(self.build_model(self.context_dim + self.n_actions))
-        self.model = FlatMLP(models).to(self.device)
+                models.append(self.build_model(self.context_dim * self.n_actions
+                                               if disjoint else
+                                               self.context_dim + self.n_actions))
+        self.model = FlatMLP(models, arms=self.n_actions if disjoint else 0).to(self.device)
         cuda = self.device.type == "cuda"
         # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
         # counter lives on the device, so the update can be captured in a CUDA graph.

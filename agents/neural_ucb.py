@@ -174,7 +174,9 @@ def refuse_exact_design(config: AgentConfig, context_dim: int, n_actions: int) -
     if not config.exact_design:
         return None
     outputs = 2 if config.likelihood == "learned" else 1
-    p = design_size(context_dim + n_actions, tuple(config.hidden), outputs)
+    inputs = (context_dim * n_actions if config.encoding == "disjoint"
+              else context_dim + n_actions)
+    p = design_size(inputs, tuple(config.hidden), outputs)
     if p <= EXACT_DESIGN_MAX_PARAMS:
         return None
     return (f"--exact-design keeps a {p:,} x {p:,} design matrix per run "
@@ -187,12 +189,14 @@ def refuse_exact_design(config: AgentConfig, context_dim: int, n_actions: int) -
 class Settings:
     """NeuralUCB's and NeuralTS's own settings."""
 
-    nu: float = setting(1.0, "neuralucb, neuralts: exploration scale nu (the reference "
-                        "implementations' default)", range=(OPEN(0), 1e6))
+    nu: float = setting(1.0, "neuralucb, neuralts: exploration scale nu (1: this project's "
+                        "untuned default; the papers chose nu per data set by grid search)",
+                        range=(OPEN(0), 1e6))
     ucb_lambda: float = setting(
         1.0, "neuralucb, neuralts: regulariser lambda of the design "
-        "matrix U = lambda I + sum g g^T (kept in float32: a smaller lambda would "
-        "underflow)", range=UCB_LAMBDA_RANGE)
+        "matrix U = lambda I + sum g g^T (1: this project's default; the reference code's "
+        "is 0.001 and the papers chose it per data set; kept in float32: a smaller lambda "
+        "would underflow)", range=UCB_LAMBDA_RANGE)
     exact_design: bool = setting(
         False, "neuralucb, neuralts: keep the full design matrix (small networks only) "
         "instead of its diagonal (the papers' approximation)")

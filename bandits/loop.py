@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 import envs
-from agents import make_agents
+from agents import SPECS, make_agents
 from bandits import checkpoint
 from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
@@ -41,7 +41,13 @@ from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
 from bandits.resume import identity
-from bandits.settings import Config, agent_config, agent_seed, env_options
+from bandits.settings import (
+    Config,
+    agent_config,
+    agent_seed,
+    env_options,
+    recorded_columns,
+)
 
 
 def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],
@@ -59,6 +65,8 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
     elapsed = time.perf_counter() - tic
+    values = ({c: v.cpu().numpy() for c, v in pop.agent.step_values().items()}
+              if any(pop.member_columns) else {})
     for k, name in enumerate(pop.agent.names):
         runs = pop.agent.member_runs(k)
         wall[name] += elapsed / len(pop.agent.members)
@@ -66,6 +74,8 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
                   ("regret", "expected_regret", "optimal_action")}
         if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
             record["item"] = info[pop.item_key][runs]
+        record.update({c: info[c][runs] for c in pop.env_columns})  # the specs' columns
+        record.update({c: values[c][runs] for c in pop.member_columns[k]})
         log.record(index[name], t, actions_np[runs], rewards[runs], record)
     pop.context = next_context
 
@@ -91,7 +101,7 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
     run's own (the probes, the progress bar, the checkpoints).
     """
     populations, seeds = build(cfg)
-    log = RegretLog(cfg.agent, seeds, cfg.steps)
+    log = RegretLog(cfg.agent, seeds, cfg.steps, recorded_columns(cfg))
     probe = Probe(cfg)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
@@ -197,7 +207,9 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
         buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device)
         built.append(Population(agent, env, buffer, context,
                                 diverged_at=torch.full((agent.runs,), -1, device=cfg.device),
-                                item_key=envs.SPECS[cfg.env].item_key))
+                                item_key=envs.SPECS[cfg.env].item_key,
+                                env_columns=envs.SPECS[cfg.env].columns,
+                                member_columns=[SPECS[n].columns for n in agent.names]))
     return built, seeds
 
 

@@ -56,8 +56,9 @@ from bandits.processes import (
     requested_workers,
     signal_each,
 )
+from bandits.regret import METRICS_COLUMNS
 from bandits.resume import RESUME_FLAGS, identity, resume_config
-from bandits.settings import env_options
+from bandits.settings import env_options, recorded_columns
 
 PARTS = "parts"
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
@@ -293,7 +294,8 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     parts = config["parts"]
     dirs = [out / p["dir"] for p in parts]
     for name in ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv"):
-        merge_csv([d / name for d in dirs], cfg.agent, out / name)
+        columns = [*METRICS_COLUMNS, *recorded_columns(cfg)] if name == "metrics.csv" else None
+        merge_csv([d / name for d in dirs], cfg.agent, out / name, columns)
     wall_per_agent, done, diverged_runs = {}, [], []
     for d in dirs:
         try:
@@ -333,10 +335,13 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     return Outcome(status, message, out)
 
 
-def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
+def merge_csv(paths: list[Path], order: list[str], out: Path,
+              columns: list[str] | None = None) -> None:
     """The workers' CSVs as one: the header, then each agent's rows (their first field is
     the agent) in the run's order. Text is copied, never re-formatted: the bytes are those
-    a single process writes."""
+    a single process writes. ``columns``: the whole run's header, where a worker's may
+    lack the columns only other workers' agents declare (their fields are left empty, as
+    a single process leaves a NaN)."""
     header, rows = None, {}
     for path in paths:
         try:
@@ -345,6 +350,10 @@ def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
             continue
         if not lines or lines[0].strip() in ("", '""'):  # an empty table
             continue
+        names = lines[0].rstrip("\n").split(",")
+        if columns is not None and names != columns:
+            lines = [",".join(columns) + "\n", *(_with_columns(line, names, columns)
+                                                 for line in lines[1:])]
         header = header or lines[0]
         for line in lines[1:]:
             rows.setdefault(line.split(",", 1)[0], []).append(line)
@@ -352,6 +361,13 @@ def merge_csv(paths: list[Path], order: list[str], out: Path) -> None:
         write_atomic(out, "\n")
         return
     write_atomic(out, header + "".join(line for a in order for line in rows.get(a, [])))
+
+
+def _with_columns(line: str, names: list[str], columns: list[str]) -> str:
+    """A row of the header ``names`` written under the header ``columns`` (empty fields
+    for the columns it lacks)."""
+    fields = dict(zip(names, line.rstrip("\n").split(",")))
+    return ",".join(fields.get(c, "") for c in columns) + "\n"
 
 
 def _plot(cfg, out: Path) -> None:

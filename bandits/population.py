@@ -5,7 +5,7 @@ it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,3 +27,5 @@ class Population:
     loss: torch.Tensor | None = None  # (runs,) on the device: the last update's loss
     diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
     item_key: str | None = None  # the info key naming the data item shown (its env's spec)
+    env_columns: tuple[str, ...] = ()  # info keys recorded every step (its env's spec)
+    member_columns: list[tuple[str, ...]] = field(default_factory=list)  # each member's spec's

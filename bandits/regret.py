@@ -6,6 +6,8 @@ does, so a plot can be redrawn without rerunning), ``summary.csv`` and ``phases.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 import torch
@@ -44,7 +46,8 @@ class RegretLog:
 
     _ARRAYS = ("action", "reward", "regret", "expected_regret", "optimal_action", "item")
 
-    def __init__(self, agents: list[str], seeds: list[int], steps: int) -> None:
+    def __init__(self, agents: list[str], seeds: list[int], steps: int,
+                 columns: Sequence[str] = ()) -> None:
         self.agents, self.seeds, self.steps = agents, seeds, steps
         shape = (len(agents), len(seeds), steps)
         self.action = np.zeros(shape, dtype=np.int64)
@@ -53,6 +56,8 @@ class RegretLog:
         self.expected_regret = np.zeros(shape)
         self.optimal_action = np.zeros(shape, dtype=np.int64)
         self.item = np.full(shape, -1, dtype=np.int32)  # the data item shown (-1: none)
+        # the env's and the agents' declared columns (NaN where an agent has none)
+        self.columns = {c: np.full(shape, np.nan) for c in columns}
         self.done = 0  # steps completed by every agent
 
     def record(self, k: int, t: int, actions, rewards, info: dict) -> None:
@@ -65,12 +70,17 @@ class RegretLog:
             self.optimal_action[k, :, t] = info["optimal_action"]
         if "item" in info:
             self.item[k, :, t] = info["item"]
+        for c, values in self.columns.items():
+            if c in info:
+                values[k, :, t] = info[c]
 
     def state_dict(self) -> dict:
         """The records of the completed steps (for checkpoints)."""
         n = self.done
         return {"done": n, **{k: torch.from_numpy(getattr(self, k)[:, :, :n].copy())
-                              for k in self._ARRAYS}}
+                              for k in self._ARRAYS},
+                **{f"column:{c}": torch.from_numpy(v[:, :, :n].copy())
+                   for c, v in self.columns.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore the records of ``state["done"]`` steps (the horizon may have grown)."""
@@ -80,6 +90,9 @@ class RegretLog:
         for k in self._ARRAYS:
             if k in state:  # a checkpoint of an earlier version may lack "item"
                 getattr(self, k)[:, :, :n] = state[k].numpy()
+        for c, values in self.columns.items():
+            if f"column:{c}" in state:
+                values[:, :, :n] = state[f"column:{c}"].numpy()
         self.done = n
 
     def final_cumulative(self) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +104,7 @@ class RegretLog:
         """Tidy rows at :func:`logged_steps` of the completed steps."""
         n = self.done
         if n == 0:
-            return pd.DataFrame(columns=METRICS_COLUMNS)
+            return pd.DataFrame(columns=[*METRICS_COLUMNS, *self.columns])
         steps = logged_steps(n, max_points)
         i = steps - 1
         cum_r = np.cumsum(self.regret[:, :, :n], axis=-1)[:, :, i]
@@ -107,6 +120,7 @@ class RegretLog:
             "expected_regret": self.expected_regret[:, :, i].reshape(-1),
             "cumulative_regret": cum_r.reshape(-1),
             "cumulative_expected_regret": cum_e.reshape(-1),
+            **{c: v[:, :, i].reshape(-1) for c, v in self.columns.items()},
         })
 
     def phases_frame(self, n_actions: int) -> pd.DataFrame:

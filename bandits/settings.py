@@ -217,7 +217,8 @@ def validate(cfg: Config) -> None:
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
     context_dim, n_actions = envs.SHAPES[cfg.env]
     for name in cfg.agent:  # each agent's own checks (its spec's)
-        why = SPECS[name].check(agent_config(cfg), context_dim, n_actions)
+        own = dataclasses.replace(agent_config(cfg), **SPECS[name].overrides)
+        why = SPECS[name].check(own, context_dim, n_actions)
         if why is not None:
             raise UsageError(why)
     if cfg.device == "cuda" and not torch.cuda.is_available():
@@ -236,7 +237,8 @@ def memory_estimate(cfg: Config) -> float:
     of metrics.csv."""
     runs = cfg.seeds * len(cfg.agent)
     d_in = sum(envs.SHAPES[cfg.env])  # every env --env accepts has its shape there
-    sizes = [d_in, *cfg.hidden, 1]
+    d, k = envs.SHAPES[cfg.env]
+    sizes = [d * k if cfg.encoding == "disjoint" else d_in, *cfg.hidden, 1]
     params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
     copies = max(SPECS[name].networks(agent_config(cfg)) for name in cfg.agent)
     models = 4.0 * params * runs * copies * 12  # mu, rho, grads, Adam moments, samples
@@ -276,6 +278,14 @@ def refuse_other_envs_settings(cfg: Config) -> None:
                 raise UsageError(f"{flag(f.name)} {value} is a setting of --env "
                                  f"{', '.join(owners)}; --env {cfg.env} is not one (use one "
                                  f"of those, or leave {flag(f.name)} out)")
+
+
+def recorded_columns(cfg: Config) -> list[str]:
+    """The columns of ``metrics.csv`` after the regret's: those the env's spec declares,
+    then those of the agents of the whole run, each once, in ``--agent`` order. A worker
+    of a multi-process run records only its agents' (the merge fills the others)."""
+    names = [*envs.SPECS[cfg.env].columns, *(c for a in cfg.agent for c in SPECS[a].columns)]
+    return list(dict.fromkeys(names))
 
 
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:

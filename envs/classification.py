@@ -12,7 +12,8 @@ Data sets are :class:`LabelledData` entries of :data:`DATASETS`, by name:
 - ``"mushroom"``: UCI Mushroom (:func:`envs.mushroom.load_mushroom`), 117 one-hot features,
   2 arms: 0 = poisonous, 1 = edible;
 - ``"mnist"``: the 60,000 MNIST training images (:func:`bandits.idx.load_mnist`), 784 pixels
-  divided by 126 (the paper's scaling), 10 arms: the digit.
+  divided by 126 (Blundell et al.'s MNIST scaling; ``normalize="l2"`` gives the NeuralUCB
+  and NeuralTS papers' unit-norm contexts), 10 arms: the digit.
 
 :class:`ClassificationEnv` and :class:`ClassificationVectorEnv` take the name; the envs
 registered on ``import envs`` are ``bandits/MushroomClasses-v0`` (short name

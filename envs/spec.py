@@ -32,6 +32,8 @@ class EnvSpec:
             ``memory.csv`` (its categories are Mushroom's: edible or not, the reward the
             last eating paid).
         data: Whether the env reads a data directory (passed as ``data_dir=``).
+        columns: ``info`` keys recorded at every step of every run, each a column of
+            ``metrics.csv`` after the regret's (one number per run and step).
         settings: The dataclasses of the env's own settings (fields made with
             :func:`bandits.config.setting`: flags of ``bandits.run``), each passed to the
             env as the keyword its field's ``option`` metadata names (else its own name).
@@ -48,6 +50,7 @@ class EnvSpec:
     best_actions: dict[int, str] = field(default_factory=dict)
     memorisation: bool = False
     data: bool = True
+    columns: tuple[str, ...] = ()
     settings: tuple[type, ...] = ()
 
     def options(self, values: Any) -> dict[str, Any]:

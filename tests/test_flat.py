@@ -213,3 +213,39 @@ def test_lrt_gradient_tends_to_the_weight_sample_gradient_as_sigma_vanishes():
     (g_lrt, _), _ = lrt.gradients(x, y, n, False)
     (g_plain, _), _ = plain.gradients(x, y, n, False)
     torch.testing.assert_close(g_lrt, g_plain, rtol=1e-3, atol=1e-4)
+
+
+def test_the_per_arm_block_layer_equals_the_dense_disjoint_layer():
+    # x_a = (0, ..., x, ..., 0) through a dense first layer (h, d K), against the blocks
+    # W_a (h, d) on the context and a one-hot of the arm: outputs and gradients agree
+    d, k, h, runs, n = 3, 4, 5, 2, 7
+    torch.manual_seed(0)
+    nets = [make_mlp(d * k, [h, 6], 1, runs=runs, bayesian=False)]
+    dense, blocks = FlatMLP(nets), FlatMLP(nets, arms=k)
+    assert blocks.n_params == dense.n_params and blocks.in_features == d + k
+    x = torch.randn(runs, n, d)
+    arm = torch.randint(k, (runs, n))
+    onehot = torch.nn.functional.one_hot(arm, k).float()
+    disjoint = (onehot.unsqueeze(-1) * x.unsqueeze(2)).reshape(runs, n, d * k)
+    kept_dense, kept_blocks = [], []
+    with torch.no_grad():  # the hand-written backward, as the agents call it
+        out_dense = dense.apply_layers(disjoint, dense.split(dense.mu), kept_dense)
+        out_blocks = blocks.apply_layers(torch.cat([x, onehot], -1), blocks.split(blocks.mu),
+                                         kept_blocks)
+        torch.testing.assert_close(out_blocks, out_dense)
+        d_out = torch.randn_like(out_dense)
+        g_dense = dense.backward(kept_dense, dense.mu, d_out, torch.empty_like(dense.mu))
+        g_blocks = blocks.backward(kept_blocks, blocks.mu, d_out, torch.empty_like(blocks.mu))
+    (w_dense, b_dense), *rest_dense = dense.split(g_dense)
+    (w_blocks, b_blocks), *rest_blocks = blocks.split(g_blocks)
+    torch.testing.assert_close(w_blocks, w_dense.view(runs, h, k, d).transpose(1, 2)
+                               .reshape(runs, k * h, d))
+    torch.testing.assert_close(b_blocks, b_dense)
+    for (w1, b1), (w2, b2) in zip(rest_blocks, rest_dense):
+        torch.testing.assert_close(w1, w2)
+        torch.testing.assert_close(b1, b2)
+    # autograd through the blocks (the Bayesian agents' path) gives the same gradient
+    mu = blocks.mu.detach().clone().requires_grad_(True)
+    out = blocks.apply_layers(torch.cat([x, onehot], -1), blocks.split(mu))
+    (grad,) = torch.autograd.grad((out * d_out).sum(), [mu])
+    torch.testing.assert_close(grad, g_blocks)

@@ -97,3 +97,26 @@ def test_each_run_scores_as_it_would_alone(name):
         torch.testing.assert_close(f1[0], f[r])
         torch.testing.assert_close(g1[0], g[r])
         torch.testing.assert_close(alone.widths(g1)[0], width[r])
+
+
+@pytest.mark.parametrize("name", ["neuralucb", "neuralts"])
+def test_the_disjoint_encoding_keeps_each_arms_design_apart(name):
+    # x_a = (0, ..., x, ..., 0): an arm's gradient lies in its own block of the first
+    # layer, so its width shrinks only with its own choices (the papers' set-up)
+    d, arms, h, runs = 3, 4, 8, 2
+    agent = make_agent(name, d, arms, runs, 0, AgentConfig(hidden=(h,), encoding="disjoint"))
+    context = np.random.default_rng(0).random((runs, d), dtype=np.float32)
+    f, g = agent.scores_and_gradients(context)
+    first = g[..., :arms * h * d].reshape(runs, arms, arms, h, d)  # (run, action, block, ..)
+    for a in range(arms):
+        assert (first[:, a, a] != 0).any()
+        assert all((first[:, a, b] == 0).all() for b in range(arms) if b != a)
+    before = agent.widths(g)
+    agent._pending = [g[:, 0]]  # every run took arm 0 once
+    agent.add_to_design()
+    after = agent.widths(g)
+    assert (after[:, 0] < before[:, 0]).all()
+    # the other arms' widths move only through the shared layers above the first
+    first_only = (g[:, 1:, :arms * h * d].square() / agent.u_diag[:, None, :arms * h * d]).sum(-1)
+    first_before = g[:, 1:, :arms * h * d].square().sum(-1) / agent.config.ucb_lambda
+    torch.testing.assert_close(first_only, first_before)

@@ -1,5 +1,6 @@
-"""The docs' recipes, done as the docs say: docs/layout.md's diff of a toy agent with its
-own flag, applied to a copy of the code, and the agent run from the command line."""
+"""The docs' recipes, done as the docs say: docs/layout.md's diffs (a toy agent with its
+own flag and its own per-step quantity; an env's per-step quantity) applied to a copy of
+the code, and run from the command line."""
 
 from __future__ import annotations
 
@@ -10,40 +11,58 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _agent_diff() -> str:
+def _diffs() -> list[str]:
     text = (REPO / "docs/layout.md").read_text(encoding="utf-8")
-    (diff,) = re.findall(r"```diff\n(.*?)```", text, flags=re.S)
-    return diff
+    return re.findall(r"```diff\n(.*?)```", text, flags=re.S)
 
 
-def test_the_toy_agent_of_the_docs_is_one_module_and_its_registry_entry(tmp_path):
-    diff = _agent_diff()
-    touched = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", diff, flags=re.M)))
-    assert touched == ["agents/__init__.py", "agents/softmax.py"]
+def _touched(diff: str) -> list[str]:
+    return sorted(set(re.findall(r"^\+\+\+ b/(\S+)", diff, flags=re.M)))
+
+
+def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declaration(tmp_path):
+    agent, metric = _diffs()
+    assert _touched(agent) == ["agents/__init__.py", "agents/softmax.py"]
+    assert _touched(metric) == ["envs/__init__.py"]
+    assert len(re.findall(r"^\+ ", metric, flags=re.M)) == 2  # one statement, two lines
     code = tmp_path / "code"
     for package in ("agents", "bandits", "envs"):
         shutil.copytree(REPO / package, code / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "agent.diff").write_text(diff)
-    subprocess.run(["git", "apply", "--unsafe-paths", str(tmp_path / "agent.diff")],
-                   cwd=code, check=True, capture_output=True, text=True)
+    for k, diff in enumerate((agent, metric)):
+        (tmp_path / f"{k}.diff").write_text(diff)
+        subprocess.run(["git", "apply", "--unsafe-paths", str(tmp_path / f"{k}.diff")],
+                       cwd=code, check=True, capture_output=True, text=True)
     env = {"PYTHONPATH": str(code), "PATH": "/usr/bin:/bin", "MPLBACKEND": "Agg"}
     command = [sys.executable, "-m", "bandits.run", "--env", "wheel", "--agent", "softmax",
                "greedy", "--steps", "30", "--seeds", "2", "--updates-per-step", "2",
-               "--no-progress", "--workers", "1"]
-    done = subprocess.run([*command, "--temperature", "0.5", "--out", str(tmp_path / "run")],
-                          cwd=code, env=env, capture_output=True, text=True)
+               "--no-progress"]
+    done = subprocess.run([*command, "--temperature", "0.5", "--out", str(tmp_path / "run"),
+                           "--workers", "1"], cwd=code, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     config = json.loads((tmp_path / "run/config.json").read_text())
     assert config["temperature"] == 0.5
     summary = pd.read_csv(tmp_path / "run/summary.csv")
     assert set(summary.agent) == {"softmax", "greedy"}
     assert (tmp_path / "run/regret.png").exists()
+    # the declared quantities are columns of metrics.csv: the agent's where it has one
+    metrics = pd.read_csv(tmp_path / "run/metrics.csv")
+    assert list(metrics.columns[-2:]) == ["oracle_reward", "entropy"]
+    soft, greedy = metrics[metrics.agent == "softmax"], metrics[metrics.agent == "greedy"]
+    assert soft.entropy.between(0, np.log(5) + 1e-6).all() and soft.entropy.std() > 0
+    assert greedy.entropy.isna().all() and metrics.oracle_reward.notna().all()
+    # two workers (one agent each) merge to the bytes one process writes
+    two = subprocess.run([*command, "--temperature", "0.5", "--out", str(tmp_path / "two"),
+                          "--workers", "2"], cwd=code, env=env, capture_output=True, text=True)
+    assert two.returncode == 0, two.stderr
+    for name in ("metrics.csv", "summary.csv", "phases.csv"):
+        assert (tmp_path / "two" / name).read_bytes() == (tmp_path / "run" / name).read_bytes()
     # the flag's range is checked like every other setting's, in one line
     bad = subprocess.run([*command, "--temperature", "0", "--out", str(tmp_path / "bad")],
                          cwd=code, env=env, capture_output=True, text=True)

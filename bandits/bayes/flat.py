@@ -42,12 +42,22 @@ class FlatMLP(nn.Module):
     A Bayesian network has posterior means ``mu`` and ``rho`` (``sigma = softplus(rho)``);
     a deterministic one has only ``mu`` (its weights).
 
+    **Disjoint inputs** (``arms = K > 0``): the NeuralUCB and NeuralTS papers give arm
+    ``a`` the input ``x_a = (0, ..., x, ..., 0)``, the context ``x (d)`` in the ``a``-th
+    of ``K`` blocks (``d K`` inputs). The first layer of such a network (``W (h, d K)``)
+    only ever meets one block, so it is kept as per-arm blocks ``W_a (h, d)``, stored as
+    one ``(K h, d)`` weight with the bias ``(h)`` shared: an input row is the context and
+    a one-hot of its arm (``d + K``, what every agent feeds), and the layer gives
+    ``W_a x + b`` without building the ``d K`` vector. ``models`` are then built for
+    ``d K`` inputs (their first layer is the dense one, initialised as such) and reshaped.
+
     Args:
         models: MLPs with a runs dimension (from :func:`bandits.bayes.mlp.make_mlp`),
             all of the same shape and kind; their runs are stacked in order.
+        arms: ``K`` for disjoint inputs, else 0.
     """
 
-    def __init__(self, models: Sequence[MLP]) -> None:
+    def __init__(self, models: Sequence[MLP], arms: int = 0) -> None:
         super().__init__()
         first = models[0]
         kinds = {type(layer) for m in models for layer in m.layers}
@@ -57,15 +67,22 @@ class FlatMLP(nn.Module):
                for m in models):
             raise ValueError("FlatMLP supports ReLU networks without dropout")
         self.bayesian = kinds == {BayesLinear}
-        # (out, in, offset of the weight, offset of the bias) of every layer
-        self.layout: list[tuple[int, int, int, int]] = []
+        self.arms = arms
+        if arms and first.layers[0].in_features % arms:
+            raise ValueError(f"disjoint inputs: the first layer's {first.layers[0].in_features} "
+                             f"inputs are not {arms} blocks")
+        # (rows and columns of the weight, offset of the weight, offset of the bias, bias
+        # size) of every layer; a disjoint first layer's weight is (arms * out, in / arms)
+        self.layout: list[tuple[int, int, int, int, int]] = []
         offset = 0
-        for layer in first.layers:
+        for k, layer in enumerate(first.layers):
             o, i = layer.out_features, layer.in_features
-            self.layout.append((o, i, offset, offset + o * i))
+            wo, wi = (o * arms, i // arms) if arms and k == 0 else (o, i)
+            self.layout.append((wo, wi, offset, offset + o * i, o))
             offset += o * i + o
         self.n_params = offset
-        self.in_features = first.layers[0].in_features
+        self.in_features = (first.layers[0].in_features // arms + arms if arms
+                            else first.layers[0].in_features)
         if self.bayesian:
             priors = []
             for m in models:
@@ -75,10 +92,10 @@ class FlatMLP(nn.Module):
                 priors += [p] * (m.layers[0].runs or 1)
             self.priors = priors  # one per run
             self.prior_consts = runs_prior_consts(priors)
-            self.mu = nn.Parameter(self._stack(models, "weight_mu", "bias_mu"))
-            self.rho = nn.Parameter(self._stack(models, "weight_rho", "bias_rho"))
+            self.mu = nn.Parameter(self._stack(models, "weight_mu", "bias_mu", arms))
+            self.rho = nn.Parameter(self._stack(models, "weight_rho", "bias_rho", arms))
         else:
-            self.mu = nn.Parameter(self._stack(models, "weight", "bias"))
+            self.mu = nn.Parameter(self._stack(models, "weight", "bias", arms))
             self.rho = None
         self.runs = self.mu.shape[0]
 
@@ -89,15 +106,19 @@ class FlatMLP(nn.Module):
         return self
 
     @staticmethod
-    def _stack(models: Sequence[MLP], weight: str, bias: str) -> Tensor:
+    def _stack(models: Sequence[MLP], weight: str, bias: str, arms: int) -> Tensor:
         rows = []
         for m in models:
             parts = []
-            for layer in m.layers:
+            for k, layer in enumerate(m.layers):
                 w, b = getattr(layer, weight), getattr(layer, bias)
                 if w.dim() != 3 or b is None:
                     raise ValueError("FlatMLP needs layers with a runs dimension and a bias")
-                parts += [w.detach().reshape(w.shape[0], -1), b.detach()]
+                w = w.detach()
+                if arms and k == 0:  # (R, h, K d) -> the blocks W_a (h, d), arm by arm
+                    r, h, kd = w.shape
+                    w = w.view(r, h, arms, kd // arms).transpose(1, 2)
+                parts += [w.reshape(w.shape[0], -1), b.detach()]
             rows.append(torch.cat(parts, dim=1))
         return torch.cat(rows, dim=0).contiguous()  # (R, P)
 
@@ -109,7 +130,24 @@ class FlatMLP(nn.Module):
     def split(self, flat: Tensor) -> list[tuple[Tensor, Tensor]]:
         """Views ``(weight (R, out, in), bias (R, out))`` of each layer in ``flat (R, P)``."""
         r = flat.shape[0]
-        return [(flat[:, ow:ob].view(r, o, i), flat[:, ob:ob + o]) for o, i, ow, ob in self.layout]
+        return [(flat[:, ow:ob].view(r, wo, wi), flat[:, ob:ob + o])
+                for wo, wi, ow, ob, o in self.layout]
+
+    def first_layer(self, x: Tensor, layer: tuple[Tensor, Tensor],
+                    linear: Callable[[Tensor, Any], Tensor] = _affine) -> Tensor:
+        """The first layer's pre-activations ``(R, N, hidden)`` of ``x (R, N, in)``: with
+        disjoint inputs, the block of each row's arm (the one-hot after the context)."""
+        if not self.arms:
+            return linear(x, layer)
+        if linear is not _affine:
+            raise ValueError("disjoint inputs take the plain weights of the first layer "
+                             "(not the local reparameterisation)")
+        w, b = layer
+        d = w.shape[-1]
+        every = torch.bmm(x[..., :d], w.transpose(1, 2))  # (R, N, K h): each arm's W_a x
+        r, n, _ = every.shape
+        picked = (every.view(r, n, self.arms, -1) * x[..., d:, None]).sum(2)  # (R, N, h)
+        return picked + b.unsqueeze(1)
 
     def apply_layers(self, x: Tensor, layers: Sequence[Any],
                      keep: list[Tensor] | None = None,
@@ -129,7 +167,7 @@ class FlatMLP(nn.Module):
         for k, layer in enumerate(layers):
             if keep is not None:
                 keep.append(x)
-            x = linear(x, layer)  # (R, N, out)
+            x = self.first_layer(x, layer, linear) if k == 0 else linear(x, layer)  # (R, N, out)
             if k < last:
                 x = torch.relu(x)
                 if masks is not None:
@@ -151,7 +189,12 @@ class FlatMLP(nn.Module):
         for k in range(len(layers) - 1, -1, -1):
             h = inputs[k]  # (R, N, in): the layer's input, relu (and mask) of the previous
             gw, gb = grads[k]
-            torch.bmm(d.transpose(1, 2), h, out=gw)  # (R, out, in)
+            if k == 0 and self.arms:  # only the row's arm's block: d spread by the one-hot
+                c = gw.shape[-1]
+                spread = d.unsqueeze(2) * h[..., c:, None]  # (R, N, K, out)
+                torch.bmm(spread.flatten(2).transpose(1, 2), h[..., :c], out=gw)
+            else:
+                torch.bmm(d.transpose(1, 2), h, out=gw)  # (R, out, in)
             torch.sum(d, dim=1, out=gb)  # (R, out)
             if k > 0:
                 d = torch.bmm(d, layers[k][0])  # (R, N, in): gradient at the layer's input
