@@ -64,6 +64,24 @@ class CommonSettings:
         "(0: the plain NLL; 1: the mean learns as by squared error)", range=(0, 1))
     # decoupled weight decay (AdamW) of the point-estimate networks' weights; 0: plain Adam.
     # BBB's means are not decayed: its prior is its regulariser
+    optimizer: str = setting(
+        "adam", "the networks' optimiser: 'adam' (this project's) or 'sgd' (plain gradient "
+        "descent with --lr, the NeuralUCB and NeuralTS reference code's, there at lr 0.01; "
+        "its --weight-decay is their L2 term)", choices=["adam", "sgd"])
+    fit: str = setting(
+        "steps", "what one training call does: 'steps' (--updates-per-step minibatches "
+        "drawn with replacement: this project's), 'epochs' (shuffled passes over the whole "
+        "buffer in minibatches of --batch-size, each run until an epoch's mean loss is at "
+        "most --fit-tolerance or --updates-per-step steps are taken: NeuralUCB's reference, "
+        "with --batch-size 1 --updates-per-step 1000 --optimizer sgd) or 'full' "
+        "(--updates-per-step steps on the whole buffer at once: NeuralTS's reference, with "
+        "100)", choices=["steps", "epochs", "full"])
+    fit_tolerance: float = setting(
+        1e-3, "with --fit epochs: the epoch's mean loss at which a run stops training",
+        range=(0, 1e6))
+    weight_decay_per_datum: bool = setting(
+        False, "divide --weight-decay by the items in the buffer at each training call "
+        "(NeuralTS's reference: lambda / t)")
     encoding: str = setting(
         "onehot", "how a network sees an action: 'onehot' (the context and a one-hot of "
         "the action, this project's) or 'disjoint' (the NeuralUCB and NeuralTS papers' "

@@ -99,5 +99,14 @@ class Settings:
         "bootstrap (Poisson(1) weights) of the buffer", range=(1, 10_000))
 
 
+def refuse_whole_buffer_fits(config, context_dim: int, n_actions: int) -> str | None:
+    """Each head trains on its own bootstrap of minibatches: one line, or None."""
+    if config.fit != "steps":
+        return (f"--fit {config.fit} trains on the whole buffer; the bootstrap's heads each "
+                "train on their own weighted minibatches: leave --fit at steps")
+    return None
+
+
 SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "tab:olive", cost=5.0,
-                   networks=lambda config: config.heads, settings=(Settings,)),)
+                   networks=lambda config: config.heads, settings=(Settings,),
+                   check=refuse_whole_buffer_fits),)

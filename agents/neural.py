@@ -90,7 +90,14 @@ class NeuralAgent(Agent):
         decay = 0.0 if self.model.bayesian else self.config.weight_decay
         if decay < 0:
             raise ValueError(f"weight_decay must be >= 0, got {decay!r}")
-        if decay:  # AdamW: w <- w - lr * decay * w besides the Adam step
+        self._decay = decay
+        if self.config.fit == "epochs" and self.config.optimizer != "sgd":
+            raise ValueError("fit='epochs' stops each run at its own step, which Adam's shared "
+                             "step count cannot: use optimizer='sgd' (the reference's)")
+        if self.config.optimizer == "sgd":  # plain SGD's L2 term is the decoupled decay
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.config.lr,
+                                             weight_decay=decay)
+        elif decay:  # AdamW: w <- w - lr * decay * w besides the Adam step
             self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr,
                                                weight_decay=decay, fused=True, capturable=cuda)
         else:
@@ -98,7 +105,9 @@ class NeuralAgent(Agent):
                                               fused=True, capturable=cuda)
         self._eye = torch.eye(self.n_actions, device=self.device)  # one-hot rows
         self._u = torch.empty(self.runs, self.config.batch_size, device=self.device)
-        self._use_graph = cuda and cuda_graph
+        # a fit that reads the loss or the buffer's length on the host runs eagerly
+        self._use_graph = (cuda and cuda_graph and self.config.fit == "steps"
+                           and not self.config.weight_decay_per_datum)
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_key: tuple | None = None
         self._graph_loss: Tensor | None = None
@@ -207,7 +216,13 @@ class NeuralAgent(Agent):
     def minibatch_gradients(self, buffer: ReplayBuffer, want_loss: bool
                             ) -> tuple[list[Tensor], Tensor | None]:
         """Draw one minibatch per run and return :meth:`gradients` on it (the loss per run)."""
-        batch = buffer.gather(buffer.indices(self.fill_random_(self._u, "uniform")))
+        return self.batch_gradients(buffer, buffer.indices(self.fill_random_(self._u, "uniform")),
+                                    want_loss)
+
+    def batch_gradients(self, buffer: ReplayBuffer, idx: Tensor, want_loss: bool
+                        ) -> tuple[list[Tensor], Tensor | None]:
+        """:meth:`gradients` on the items ``idx (runs, batch)`` of each run's buffer."""
+        batch = buffer.gather(idx)
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
         return self.gradients(x, batch.rewards, self.data_count(buffer), want_loss)
 
@@ -220,16 +235,30 @@ class NeuralAgent(Agent):
 
     def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
         grads, loss = self.minibatch_gradients(buffer, want_loss)
-        for p, g in zip(self.model.parameters(), grads):
-            p.grad = g
-        self.optimizer.step()
+        self._step(grads)
         return loss
 
     def _updates(self, buffer: ReplayBuffer, updates: int) -> Tensor | None:
+        if self.config.weight_decay_per_datum:
+            for group in self.optimizer.param_groups:
+                group["weight_decay"] = self._decay / len(buffer)
+        if self.config.fit == "epochs":
+            return fit_epochs(self, buffer, updates)
         loss = None
         for i in range(updates):
-            loss = self._one_update(buffer, want_loss=i == updates - 1)
+            if self.config.fit == "full":  # every item of the buffer, every step
+                n = len(buffer)
+                idx = torch.arange(n, device=self.device).expand(self.runs, n)
+                grads, loss = self.batch_gradients(buffer, idx, want_loss=i == updates - 1)
+                self._step(grads)
+            else:
+                loss = self._one_update(buffer, want_loss=i == updates - 1)
         return loss
+
+    def _step(self, grads: list[Tensor]) -> None:
+        for p, g in zip(self.model.parameters(), grads):
+            p.grad = g
+        self.optimizer.step()
 
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
         """``updates`` Adam steps, each on a fresh minibatch per run.
@@ -267,3 +296,38 @@ class NeuralAgent(Agent):
         self._graph, self._graph_loss = graph, loss
         graph.replay()
         return loss
+
+
+@torch.no_grad()
+def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tensor:
+    """Shuffled passes over each run's whole buffer in minibatches of ``batch_size``, each
+    run until the mean loss of one of its epochs is at most ``fit_tolerance`` (it then
+    stops: its weights stay as they are) or ``max_steps`` steps are taken in all (as
+    NeuralUCB's reference trains, with minibatches of one). Each run shuffles with its
+    member's generator, so a run trains as it would alone. Returns each run's last
+    epoch's mean loss (of the epoch cut short, if the steps ran out first)."""
+    n, size = len(buffer), agent.config.batch_size
+    active = torch.ones(agent.runs, dtype=torch.bool, device=agent.device)
+    steps = 0
+    while True:
+        order = agent.fill_random_(torch.empty(agent.runs, n, device=agent.device),
+                                   "uniform").argsort(dim=1)  # (runs, n): each run's pass
+        total = torch.zeros(agent.runs, device=agent.device)
+        seen = 0
+        for start in range(0, n, size):
+            idx = order[:, start:start + size]
+            grads, loss = agent.batch_gradients(buffer, idx, want_loss=True)
+            before = [p.detach().clone() for p in agent.model.parameters()]
+            agent._step(grads)
+            for p, old in zip(agent.model.parameters(), before):  # stopped runs stay
+                p.copy_(torch.where(active.view(-1, *[1] * (p.dim() - 1)), p, old))
+            total += loss * idx.shape[1]
+            seen += idx.shape[1]
+            steps += 1
+            if steps >= max_steps:
+                return total / seen
+        mean = total / seen
+        active &= mean > agent.config.fit_tolerance
+        if not active.any():
+            return mean
+

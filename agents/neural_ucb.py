@@ -22,9 +22,10 @@ buffer, ``--updates-per-step`` every ``--train-every`` steps). With ``--likeliho
 learned`` it has a second output, the reward's noise, trained with the mean by the
 Gaussian negative log-likelihood (:func:`agents.neural.gaussian_nll_output_grads`); ``f``
 is then the mean output and ``g_a`` that output's gradient. The design takes each
-chosen action's gradient at the next training call (``act`` never learns), so with
-``--train-every k`` it lags up to ``k`` steps. Every run is independent and draws from
-its member's generator: a batch of runs equals each run alone.
+chosen action's gradient at the next ``act`` or training call, whichever comes first, so
+it never lags, however seldom the network trains (as in the reference code, which adds
+it at once). Every run is independent and draws from its member's generator: a batch of
+runs equals each run alone.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ class NeuralUCBAgent(NeuralAgent):
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
+        self.add_to_design()  # the earlier choices, whether or not a training call came
         f, g = self.scores_and_gradients(contexts)
         sigma = self.widths(g)
         if self.thompson:

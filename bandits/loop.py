@@ -59,7 +59,8 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
     actions_np = actions.cpu().numpy()  # the one copy to the host per step
     next_context, rewards, _, _, info = pop.env.step(actions_np)
     pop.buffer.add(pop.context, actions, rewards)
-    if pop.agent.learns and (t + 1) % cfg.train_every == 0:
+    if pop.agent.learns and ((t + 1) % cfg.train_every == 0
+                             or t + 1 <= cfg.train_always_until):
         pop.loss = pop.agent.update(pop.buffer, cfg.updates_per_step)
         if pop.loss is not None:  # no wait for the device
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)

@@ -33,7 +33,9 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
 # examples drawn with replacement): at that value it is
 # left out of the identity, so those runs keep theirs and resume. A setting goes here when
 # it is added, never later (a run that recorded it at its default would change identity).
-ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding": "onehot"}
+ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding": "onehot",
+                               "optimizer": "adam", "fit": "steps", "fit_tolerance": 1e-3,
+                               "weight_decay_per_datum": False, "train_always_until": 0}
 
 
 def identity(config: dict[str, Any]) -> str:

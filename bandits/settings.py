@@ -19,6 +19,7 @@ import torch
 import envs
 from agents import AGENTS, SPECS, AgentConfig, CommonSettings
 from bandits.config import (
+    BIG,
     COUNT,
     UsageError,
     check_choices,
@@ -108,6 +109,9 @@ class TrainingSettings:
     train_every: int = setting(
         1, "train after every k-th interaction (k=1: every step)",
         range=COUNT)
+    train_always_until: int = setting(
+        0, "train after every step up to this one, then every --train-every steps "
+        "(NeuralUCB's reference: 2000, then every 100)", range=(0, BIG))
 
 
 @dataclass
@@ -212,6 +216,9 @@ def validate(cfg: Config) -> None:
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
+    if cfg.fit == "epochs" and cfg.optimizer != "sgd":
+        raise UsageError("--fit epochs stops each run at its own step; it trains with "
+                         "--optimizer sgd (NeuralUCB's reference), not Adam")
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
