@@ -7,9 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,37 +21,13 @@ from bandits.processes import (
     parent_stopped,
 )
 from bandits.resume import RESUME_FLAGS, identity
-from bandits.settings import Config, config_from
+from bandits.settings import Config
+from bandits.sweep_point import STATUS, Point, SweepError
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-
-
-class SweepError(Exception):
-    """Bad input to the sweep as a whole: one line, exit status 2."""
-
-STATUS = {0: "ok", 2: "bad setting", 3: "diverged", 130: "interrupted"}
-"""A point's status by its run's exit status."""
-
-
-@dataclass
-class Point:
-    """One configuration of the grid."""
-
-    name: str  # its directory under DIR/points/
-    settings: dict[str, Any]  # the swept settings' values
-    argv: list[str]  # the bandits.run command line that runs it (without --out)
-    out: str  # its output directory
-    base: dict[str, Any] = dataclasses.field(default_factory=dict)  # the shared settings
-
-    def config(self, **changes: Any):
-        """Its :class:`bandits.settings.Config` (raises ``UsageError`` for a bad setting)."""
-        return config_from({**self.base, **self.settings, "out": self.out, **changes})
-
-    def command(self) -> str:
-        return "python -m bandits.run " + shlex.join([*self.argv, "--out", self.out])
 
 
 def run_settings() -> dict[str, dataclasses.Field]:

@@ -28,8 +28,7 @@ from bandits import checkpoint
 from bandits.population import Population
 from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
-from bandits.resume import CHECKPOINT_KIND
-from bandits.settings import Config, env_options, plain
+from bandits.settings import CHECKPOINT_KIND, Config, env_options, plain
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 

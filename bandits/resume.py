@@ -14,9 +14,7 @@ from bandits import checkpoint
 from bandits.checkpoint import CheckpointError
 from bandits.config import UsageError, refuse_with_resume
 from bandits.config import given_flags as flags_named
-from bandits.settings import Config, build_parser, plain, validate
-
-CHECKPOINT_KIND = "bandits.run"  # the kind of checkpoint a run writes
+from bandits.settings import CHECKPOINT_KIND, Config, build_parser, plain, validate
 
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",

@@ -32,6 +32,9 @@ from bandits.config import (
 from bandits.config import build_parser as build_settings_parser
 from bandits.files import machine_memory
 
+CHECKPOINT_KIND = "bandits.run"
+"""The kind of checkpoint a run writes (:mod:`bandits.checkpoint` refuses another's)."""
+
 DESCRIPTION = ("The bandit simulator: agents act, learn from a replay buffer, and are scored "
                "by regret.")
 """The first paragraph of ``python -m bandits.run --help``."""

@@ -11,7 +11,7 @@ import pandas as pd
 
 from bandits.diagnose import per_seed
 from bandits.files import save_figure, write_csv
-from bandits.grid import Point, SweepError
+from bandits.sweep_point import Point, SweepError
 
 RESULT_COLUMNS = {"point", "agent", "seed", "seeds", "steps", "cumulative_regret",
                   "cumulative_expected_regret", "wall_seconds", "status", "message",

@@ -197,3 +197,28 @@ def test_no_module_of_the_project_is_over_400_lines():
             for top in ("bandits", "agents", "envs") for p in (REPO / top).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 400}
     assert long == {}
+
+
+def _layers(graph: dict[str, set[str]]) -> int:
+    """The longest chain of imports (nodes on it) in an acyclic graph."""
+    depth: dict[str, int] = {}
+
+    def of(v: str) -> int:
+        if v not in depth:
+            depth[v] = 1 + max((of(w) for w in graph.get(v, ())), default=0)
+        return depth[v]
+
+    return max(map(of, graph))
+
+
+def test_the_import_layers_stay_at_most_ten():
+    # each package of FOLDERS one node, every other module its own (the folder graph)
+    def folder(m: str) -> str:
+        return next((f for f in FOLDERS if m == f or m.startswith(f + ".")), m)
+
+    folders: dict[str, set[str]] = {}
+    for m, targets in _import_graph().items():
+        folders.setdefault(folder(m), set()).update(
+            folder(t) for t in targets if folder(t) != folder(m))
+    assert _layers({"a": {"b"}, "b": {"c"}, "d": {"c"}}) == 3
+    assert _layers(folders) <= 10
