@@ -41,7 +41,7 @@ class CommonSettings:
 
     hidden: tuple[int, ...] = setting(
         (100, 100), "hidden layer sizes of the reward network", range=(1, 100_000), nargs="+")
-    lr: float = setting(1e-3, "Adam learning rate of every neural agent",
+    lr: float = setting(1e-3, "learning rate of every neural agent's optimiser",
                         range=(OPEN(0), math.inf))
     batch_size: int = setting(64, "minibatch size of each update", range=COUNT)
     noise_sigma: float = setting(
@@ -89,9 +89,10 @@ class CommonSettings:
         "blocks); the linear agents keep a model per action either way",
         choices=["onehot", "disjoint"])
     weight_decay: float = setting(
-        0.0, "decoupled weight decay (AdamW) of the point-estimate "
-        "networks (greedy, epsilon-greedy, dropout, bootstrap, neurallinear); BBB's prior "
-        "is its own regulariser (0: plain Adam)", range=(0, 10.0))
+        0.0, "weight decay of the point-estimate networks (greedy, epsilon-greedy, "
+        "dropout, bootstrap, neurallinear, neuralucb, neuralts): AdamW's decoupled decay, "
+        "or with --optimizer sgd the L2 term; BBB's prior is its own regulariser (0: none)",
+        range=(0, 10.0))
 
 
 AgentConfig = Any
