@@ -262,7 +262,7 @@ def memory_estimate(cfg: Config) -> float:
 def agent_config(cfg: Config) -> AgentConfig:
     """The agents' settings given on the command line (each agent adds its own overrides)."""
     agent_cfg = AgentConfig(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(AgentConfig)
-                               if hasattr(cfg, f.name)})
+                               if f.metadata.get("cli", True)})  # the flags; a name sets the rest
     agent_cfg.hidden = tuple(cfg.hidden)
     return agent_cfg
 
