@@ -317,10 +317,13 @@ def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tens
         for start in range(0, n, size):
             idx = order[:, start:start + size]
             grads, loss = agent.batch_gradients(buffer, idx, want_loss=True)
-            before = [p.detach().clone() for p in agent.model.parameters()]
-            agent._step(grads)
-            for p, old in zip(agent.model.parameters(), before):  # stopped runs stay
-                p.copy_(torch.where(active.view(-1, *[1] * (p.dim() - 1)), p, old))
+            if bool(active.all()):  # no run has stopped: a plain step
+                agent._step(grads)
+            else:  # stopped runs keep their weights
+                before = [p.detach().clone() for p in agent.model.parameters()]
+                agent._step(grads)
+                for p, old in zip(agent.model.parameters(), before):
+                    p.copy_(torch.where(active.view(-1, *[1] * (p.dim() - 1)), p, old))
             total += loss * idx.shape[1]
             seen += idx.shape[1]
             steps += 1

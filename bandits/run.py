@@ -69,12 +69,11 @@ def header(cfg: Config, out: Path, workers: int) -> str:
             "epochs": f"epochs of {cfg.batch_size}s over the buffer to a loss of "
                       f"{cfg.fit_tolerance:g} (at most {cfg.updates_per_step} updates)",
             "full": f"{cfg.updates_per_step} updates on the whole buffer"}
-    when = ("per step" if cfg.train_every == 1 else f"every {cfg.train_every} steps")
-    if cfg.train_always_until and cfg.train_every > 1:
-        when = f"per step to step {cfg.train_always_until:,}, then every {cfg.train_every}"
+    when = "per step"
+    if cfg.train_every > 1:
+        when += (f" to step {cfg.train_always_until:,}, then every {cfg.train_every}"
+                 if cfg.train_always_until else f" (every {cfg.train_every} steps)")
     updates = f"{fits[cfg.fit]} {when}"
-    if cfg.train_every > 1 and not cfg.train_always_until:  # the line as it always read
-        updates = f"{fits[cfg.fit]} per step (every {cfg.train_every} steps)"
     return (f"bandits.run: preset {cfg.preset}: {' '.join(cfg.agent)} on {cfg.env}, "
             f"{cfg.steps:,} steps x {cfg.seeds} seed{'s' if cfg.seeds > 1 else ''}, {updates}, "
             f"buffer {cfg.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
