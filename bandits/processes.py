@@ -141,6 +141,16 @@ def one_line(e: BaseException) -> str:
 _stop: Any = None  # in a pool worker: the parent's stop event (set on Ctrl-C)
 
 
+def _unraisable(info: Any) -> None:
+    """A pool worker's ``sys.unraisablehook``: a Ctrl-C passed on by the parent that lands
+    in a callback Python cannot raise from (an import lock's, a weakref's) prints no
+    traceback; the parent's stop event (:func:`parent_stopped`) still ends the task at
+    its next checkpoint, and the parent says so in one line. Anything else is reported
+    as Python reports it."""
+    if not issubclass(info.exc_type, KeyboardInterrupt):
+        sys.__unraisablehook__(info)
+
+
 def pool_worker_init(parent: int, stop: Any = None) -> None:
     """In each pool worker: a session of its own, so that a terminal's Ctrl-C reaches
     only the parent, which passes it on once (:func:`interrupt_workers`: a task stops at
@@ -152,6 +162,7 @@ def pool_worker_init(parent: int, stop: Any = None) -> None:
     _stop = stop
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.unraisablehook = _unraisable
 
     def watch() -> None:
         while os.getppid() == parent:

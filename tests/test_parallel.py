@@ -165,3 +165,16 @@ def test_bench_default_command_times_each_worker_count_and_checks_the_bytes(
                                extra=["--steps", "4", "--seeds", "1", "--log-points", "4"])
     assert list(df["workers"]) == [1, 2]
     assert df["same_bytes_as_1_worker"].all() and (df["wall_seconds_median"] > 0).all()
+
+
+def test_a_pool_worker_prints_no_traceback_for_a_ctrl_c_in_a_callback(monkeypatch):
+    import types
+
+    from bandits.processes import _unraisable
+    reported = []
+    monkeypatch.setattr(sys, "__unraisablehook__", reported.append)
+    interrupt = types.SimpleNamespace(exc_type=KeyboardInterrupt)
+    other = types.SimpleNamespace(exc_type=ValueError)
+    _unraisable(interrupt)
+    _unraisable(other)
+    assert reported == [other]
