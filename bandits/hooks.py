@@ -28,6 +28,7 @@ from bandits import checkpoint
 from bandits.population import Population
 from bandits.processes import parent_stopped
 from bandits.regret import RegretLog
+from bandits.runner import Diverged
 from bandits.settings import CHECKPOINT_KIND, Config, env_options, plain
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
@@ -114,10 +115,6 @@ class Probe:
         key = f["agent"].map(order)
         return f.assign(_k=key).sort_values(["_k", "seed", "step"], kind="stable").drop(
             columns="_k").reset_index(drop=True)
-
-
-class Diverged(Exception):
-    """A run's training loss became NaN or infinite."""
 
 
 def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[str, Any]]:

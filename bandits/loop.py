@@ -41,6 +41,7 @@ from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
 from bandits.resume import identity
+from bandits.runner import DIVERGED_STATUS
 from bandits.settings import (
     Config,
     agent_config,
@@ -158,7 +159,7 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
                 f"{out}" if checkpoints.step is not None else "no checkpoint was written yet")
         message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
     except Diverged as e:
-        status = 3
+        status = DIVERGED_STATUS
         kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"
                 if checkpoints.step is not None else "no checkpoint was written")
         message = f"{e}; wrote the results up to step {log.done}; {kept}"
@@ -167,7 +168,8 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
     finally:
         progress.close()
     config.update(steps_completed=log.done, interrupted=status == 130,
-                  diverged=message if status == 3 else None, diverged_runs=watch.found,
+                  diverged=message if status == DIVERGED_STATUS else None,
+                  diverged_runs=watch.found,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
                   checkpoint_step=checkpoints.step)

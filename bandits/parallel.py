@@ -43,33 +43,23 @@ import pandas as pd
 
 import envs
 from agents import SPECS, population_groups
-from bandits.config import UsageError, refuse_with_resume
+from bandits.config import UsageError
 from bandits.files import package_versions, write_atomic, write_json
 from bandits.loop import Outcome
-from bandits.outputs import OutputDirError, claim_dir
 from bandits.plot import plot_regret
 from bandits.processes import (
     available_cores,
     ctrl_c_on,
     die_with_parent,
     how_it_ended,
-    requested_workers,
     signal_each,
 )
 from bandits.regret import METRICS_COLUMNS
-from bandits.resume import RESUME_FLAGS, identity, resume_config
+from bandits.resume import PARTS, RUN, identity, resume_config
+from bandits.runner import DIVERGED_STATUS
+from bandits.runner import worker_count as worker_count_of
 from bandits.settings import env_options, recorded_columns
 
-PARTS = "parts"
-# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
-RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
-             "config.json", "regret.png", "regret.pdf", "expected_regret.png",
-             "expected_regret.pdf", "checkpoint.pt", "diagnosis.csv", "diagnosis_seeds.csv",
-             "diagnosis.png", "diagnosis.pdf", "memorisation.csv")
-# and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
-# its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
-OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
-           *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
 NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
 
 
@@ -77,11 +67,8 @@ def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
-    requested = requested_workers(cfg.workers, available_cores())  # checked in every case
-    if cfg.env not in envs.BUILT_IN:
-        return 1
-    pieces = len(population_groups(cfg.agent))
-    return max(1, min(requested, pieces))
+    workers = worker_count_of(cfg.workers, len(population_groups(cfg.agent)), available_cores())
+    return workers if cfg.env in envs.BUILT_IN else 1
 
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
@@ -158,12 +145,13 @@ def run(cfg, out: Path, command: str):
 def resume(out: Path, changes: dict, command: str):
     """Continue a run made by :func:`run` in ``out``: every worker from its checkpoint,
     with ``changes`` (the settings that may be given beside ``--resume``)."""
-    refuse_with_resume(changes, RESUME_FLAGS)
     config = json.loads((out / "config.json").read_text())
-    try:
-        claim_dir(out, OUTPUTS)
-    except OutputDirError as e:
-        raise UsageError(str(e)) from None
+    with RUN.claimed(out):
+        return _resume_parts(out, config, changes, command)
+
+
+def _resume_parts(out: Path, config: dict, changes: dict, command: str):
+    """:func:`resume` once ``out`` is claimed."""
     extra: list[str] = []
     for k in sorted(set(changes) & {"steps", "checkpoint_every", "data_dir"}):
         extra += ["--" + k.replace("_", "-"), str(changes[k])]
@@ -307,16 +295,16 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
         diverged_runs += c.get("diverged_runs", [])
     status, message = 0, None
     resume = f"python -m bandits.run --resume {out}"
-    dead = [k for k, c in enumerate(codes) if c not in (0, 2, 3, 130)]
+    dead = [k for k, c in enumerate(codes) if c not in (0, 2, DIVERGED_STATUS, 130)]
     if dead:
         k = dead[0]
         how = how_it_ended(codes[k])
         status = 1
         message = (f"error: worker {k} (agents {' '.join(parts[k]['agents'])}) died ({how}); "
                    f"the others stopped at a checkpoint; resume with: {resume}")
-    elif 3 in codes:
-        status = 3
-        message = "error: " + _last_line(out, codes.index(3))
+    elif DIVERGED_STATUS in codes:
+        status = DIVERGED_STATUS
+        message = "error: " + _last_line(out, codes.index(DIVERGED_STATUS))
     elif 2 in codes:
         status = 2
         message = "error: " + _last_line(out, codes.index(2))
@@ -326,7 +314,8 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
                    f"with: {resume}")
     config.update(steps_completed=min(done, default=0), wall_seconds=wall,
                   wall_seconds_per_agent=wall_per_agent, interrupted=status == 130,
-                  diverged=message if status == 3 else None, diverged_runs=diverged_runs,
+                  diverged=message if status == DIVERGED_STATUS else None,
+                  diverged_runs=diverged_runs,
                   worker_exit_codes=codes)
     config.pop("running", None)
     write_json(config, out / "config.json")

@@ -1,6 +1,7 @@
-"""What a resumed bandit run may change and how it is checked: the flags allowed beside
-``--resume`` (:data:`RESUME_FLAGS`), a run's identity (the fingerprint of the settings
-that decide its results) and the settings of the run a checkpoint continues."""
+"""The simulator's kind of run (:data:`RUN`, a :class:`bandits.runner.RunKind`): the
+files a run writes (:data:`OUTPUTS`), the flags allowed beside ``--resume``
+(:data:`RESUME_FLAGS`), a run's identity (the fingerprint of the settings that decide its
+results) and the settings of the run a checkpoint continues."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import envs
-from bandits import checkpoint
-from bandits.checkpoint import CheckpointError
-from bandits.config import UsageError, refuse_with_resume
+from bandits.config import UsageError
 from bandits.config import given_flags as flags_named
-from bandits.settings import CHECKPOINT_KIND, Config, build_parser, plain, validate
+from bandits.runner import RunKind
+from bandits.settings import CHECKPOINT_KIND, Config, build_parser, validate
 
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
@@ -35,38 +35,42 @@ ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding
                                "optimizer": "adam", "fit": "steps", "fit_tolerance": 1e-3,
                                "weight_decay_per_datum": False, "train_always_until": 0}
 
+PARTS = "parts"
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
+RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
+             "config.json", "regret.png", "regret.pdf", "expected_regret.png",
+             "expected_regret.pdf", "checkpoint.pt", "diagnosis.csv", "diagnosis_seeds.csv",
+             "diagnosis.png", "diagnosis.pdf", "memorisation.csv")
+# and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
+# its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
+OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
+           *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
+
+# the simulator's kind of run (see bandits.runner)
+RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
+              added_later=ADDED_LATER,
+              settings=lambda: [f.name for f in dataclasses.fields(Config)])
+
 
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
     Two runs with the same identity and steps produce the same bytes."""
-    names = sorted(f.name for f in dataclasses.fields(Config)
-                   if f.name not in {*RESUME_FLAGS, "out", "overwrite"}
-                   # a setting added later counts only away from its default, so that a
-                   # run made before it keeps its identity and resumes
-                   and not (f.name in ADDED_LATER
-                            and config.get(f.name, ADDED_LATER[f.name]) == ADDED_LATER[f.name]))
-    return checkpoint.fingerprint(plain({k: config.get(k) for k in names}))
+    return RUN.identity(config)
 
 
 def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
-    """The parsed command line of a ``--resume`` and the flags given on it; one line
-    naming the first flag that would change the results."""
-    args = vars(build_parser().parse_args(argv))
-    given = given_flags(argv)
-    refuse_with_resume(given, RESUME_FLAGS)
-    return args, given
+    """The parsed command line of a ``--resume`` and the flags given on it (which
+    :func:`bandits.run.resume` checks)."""
+    return vars(build_parser().parse_args(argv)), given_flags(argv)
 
 
 def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     """The config of the run to resume in ``out`` (its config.json, with ``changes``:
     --steps and the other flags of :data:`RESUME_FLAGS`) and what
-    :func:`bandits.loop.simulate` needs to continue it."""
-    refuse_with_resume(changes, RESUME_FLAGS)
-    try:  # the checkpoint must be this directory's own, and intact
-        state = checkpoint.load_own(out, CHECKPOINT_KIND, identity)
-    except CheckpointError as e:
-        raise UsageError(str(e)) from None
+    :func:`bandits.loop.simulate` needs to continue it. ``changes`` are taken as checked
+    (:meth:`bandits.runner.RunKind.refuse_changes`, done once by :func:`bandits.run.resume`)."""
+    state = RUN.own_checkpoint(out)  # this directory's own, and intact
     saved = state["config"]  # config.json as it was when the checkpoint was written
     settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
     settings.update(changes)
@@ -84,8 +88,5 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
                          f"resume it from a script that registers {cfg.env!r} first, then "
                          f"calls bandits.run.main(['--resume', '{out}'])")
     validate(cfg)
-    done = int(state["steps_done"])
-    if cfg.steps < done:
-        raise UsageError(f"--steps {cfg.steps} is fewer than the {done} steps the checkpoint in "
-                         f"{out} has done; give --steps {done} or more")
+    RUN.check_continues("steps", cfg.steps, int(state["steps_done"]), "steps", out)
     return cfg, {"state": state, "config": saved}

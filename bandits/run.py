@@ -36,22 +36,16 @@ import pandas as pd
 from bandits import parallel
 from bandits.config import UsageError
 from bandits.loop import Outcome, simulate, write_outputs
-from bandits.outputs import (
-    OutputDirError,
-    claim_dir,
-    output_dir,
-    release_dir,
-    remove_if_unused,
-)
+from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.processes import ctrl_c_on
 from bandits.regret import ranking
-from bandits.resume import RESUME_FLAGS, given_flags, identity, resume_config, resume_flags
+from bandits.resume import RESUME_FLAGS, RUN, given_flags, identity, resume_config, resume_flags
 from bandits.settings import PRESETS, Config, build_parser, config_from, parse_config
 
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
 # name patterns (a run in workers also writes into parts/): an --overwrite removes these
-# first, so that no output of an earlier run survives, and nothing else
-OUTPUTS = parallel.OUTPUTS
+# first, so that no output of an earlier run survives, and nothing else (bandits.resume)
+OUTPUTS = RUN.outputs
 
 
 def prepare_out_dir(cfg: Config) -> Path:
@@ -139,17 +133,12 @@ def start(cfg: Config, command: str) -> Outcome:
 def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
     """Continue the run in ``out`` from its checkpoint, with ``changes`` (settings of
     :data:`RESUME_FLAGS` only: ``{"steps": 50000}`` extends it)."""
-    try:
-        if parallel.is_parallel_run(out):
-            return parallel.resume(out, changes, command)
-        cfg, state = resume_config(out, changes)
-        try:
-            claim_dir(out, OUTPUTS)
-        except OutputDirError as e:
-            raise UsageError(str(e)) from None
+    RUN.refuse_changes(changes)  # the one check of what a --resume adds
+    if parallel.is_parallel_run(out):
+        return parallel.resume(out, changes, command)
+    cfg, state = resume_config(out, changes)
+    with RUN.claimed(out):
         return simulate(cfg, out, state, command)
-    finally:
-        release_dir(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -396,7 +396,8 @@ def _results(out: Path) -> tuple[list, dict]:
 
 
 @pytest.mark.parametrize("model", ["bbb", "dropout"])
-def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch, model):
+def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypatch, capsys,
+                                             model):
     _no_network(monkeypatch)
     base = [*TINY_MNIST, "--model", model, "--data-dir", str(mnist_data_dir)]
     ref = tmp_path / "ref"
@@ -413,6 +414,13 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
     assert mnist.main([*base, "--epochs", "2", "--out", str(short)]) == 0
     assert mnist.main(["--resume", str(short), "--epochs", "3",
                        "--data-dir", str(mnist_data_dir)]) == 0
+    assert _results(short) == _results(ref)
+    # a resume goes on, never back: the same check and line as bandits.run's --steps
+    capsys.readouterr()
+    assert mnist.main(["--resume", str(short), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (f"--epochs 1 is fewer than the 3 epochs the checkpoint in {short} has trained; "
+            "give --epochs 3 or more") in err and len(err.splitlines()) == 1
     assert _results(short) == _results(ref)
 
 

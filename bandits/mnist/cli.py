@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from bandits import checkpoint
-from bandits.config import Parser, UsageError, refuse_with_resume
+from bandits.config import Parser, UsageError
 from bandits.config import build_parser as build_settings_parser
 from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
@@ -32,9 +32,10 @@ from bandits.mnist.figures import redraw
 from bandits.mnist.priors import unreachable_spikes
 from bandits.mnist.report import report
 from bandits.mnist.speed import bench
-from bandits.mnist.train import Diverged, Interrupted, run, threads
-from bandits.mnist.training_state import CHECKPOINT_KIND, CHECKPOINTS, RESUME_FLAGS, identity
+from bandits.mnist.train import Interrupted, run, threads
+from bandits.mnist.training_state import CHECKPOINTS, TRAINING
 from bandits.processes import ctrl_c_on
+from bandits.runner import DIVERGED_STATUS, Diverged
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
@@ -160,12 +161,12 @@ def help_text() -> str:
 def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
     given = vars(build_parser().parse_args(argv))
-    refuse_with_resume(given, RESUME_FLAGS, Config)
+    TRAINING.refuse_changes(given, Config)  # the one check of what a --resume adds
     out = Path(given["resume"])
     try:  # the checkpoints must be this directory's own, and intact
         state = _latest_checkpoint(out)
     except checkpoint.CheckpointError as e:
-        raise ValueError(str(e)) from None
+        raise UsageError(str(e)) from None
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
     settings.pop("run_id", None)  # the run's, not a setting (kept by run())
     settings.update({k: v for k, v in given.items() if k != "resume"})
@@ -178,9 +179,7 @@ def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     if cfg.epochs != state["config"]["epochs"] and schedules:
         raise ValueError(f"--epochs cannot change with --resume under {' and '.join(schedules)}"
                          ": the schedule is laid out over the epochs the run started with")
-    if cfg.epochs < state["epoch"]:
-        raise ValueError(f"--epochs {cfg.epochs} is fewer than the {state['epoch']} epochs the "
-                         f"checkpoint in {out} has trained")
+    TRAINING.check_continues("epochs", cfg.epochs, state["epoch"], "epochs", out, "trained")
     return cfg, state
 
 
@@ -190,15 +189,15 @@ def _latest_checkpoint(out: Path) -> dict[str, Any]:
     belong to the run ``out/config.json`` describes."""
     batches = sorted((out / CHECKPOINTS).glob("batch-*.pt"))
     if (out / checkpoint.NAME).is_file() or not batches:
-        return checkpoint.load_own(out, CHECKPOINT_KIND, identity)
+        return checkpoint.load_own(out, TRAINING.checkpoint_kind, TRAINING.identity)
     try:
         on_disk = json.loads((out / "config.json").read_text())
-        own = identity(on_disk)
+        own = TRAINING.identity(on_disk)
     except (OSError, ValueError):
         raise checkpoint.CheckpointError(
             f"{out / 'config.json'} is missing or unreadable: cannot tell whether the "
             f"checkpoints in {out / CHECKPOINTS} belong to this directory's run") from None
-    states = [checkpoint.load(p, CHECKPOINT_KIND, own) for p in batches]
+    states = [checkpoint.load(p, TRAINING.checkpoint_kind, own) for p in batches]
     mine = on_disk.get("run_id")
     for p, st in zip(batches, states, strict=True):
         its = st["config"].get("run_id")
@@ -227,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Diverged as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 3
+        return DIVERGED_STATUS
     except KeyboardInterrupt:  # outside the epochs: loading data, the final evaluation
         print(f"{PROG}: interrupted outside the training epochs; a run's checkpoints, "
               f"where one was written, stay good (resume with: python -m bandits.mnist "

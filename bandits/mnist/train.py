@@ -67,27 +67,22 @@ from bandits.mnist.command_tables import aggregate
 from bandits.mnist.config import Config, batches, expand, run_label, setting_name, varying
 from bandits.mnist.data import Split, load_splits
 from bandits.mnist.finish import epoch_line, summarise
-from bandits.mnist.model_files import (
-    MODEL_FILE,
-    command_line,
-    saved_config,
-)
+from bandits.mnist.model_files import command_line, saved_config
 from bandits.mnist.priors import init_sigma, kl_factor_at, make_prior
 from bandits.mnist.training_state import (
     CHECKPOINT_KIND,
+    MODEL_FILES,
+    OUTPUTS,
+    TRAINING,
     History,
     checkpoint_paths,
     identity,
     save_checkpoint,
 )
-from bandits.outputs import claim_dir, output_dir, release_dir
-from bandits.processes import (
-    JobsInterrupted,
-    available_cores,
-    parent_stopped,
-    requested_workers,
-    run_jobs,
-)
+from bandits.outputs import output_dir
+from bandits.processes import JobsInterrupted, parent_stopped, run_jobs
+from bandits.runner import Diverged
+from bandits.runner import worker_count as worker_count_of
 
 
 class Interrupted(Exception):
@@ -109,21 +104,6 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
                               samples=cfg.samples, complexity=cfg.complexity, lr=cfg.lr,
                               optimizer=cfg.optimizer, device=cfg.device,
                               compile=cfg.compile)
-
-
-# what a training run writes into --out, as name patterns (one model's files, or a grid's
-# tables and its batches' checkpoints), and into each model's directory of a grid: an
-# --overwrite removes these first (in every model directory of an earlier grid too), so
-# that report never counts a model of an earlier run; a user's files stay, and so does a
-# folder that holds one
-MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
-               "pruning.md", MODEL_FILE, "snr_hist.csv", "weights_hist.csv",
-               "test_error.png", "weights.png", "snr.png")
-OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
-           "checkpoints/batch-[0-9]*.pt",
-           # a report's, from the models an --overwrite removes (bandits.mnist.report)
-           "models.jsonl", "tables.md", "table1.csv", "fig2_test_error.png",
-           "fig3_weights.png", "fig4_snr.png")
 
 
 def is_model_dir(path: Path) -> bool:
@@ -149,8 +129,7 @@ def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:
 def worker_count(cfg: Config, n_batches: int) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use (1 on a GPU); never more than the batches."""
-    default = 1 if cfg.device == "cuda" else available_cores()
-    return max(1, min(requested_workers(cfg.workers, default), n_batches))
+    return worker_count_of(cfg.workers, n_batches, 1 if cfg.device == "cuda" else None)
 
 
 def threads(cfg: Config) -> int:
@@ -196,20 +175,15 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     models = expand(cfg)
     groups = batches(models)
     workers = worker_count(cfg, len(groups))  # a bad $BANDITS_WORKERS: before any file
-    if resume is None:
-        out = output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
-                         is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
-    else:
-        out = Path(cfg.out)
-        claim_dir(out, OUTPUTS)  # one run at a time in a directory
+    out = (output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
+                      is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
+           if resume is None else Path(cfg.out))
     # a run's id, kept by its resumes: a checkpoint of another run with the same settings
     # (copied in) is refused on --resume
     run_id = (resume or {}).get("config", {}).get("run_id") or uuid.uuid4().hex
-    try:  # the claim is given up (its lock file removed) however the run ends
+    with TRAINING.claimed(out):  # one run at a time in a directory, given up however it ends
         return _run_into(out, cfg, argv, resume, splits, models, groups, workers, t_start,
                          run_id)
-    finally:
-        release_dir(out)
 
 
 def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any] | None,
@@ -344,10 +318,6 @@ def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
     return epoch, time.perf_counter()
 
 
-class Diverged(Exception):
-    """A model's training loss became NaN or infinite (exit status 3, as bandits.run's)."""
-
-
 def _train_in_worker(job: TrainingJob, resumed: bool) -> list[dict[str, Any]]:
     """:func:`train_job` in a pool worker: its own data, one torch thread unless
     ``--threads`` says otherwise, and Ctrl-C (passed on by the parent) on. A batch taken
@@ -370,7 +340,7 @@ def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
     once to every worker (each stops where it is and keeps its last checkpoint) and ends
     in :class:`Interrupted`; a worker that dies ends the run with a ``ValueError`` of one
     line (every checkpoint written stays good), never a hang."""
-    resume = f"python -m bandits.mnist --resume {out}"
+    resume = TRAINING.resume_command(out)
     try:
         ended, stopped = run_jobs(partial(_train_in_worker, resumed=resumed), jobs, workers), False
     except JobsInterrupted as e:

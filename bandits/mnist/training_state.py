@@ -15,7 +15,8 @@ from torch import Tensor
 from bandits import checkpoint
 from bandits.mnist.classifiers import BatchedClassifiers
 from bandits.mnist.config import Config
-from bandits.mnist.model_files import saved_config
+from bandits.mnist.model_files import MODEL_FILE, saved_config
+from bandits.runner import RunKind
 
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
 # settings; their settings, and so their fingerprints, held bench's and the others')
@@ -24,14 +25,31 @@ CHECKPOINT_KIND = "bandits.mnist/3"
 RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
                 "checkpoint_every", "workers"}
 
+# what a training run writes into --out, as name patterns (one model's files, or a grid's
+# tables and its batches' checkpoints), and into each model's directory of a grid: an
+# --overwrite removes these first (in every model directory of an earlier grid too), so
+# that report never counts a model of an earlier run; a user's files stay, and so does a
+# folder that holds one
+MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "pruning.csv",
+               "pruning.md", MODEL_FILE, "snr_hist.csv", "weights_hist.csv",
+               "test_error.png", "weights.png", "snr.png")
+OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
+           "checkpoints/batch-[0-9]*.pt",
+           # a report's, from the models an --overwrite removes (bandits.mnist.report)
+           "models.jsonl", "tables.md", "table1.csv", "fig2_test_error.png",
+           "fig3_weights.png", "fig4_snr.png")
+
+
+# the trainer's kind of run (see bandits.runner): --threads and the run's id are recorded
+# in config.json but do not decide the results
+TRAINING = RunKind("bandits.mnist", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
+                   not_settings=frozenset({"threads", "run_id"}))
 
 
 def identity(config: dict[str, Any]) -> str:
     """A fingerprint of the settings that decide a run's results (all but the output
     directory and the flags allowed beside ``--resume``), from ``config.json``'s values."""
-    return checkpoint.fingerprint({
-        k: v for k, v in config.items()
-        if k not in RESUME_FLAGS | {"out", "overwrite", "threads", "run_id"}})
+    return TRAINING.identity(config)
 
 
 @dataclass
