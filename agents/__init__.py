@@ -33,6 +33,7 @@ from agents import (
     uniform,
 )
 from agents.base import Agent, AgentSpec, CommonSettings, Member
+from agents.graph_capture import capture_updates
 from agents.neural import NeuralAgent
 from bandits.config import compose
 
@@ -65,9 +66,11 @@ def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], M
 
 def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,
            runs: int, device, cuda_graph: bool, compile: bool) -> Agent:
-    kwargs = ({"cuda_graph": cuda_graph, "compile": compile} if issubclass(cls, NeuralAgent)
-              else {})
-    return cls(context_dim, n_actions, runs, members, device, **kwargs)
+    kwargs = {"compile": compile} if issubclass(cls, NeuralAgent) else {}
+    agent = cls(context_dim, n_actions, runs, members, device, **kwargs)
+    if cuda_graph:
+        capture_updates(agent)  # on CUDA, where its fit allows: agents.graph_capture
+    return agent
 
 
 def make_agent(

@@ -9,16 +9,15 @@ of every run of the population without waiting for the device once: minibatch
 indices are drawn on the device from each member's generator and the buffer's
 on-device length, the gradients of the per-weight terms are computed in a few
 whole-tensor operations on the flat parameters (:mod:`bandits.bayes.flat`), Adam is
-torch's fused one, and the loss is returned as a device tensor. On CUDA the whole
-sequence of updates is captured once as a CUDA graph and replayed on every later call
-(the first call runs eagerly and warms up), so a step of 64 updates is one launch
-from Python.
+torch's fused one, and the loss is returned as a device tensor. On CUDA,
+:func:`agents.make_agents` has the whole sequence of updates captured once as a CUDA
+graph and replayed on every later call (:mod:`agents.graph_capture`), so a step of 64
+updates is one launch from Python.
 """
 
 from __future__ import annotations
 
 import abc
-import warnings
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from agents.base import Agent
+from agents.graph_capture import CapturedUpdates
 from bandits.bayes import MLP, FlatMLP
 from bandits.buffer import ReplayBuffer
 
@@ -68,8 +68,7 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
 class NeuralAgent(Agent):
     """An agent with a reward model trained by Adam on minibatches from the buffer."""
 
-    def __init__(self, *args: Any, cuda_graph: bool = True, compile: bool = False,
-                 **kwargs: Any) -> None:
+    def __init__(self, *args: Any, compile: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._compile = compile
         self._compiled: dict = {}
@@ -105,12 +104,8 @@ class NeuralAgent(Agent):
                                               fused=True, capturable=cuda)
         self._eye = torch.eye(self.n_actions, device=self.device)  # one-hot rows
         self._u = torch.empty(self.runs, self.config.batch_size, device=self.device)
-        # a fit that reads the loss or the buffer's length on the host runs eagerly
-        self._use_graph = (cuda and cuda_graph and self.config.fit == "steps"
-                           and not self.config.weight_decay_per_datum)
-        self._graph: torch.cuda.CUDAGraph | None = None
-        self._graph_key: tuple | None = None
-        self._graph_loss: Tensor | None = None
+        # the updates replayed from a CUDA graph, where agents.make_agents had them captured
+        self.captured: CapturedUpdates | None = None
 
     def state_dict(self) -> dict[str, Any]:
         return {**super().state_dict(), "model": self.model.state_dict(),
@@ -120,7 +115,8 @@ class NeuralAgent(Agent):
         super().load_state_dict(state)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self._graph = self._graph_key = self._graph_loss = None  # capture again
+        if self.captured is not None:
+            self.captured.reset()  # capture again
 
     @abc.abstractmethod
     def build_model(self, in_features: int) -> MLP:
@@ -268,34 +264,9 @@ class NeuralAgent(Agent):
         """
         if len(buffer) == 0:
             raise ValueError("cannot update from an empty replay buffer: add interactions first")
-        if not self._use_graph:
-            return self._updates(buffer, updates)
-        key = (id(buffer), updates)
-        if self._graph is not None and self._graph_key == key:
-            self._graph.replay()
-            return self._graph_loss
-        if self._graph_key != key:  # first call with this buffer and count: run eagerly
-            self._graph, self._graph_key = None, key
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            with torch.cuda.stream(side):  # warm-up (lazy state, kernels) off the capture
-                loss = self._updates(buffer, updates)
-            torch.cuda.current_stream(self.device).wait_stream(side)
-            return loss
-        # second call: capture the whole sequence of updates once, then replay it
-        graph = torch.cuda.CUDAGraph()
-        if not hasattr(graph, "register_generator_state"):  # torch without graph-safe RNG
-            warnings.warn("this torch cannot capture draws from the agents' own generators "
-                          "in a CUDA graph; the training step runs eagerly", stacklevel=2)
-            self._use_graph = False
-            return self._updates(buffer, updates)
-        for g in self.generators:  # their draws advance on every replay
-            graph.register_generator_state(g)
-        with torch.cuda.graph(graph):
-            loss = self._updates(buffer, updates)
-        self._graph, self._graph_loss = graph, loss
-        graph.replay()
-        return loss
+        if self.captured is not None:  # replayed from a CUDA graph (agents.graph_capture)
+            return self.captured(buffer, updates)
+        return self._updates(buffer, updates)
 
 
 @torch.no_grad()

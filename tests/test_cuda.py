@@ -20,6 +20,7 @@ D, A, R = 6, 2, 3
 def _train(name: str, cuda_graph: bool, steps: int = 6, updates: int = 5):
     agent = make_agent(name, D, A, R, 0, AgentConfig(hidden=(16, 16), batch_size=8),
                        device="cuda", cuda_graph=cuda_graph)
+    assert (agent.captured is not None) == cuda_graph  # applied by make_agent, not the agent
     buf = ReplayBuffer(64, R, D, device="cuda")
     rng = np.random.default_rng(0)
     actions, losses = [], []
