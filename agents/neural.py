@@ -290,11 +290,12 @@ def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tens
             grads, loss = agent.batch_gradients(buffer, idx, want_loss=True)
             if bool(active.all()):  # no run has stopped: a plain step
                 agent._step(grads)
-            else:  # stopped runs keep their weights
-                before = [p.detach().clone() for p in agent.model.parameters()]
+            else:  # stopped runs keep their weights: their rows (runs first) put back
+                stopped = ~active
+                before = [p.detach()[stopped] for p in agent.model.parameters()]  # copies
                 agent._step(grads)
                 for p, old in zip(agent.model.parameters(), before):
-                    p.copy_(torch.where(active.view(-1, *[1] * (p.dim() - 1)), p, old))
+                    p.detach()[stopped] = old
             total += loss * idx.shape[1]
             seen += idx.shape[1]
             steps += 1
