@@ -31,7 +31,7 @@ from bandits.regret import ranking
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
          "results/mushroom/README.md",
-         "results/regression/README.md")
+         "results/regression/README.md", "results/neural-bandits/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 
@@ -234,11 +234,51 @@ def showdown(root: Path, brief: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reference(run: str, split: int) -> Callable[[Path], str]:
+    """A classification bandit's run under the NeuralUCB and NeuralTS papers' set-up
+    (``results/neural-bandits/<run>``): each agent's cumulative regret at the horizon
+    (wrong answers), mean and standard error over the seeds, its spread, the regret of the
+    first ``split`` rounds and of the rest (from ``phases.csv``), the paired difference to
+    the next agent, and the agent's wall time."""
+
+    def table(root: Path) -> str:
+        where = root / "results/neural-bandits" / run
+        ranked = ranking(pd.read_csv(where / "metrics.csv"))
+        phases = pd.read_csv(where / "phases.csv")
+        early = phases[phases["end"] <= split].groupby("agent")["regret"].sum()
+        late = phases[phases["start"] > split].groupby("agent")["regret"].sum()
+        seeds = phases.groupby("agent")["seed"].nunique()
+        record = json.loads((where / "config.json").read_text(encoding="utf-8"))
+        wall = record.get("wall_seconds_per_agent", {})
+        steps = int(pd.read_csv(where / "summary.csv")["steps"].max())
+        lines = [f"| agent | regret at {steps:,} | s.e. | min - max | rounds 1-{split:,} | "
+                 f"rounds {split + 1:,}-{steps:,} | next | wall (s) |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
+        for i, r in ranked.iterrows():
+            a = r.agent
+            nxt = re.sub(r" at \d+ seeds?$", "", str(r["next"]))
+            for agent, name in sorted(NAMES.items(), key=lambda kv: -len(kv[0])):
+                if nxt.endswith(f" {agent}"):
+                    nxt = nxt[: -len(agent)] + name
+                    break
+            mean = f"{r['mean']:.1f}"
+            lines.append(
+                f"| {NAMES.get(a, a)} | {_bold_if(mean, i == 0)} | "
+                f"{r['s.e.']:.1f} | {r['min']:.0f} - {r['max']:.0f} | "
+                f"{early.get(a, 0) / seeds[a]:.1f} | {late.get(a, 0) / seeds[a]:.1f} | {nxt} | "
+                f"{wall.get(a, float('nan')):,.0f} |")
+        return "\n".join(lines) + "\n"
+
+    return table
+
+
 GENERATORS: dict[str, Callable[[Path], str]] = {
     "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
     "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "table2": table2,
+    "mushroom-reference": reference("mushroom-reference", 2000),
+    "mushroom-reference-1e-5": reference("mushroom-reference/nu-lambda-1e-5", 2000),
 }
 
 

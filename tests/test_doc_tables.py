@@ -15,7 +15,10 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
           "results/mushroom/quick/config.json", "results/mnist/2x400/table1.csv",
           "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
-          "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv")
+          "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv",
+          *(f"results/neural-bandits/{run}/{name}"
+            for run in ("mushroom-reference", "mushroom-reference/nu-lambda-1e-5")
+            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")))
 
 
 def test_every_generated_table_matches_its_files(capsys):
