@@ -31,7 +31,8 @@ from bandits.regret import ranking
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
          "results/mushroom/README.md",
-         "results/regression/README.md", "results/neural-bandits/README.md")
+         "results/regression/README.md", "results/neural-bandits/README.md",
+         "results/neural-bandits/mnist-reference/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 
@@ -279,6 +280,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "table2": table2,
     "mushroom-reference": reference("mushroom-reference", 2000),
     "mushroom-reference-1e-5": reference("mushroom-reference/nu-lambda-1e-5", 2000),
+    "mnist-reference": reference("mnist-reference", 1000),
 }
 
 

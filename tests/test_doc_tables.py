@@ -17,7 +17,8 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
           "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv",
           *(f"results/neural-bandits/{run}/{name}"
-            for run in ("mushroom-reference", "mushroom-reference/nu-lambda-1e-5")
+            for run in ("mushroom-reference", "mushroom-reference/nu-lambda-1e-5",
+                        "mnist-reference")
             for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")))
 
 
