@@ -40,7 +40,7 @@ from bandits.plot import plot_regret
 from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
-from bandits.resume import identity
+from bandits.resume import RUN, identity
 from bandits.runner import DIVERGED_STATUS
 from bandits.settings import (
     Config,
@@ -155,8 +155,8 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         status = 130
-        kept = (f"resume from step {checkpoints.step} with: python -m bandits.run --resume "
-                f"{out}" if checkpoints.step is not None else "no checkpoint was written yet")
+        kept = (f"resume from step {checkpoints.step} with: {RUN.resume_command(out)}"
+                if checkpoints.step is not None else "no checkpoint was written yet")
         message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
     except Diverged as e:
         status = DIVERGED_STATUS

@@ -294,7 +294,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
         done.append(c.get("steps_completed", 0))
         diverged_runs += c.get("diverged_runs", [])
     status, message = 0, None
-    resume = f"python -m bandits.run --resume {out}"
+    resume = RUN.resume_command(out)
     dead = [k for k, c in enumerate(codes) if c not in (0, 2, DIVERGED_STATUS, 130)]
     if dead:
         k = dead[0]

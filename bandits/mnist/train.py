@@ -260,8 +260,8 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
                                       saved, last_save,
                                       wall_before - t_start)
         except KeyboardInterrupt:
-            kept = (f"resume after epoch {saved} with: python -m bandits.mnist --resume "
-                    f"{cfg.out}" if saved > 0 else "no checkpoint was written yet")
+            kept = (f"resume after epoch {saved} with: {TRAINING.resume_command(cfg.out)}"
+                    if saved > 0 else "no checkpoint was written yet")
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
     train_wall = wall_before + time.perf_counter() - t_start
     provenance = {"command": job.command, "workers": job.workers,
@@ -270,8 +270,8 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
         return [summarise(clf, r, m, d, splits, history, train_wall, provenance)
                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
     except KeyboardInterrupt:  # the last epoch's checkpoint is always written
-        raise Interrupted(f"interrupted after the last epoch; resume with: python -m "
-                          f"bandits.mnist --resume {cfg.out}") from None
+        raise Interrupted("interrupted after the last epoch; resume with: "
+                          f"{TRAINING.resume_command(cfg.out)}") from None
 
 
 def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
