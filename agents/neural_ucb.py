@@ -106,6 +106,39 @@ class NeuralUCBAgent(NeuralAgent):
         return torch.stack(f, dim=1), torch.stack(g, dim=1)
 
     @torch.no_grad()
+    def scores_and_widths(self, contexts: np.ndarray | Tensor
+                          ) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """``f(x_a)`` and ``sigma_a`` ``(runs, actions)`` of every action with the diagonal
+        design, without forming any ``g_a``: ``g_a^T U^-1 g_a`` layer by layer
+        (:meth:`bandits.bayes.FlatMLP.weighted_square_norms`). Also the layer inputs kept
+        by the forward pass, from which :meth:`chosen_gradients` takes the chosen rows."""
+        x = self.all_action_inputs(contexts)  # (runs, actions, in)
+        m = self.model
+        inputs: list[Tensor] = []
+        out = m.apply_layers(x, m.split(m.mu), inputs)  # (runs, actions, outputs)
+        quad = m.weighted_square_norms(inputs, m.mu, self.mean_output(out),
+                                       self.u_diag.reciprocal())
+        c = self.config
+        return self.means(out), (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt(), inputs
+
+    @staticmethod
+    def mean_output(out: Tensor) -> Tensor:
+        """The output gradient that selects the mean output (the first) of ``out``."""
+        d_out = torch.zeros_like(out)
+        d_out[..., 0] = 1.0
+        return d_out
+
+    @torch.no_grad()
+    def chosen_gradients(self, inputs: list[Tensor], actions: Tensor) -> Tensor:
+        """``g`` ``(runs, P)`` of each run's chosen action, from the layer inputs of every
+        action (:meth:`scores_and_widths`)."""
+        rows = torch.arange(self.runs, device=self.device)
+        picked = [h[rows, actions].unsqueeze(1) for h in inputs]  # (runs, 1, in) per layer
+        m = self.model
+        d_out = self.mean_output(torch.empty(self.runs, 1, self.n_outputs, device=self.device))
+        return m.backward(picked, m.mu, d_out, torch.empty_like(m.mu))
+
+    @torch.no_grad()
     def widths(self, g: Tensor) -> Tensor:
         """``sigma_a = sqrt(lambda nu g_a^T U^-1 g_a)`` for ``g (runs, actions, P)``."""
         c = self.config
@@ -118,15 +151,21 @@ class NeuralUCBAgent(NeuralAgent):
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         self.add_to_design()  # the earlier choices, whether or not a training call came
-        f, g = self.scores_and_gradients(contexts)
-        sigma = self.widths(g)
+        if self.config.exact_design:
+            f, g = self.scores_and_gradients(contexts)
+            sigma = self.widths(g)
+        else:
+            f, sigma, inputs = self.scores_and_widths(contexts)
         if self.thompson:
             noise = self.fill_random_(torch.empty_like(f), "normal")
             scores = f + sigma * noise
         else:
             scores = f + sigma
         actions = scores.argmax(dim=1)
-        self._pending.append(g[torch.arange(self.runs, device=self.device), actions])
+        if self.config.exact_design:
+            self._pending.append(g[torch.arange(self.runs, device=self.device), actions])
+        else:
+            self._pending.append(self.chosen_gradients(inputs, actions))
         return actions
 
     @torch.no_grad()

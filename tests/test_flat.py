@@ -7,6 +7,7 @@ import torch
 from agents import AgentConfig, make_agent, make_agents
 from bandits.bayes import FlatMLP, GaussianPrior, ScaleMixturePrior, make_mlp
 from bandits.buffer import ReplayBuffer
+from bandits.bayes.flat import ArmGroups, block_outer_sums
 
 D, A, R = 5, 3, 4
 
@@ -249,3 +250,45 @@ def test_the_per_arm_block_layer_equals_the_dense_disjoint_layer():
     out = blocks.apply_layers(torch.cat([x, onehot], -1), blocks.split(mu))
     (grad,) = torch.autograd.grad((out * d_out).sum(), [mu])
     torch.testing.assert_close(grad, g_blocks)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 9])
+def test_the_grouped_blocks_equal_every_block_on_every_row(rows):
+    # the host's grouped path (rows padded per arm) against the dense one (every block on
+    # every row, the row's one picked), with an arm that has no rows
+    runs, k, h, d = 3, 4, 5, 6
+    torch.manual_seed(1)
+    net = FlatMLP([make_mlp(d * k, [h], 1, runs=runs, bayesian=False)], arms=k)
+    (w, _), _ = net.split(net.mu)
+    x = torch.randn(runs, rows, d)
+    onehot = torch.nn.functional.one_hot(torch.randint(k - 1, (runs, rows)), k).float()
+    every = torch.bmm(x, w.transpose(1, 2)).view(runs, rows, k, h)
+    dense = (every * onehot.unsqueeze(-1)).sum(2)
+    with torch.no_grad():
+        torch.testing.assert_close(net.blocks(w, x, onehot), dense)
+        u = torch.randn(runs, rows, h)
+        sums = block_outer_sums(u, x, ArmGroups(onehot), torch.full_like(w, float("nan")))
+    spread = (u.unsqueeze(2) * onehot.unsqueeze(-1)).flatten(2)  # (R, N, K h)
+    torch.testing.assert_close(sums, torch.bmm(spread.transpose(1, 2), x))
+    assert (sums.view(runs, k, h, d)[:, k - 1] == 0).all()  # the arm without rows
+
+
+@pytest.mark.parametrize("arms", [0, 3])
+def test_the_weighted_square_norms_are_those_of_each_rows_gradient(arms):
+    runs, d, n = 2, 4, 5
+    torch.manual_seed(2)
+    net = FlatMLP([make_mlp(d * (arms or 1), [6, 3], 2, runs=runs, bayesian=False)], arms=arms)
+    x = torch.rand(runs, n, d)
+    if arms:
+        x = torch.cat([x, torch.nn.functional.one_hot(torch.randint(arms, (runs, n)), arms)
+                       .float()], -1)
+    weights = torch.rand_like(net.mu)
+    d_out = torch.randn(runs, n, 2)
+    kept: list = []
+    with torch.no_grad():
+        net.apply_layers(x, net.split(net.mu), kept)
+        norms = net.weighted_square_norms(kept, net.mu, d_out, weights)
+        for i in range(n):  # each row's gradient alone, by the hand-written backward
+            g = net.backward([t[:, i:i + 1] for t in kept], net.mu, d_out[:, i:i + 1],
+                             torch.empty_like(net.mu))
+            torch.testing.assert_close(norms[:, i], (weights * g.square()).sum(-1))

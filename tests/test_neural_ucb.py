@@ -120,3 +120,26 @@ def test_the_disjoint_encoding_keeps_each_arms_design_apart(name):
     first_only = (g[:, 1:, :arms * h * d].square() / agent.u_diag[:, None, :arms * h * d]).sum(-1)
     first_before = g[:, 1:, :arms * h * d].square().sum(-1) / agent.config.ucb_lambda
     torch.testing.assert_close(first_only, first_before)
+
+
+@pytest.mark.parametrize("encoding", ["onehot", "disjoint"])
+@pytest.mark.parametrize("likelihood", ["fixed", "learned"])
+def test_the_widths_without_gradients_are_the_widths_of_the_gradients(encoding, likelihood):
+    # act's diagonal path: g^T U^-1 g layer by layer, never forming g, and the chosen
+    # actions' gradients from one backward pass, against every g_a formed and summed
+    d, arms, runs = 3, 4, 3
+    agent = make_agent("neuralucb", d, arms, runs, 0,
+                       AgentConfig(hidden=(8, 5), encoding=encoding, likelihood=likelihood,
+                                   nu=0.7, ucb_lambda=0.3))
+    rng = np.random.default_rng(2)
+    for _ in range(3):  # a design that is no longer lambda I
+        agent.act(rng.random((runs, d), dtype=np.float32))
+    agent.add_to_design()
+    x = rng.random((runs, d), dtype=np.float32)
+    f_ref, g = agent.scores_and_gradients(x)
+    f, sigma, inputs = agent.scores_and_widths(x)
+    torch.testing.assert_close(f, f_ref)
+    torch.testing.assert_close(sigma, agent.widths(g))
+    actions = torch.as_tensor(rng.integers(0, arms, runs))
+    torch.testing.assert_close(agent.chosen_gradients(inputs, actions),
+                               g[torch.arange(runs), actions])
