@@ -24,7 +24,9 @@ little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.
 
 ``--agents-per-step`` instead times one step (act, store, ``--updates`` updates) of every
 agent alone on MNIST-shaped random contexts (784 features, 10 actions, ``--runs`` seeds),
-interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.json``.
+interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.json``;
+with ``--papers-setup`` under the NeuralUCB and NeuralTS papers' MNIST set-up, with the
+projected minutes of a 10,000-round run of their training schedule.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ import torch
 
 from agents import AGENTS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
-from bandits.bench_agents import agents_per_step, sync
+from bandits.bench_agents import agents_per_step, refused, sync
 from bandits.bench_commands import (
     MNIST_WORKERS_COMMAND,
     PAPER_STEPS,
@@ -199,6 +201,11 @@ class Settings:
                                     "updates) of every agent alone on MNIST-shaped random "
                                     "contexts (784 features, 10 actions, --runs seeds); "
                                     "writes agents_per_step.csv and .json")
+    papers_setup: bool = setting(False, "with --agents-per-step: the NeuralUCB and NeuralTS "
+                                 "papers' MNIST set-up (disjoint inputs, one hidden layer of "
+                                 "100, nu = lambda = 1e-5, unit-norm contexts, a buffer of "
+                                 "10,000 holding 2,000 rounds), and the projected minutes of "
+                                 "a 10,000-round run of their schedule")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,6 +224,9 @@ def _bench(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(p.parse_args(argv)))
     try:  # before the output directory is touched
         check_ranges(args)
+        if args.papers_setup and not args.agents_per_step:
+            raise UsageError("--papers-setup times the agents per step: give it with "
+                             "--agents-per-step")
         if args.scaling_steps[0] >= args.scaling_steps[1]:
             raise UsageError("--scaling-steps takes two horizons, the shorter first, got "
                              f"{' '.join(map(str, args.scaling_steps))}")
@@ -301,7 +311,8 @@ def _main(p: argparse.ArgumentParser, args: Settings,
         p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
     start = time.perf_counter()
     if args.agents_per_step:
-        df = agents_per_step(args.runs, args.updates, args.rounds, args.device)
+        df = agents_per_step(args.runs, args.updates, args.rounds, args.device,
+                             papers_setup=args.papers_setup)
         args.out.mkdir(parents=True, exist_ok=True)
         write_csv(df, args.out / "agents_per_step.csv")
         write_json({"command": "python -m bandits.bench " + " ".join(
@@ -309,6 +320,8 @@ def _main(p: argparse.ArgumentParser, args: Settings,
                     "device": args.device, "device_name": machine(args.device),
                     "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
                     "updates_per_step": args.updates, "rounds": args.rounds,
+                    "setup": "papers" if args.papers_setup else "this project's defaults",
+                    "left_out": refused(list(AGENTS), args.papers_setup),
                     "wall_seconds": round(time.perf_counter() - start, 1),
                     "versions": package_versions()}, args.out / "agents_per_step.json")
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

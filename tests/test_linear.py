@@ -347,3 +347,26 @@ def test_bench_agents_per_step_times_every_agent_on_mnist_shaped_contexts(tmp_pa
     np.testing.assert_allclose(df["minutes_per_10000_steps"], df["seconds_per_step"] * 10000 / 60,
                                rtol=1e-3)
     assert (out / "agents_per_step.json").is_file() and not (out / "bench.csv").exists()
+
+
+def test_bench_agents_per_step_under_the_papers_setup_projects_their_schedule(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from bandits import bench
+
+    out = tmp_path / "bench"
+    assert bench.main(["--agents-per-step", "--papers-setup", "--runs", "1", "--updates", "1",
+                       "--rounds", "1", "--out", str(out)]) == 0
+    df = pd.read_csv(out / "agents_per_step.csv")
+    meta = json.loads((out / "agents_per_step.json").read_text())
+    assert meta["setup"] == "papers" and list(meta["left_out"]) == ["bbb-lrt"]
+    assert "bbb-lrt" not in set(df["agent"]) and {"neuralucb", "neuralts", "linucb"} <= set(df["agent"])
+    # 10,000 acts and 2,080 training calls (every round to 2,000, then every 100th)
+    np.testing.assert_allclose(df["minutes_per_papers_run"],
+                               (df["seconds_act"] * 10_000 + df["seconds_update"] * 2_080) / 60,
+                               rtol=1e-4)
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--papers-setup", "--out", str(tmp_path / "other")])
+    assert e.value.code == 2
