@@ -11,8 +11,12 @@ actions' gradients, the width of an action is
 
 and NeuralUCB takes the argmax of ``f(x_a) + sigma_a``, NeuralTS that of a draw from
 ``N(f(x_a), sigma_a^2)``. As in the papers' experiments ``U`` is its diagonal by
-default (``U_ii = lambda + sum_t g_ti^2``, ``O(P)`` per action); ``exact_design``
-keeps the full ``P x P`` matrix (small networks only). ``nu`` and ``lambda`` default to
+default (``U_ii = lambda + sum_t g_ti^2``); ``exact_design`` keeps the full ``P x P``
+matrix (small networks only). With the diagonal design ``act`` forms no ``g_a``: each
+layer's part of ``g_a^T U^-1 g_a`` is ``(delta^2)^T U^-1 (h^2)`` for the gradient
+``delta`` at the layer's pre-activations and its input ``h``
+(:meth:`bandits.bayes.FlatMLP.weighted_square_norms`), and only the chosen action's
+gradient is formed, for the design. ``nu`` and ``lambda`` default to
 1 (``--nu``, ``--ucb-lambda``): this project's choice; NeuralUCB's reference code
 defaults to nu = 1 and lambda = 0.001, and the papers chose both per data set by grid
 search.

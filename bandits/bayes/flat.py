@@ -291,7 +291,8 @@ def _grouped(x: Tensor, w: Tensor) -> bool:
 def block_rows(blocks: Tensor, x: Tensor, groups: ArmGroups) -> Tensor:
     """``B_a x`` for each row ``x (R, N, d)`` of arm ``a``, with ``blocks (R, K h, d)`` the
     per-arm blocks ``B_k (h, d)`` -> ``(R, N, h)``: one batched matmul per run over the
-    arms' padded groups, about ``K / 2`` times less work than every block on every row."""
+    arms' padded groups, the work of ``K m`` rows (``m`` the largest group) instead of the
+    ``K N`` of every block on every row."""
     r, kh, d = blocks.shape
     k, m = groups.arms, groups.m
     h = kh // k
