@@ -62,6 +62,26 @@ def test_cuda_matches_cpu_within_float_tolerance_for_greedy():
     torch.testing.assert_close(g_cpu, g_gpu.cpu(), rtol=1e-4, atol=1e-5)
 
 
+def test_disjoint_blocks_on_cuda_match_the_grouped_path_on_the_cpu():
+    # the accelerator takes the dense path (every block on every row), the host's
+    # processor the grouped one: gradients and NeuralUCB's widths agree
+    d, arms = 5, 4
+    cfg = AgentConfig(hidden=(16,), encoding="disjoint")
+    cpu = make_agent("neuralucb", d, arms, R, 0, cfg)
+    gpu = make_agent("neuralucb", d, arms, R, 0, cfg, device="cuda")
+    x = torch.cat([torch.rand(R, 12, d),
+                   torch.nn.functional.one_hot(torch.randint(arms, (R, 12)), arms).float()], -1)
+    y = torch.rand(R, 12)
+    (g_cpu,), _ = cpu.gradients(x, y, torch.tensor(12), False)
+    (g_gpu,), _ = gpu.gradients(x.cuda(), y.cuda(), torch.tensor(12, device="cuda"), False)
+    torch.testing.assert_close(g_cpu, g_gpu.cpu(), rtol=1e-4, atol=1e-5)
+    contexts = np.random.default_rng(0).random((R, d), dtype=np.float32)
+    f_cpu, s_cpu, _ = cpu.scores_and_widths(contexts)
+    f_gpu, s_gpu, _ = gpu.scores_and_widths(contexts)
+    torch.testing.assert_close(f_cpu, f_gpu.cpu(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(s_cpu, s_gpu.cpu(), rtol=1e-4, atol=1e-5)
+
+
 def test_runner_on_cuda(tmp_path):
     out = tmp_path / "r"
     assert main(["--env", "wheel", "--agent", "bbb", "greedy", "eps5", "linfullpost",
