@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from agents import AGENTS, SPECS, AgentConfig, make_agent
+from bandits import denormals
 from bandits.buffer import ReplayBuffer
 
 
@@ -69,6 +70,13 @@ def agents_per_step(runs: int, updates: int, rounds: int, device: str,
     unit L2 norm, and the buffer of 10,000 already holds 2,000 rounds (the size it has
     when the every-round training ends); ``minutes_per_papers_run`` projects a 10,000-round
     run of the papers' schedule (10,000 acts, 2,080 training calls) from the medians."""
+    with denormals.flushed():  # as the simulator runs
+        return _agents_per_step(runs, updates, rounds, device, names, context_dim, n_actions,
+                                papers_setup)
+
+
+def _agents_per_step(runs: int, updates: int, rounds: int, device: str, names: Sequence[str],
+                     context_dim: int, n_actions: int, papers_setup: bool) -> pd.DataFrame:
     rng = np.random.default_rng(0)
     cfg = settings(papers_setup)
     left_out = refused(names, papers_setup, context_dim, n_actions)

@@ -21,7 +21,7 @@ import torch
 
 import envs
 from agents import SPECS, make_agents
-from bandits import checkpoint
+from bandits import checkpoint, denormals
 from bandits.buffer import ReplayBuffer
 from bandits.checkpoint import CheckpointError
 from bandits.config import UsageError
@@ -100,8 +100,15 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
     ``resume``: a checkpoint's state to continue from (see :func:`resume_config`);
     ``command``: the command line recorded in ``config.json`` (default: this process's);
     ``hooks``: more :class:`bandits.hooks.Hook` s to call after every step, after the
-    run's own (the probes, the progress bar, the checkpoints).
+    run's own (the probes, the progress bar, the checkpoints). Denormal floats are
+    flushed to zero meanwhile (:mod:`bandits.denormals`).
     """
+    with denormals.flushed():
+        return _simulate(cfg, out, resume, command, hooks)
+
+
+def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
+              hooks: Sequence[Hook]) -> Outcome:
     populations, seeds = build(cfg)
     log = RegretLog(cfg.agent, seeds, cfg.steps, recorded_columns(cfg))
     probe = Probe(cfg)
