@@ -280,7 +280,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "table2": table2,
     "mushroom-reference": reference("mushroom-reference", 2000),
     "mushroom-reference-1e-5": reference("mushroom-reference/nu-lambda-1e-5", 2000),
-    "mnist-reference": reference("mnist-reference", 1000),
+    "mnist-reference": reference("mnist-reference", 2000),
 }
 
 
