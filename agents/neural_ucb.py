@@ -97,10 +97,14 @@ class NeuralUCBAgent(NeuralAgent):
         """``f(x_a)`` ``(runs, actions)`` and ``g_a`` ``(runs, actions, P)`` for every
         action of each run's context. With the learned likelihood the network's second
         output (the noise) is left out: ``f`` is the mean output and ``g`` its gradient."""
-        x = self.all_action_inputs(contexts)  # (runs, actions, in)
+        return self.row_scores_and_gradients(self.all_action_inputs(contexts))
+
+    def row_scores_and_gradients(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``f`` ``(runs, rows)`` and ``g`` ``(runs, rows, P)`` of network inputs
+        ``x (runs, rows, in)``, one row at a time."""
         m = self.model
         f, g = [], []
-        for a in range(self.n_actions):
+        for a in range(x.shape[1]):
             inputs: list[Tensor] = []
             out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, outputs)
             d_out = torch.zeros_like(out)
@@ -116,7 +120,11 @@ class NeuralUCBAgent(NeuralAgent):
         design, without forming any ``g_a``: ``g_a^T U^-1 g_a`` layer by layer
         (:meth:`bandits.bayes.FlatMLP.weighted_square_norms`). Also the layer inputs kept
         by the forward pass, from which :meth:`chosen_gradients` takes the chosen rows."""
-        x = self.all_action_inputs(contexts)  # (runs, actions, in)
+        return self.row_scores_and_widths(self.all_action_inputs(contexts))
+
+    @torch.no_grad()
+    def row_scores_and_widths(self, x: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
+        """:meth:`scores_and_widths` of network inputs ``x (runs, rows, in)``."""
         m = self.model
         inputs: list[Tensor] = []
         out = m.apply_layers(x, m.split(m.mu), inputs)  # (runs, actions, outputs)
@@ -188,9 +196,25 @@ class NeuralUCBAgent(NeuralAgent):
         self.add_to_design()  # eagerly, before the (possibly captured) training step
         return super().update(buffer, updates)
 
+    @torch.no_grad()
     def predict_samples(self, contexts: Tensor, samples: int, generator: torch.Generator
                         ) -> Tensor:
-        return self.point_predictions(contexts, samples)  # a point estimate
+        """Draws from ``N(f(x_a), sigma_a^2)``, the tangent-space model's belief about each
+        action's reward, for every action of ``contexts (N, d)``: ``(runs, samples, N,
+        n_actions)``. NeuralTS acts on one such draw and NeuralUCB on ``f + sigma``, so
+        the probes' spread is ``sigma`` itself (how far the agent explores)."""
+        x = self.all_action_inputs(contexts)  # (N, actions, in)
+        n = x.shape[0]
+        rows = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)  # (runs, N actions, in)
+        if self.config.exact_design:
+            f, g = self.row_scores_and_gradients(rows)
+            sigma = self.widths(g)
+        else:
+            f, sigma, _ = self.row_scores_and_widths(rows)
+        noise = torch.randn(self.runs, samples, rows.shape[1], generator=generator,
+                            device=self.device)
+        draws = f.unsqueeze(1) + sigma.unsqueeze(1) * noise  # (runs, samples, N actions)
+        return draws.reshape(self.runs, samples, n, self.n_actions)
 
     def state_dict(self) -> dict[str, Any]:
         design = ({"u_inv": self.u_inv} if self.config.exact_design
