@@ -18,8 +18,11 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv",
           *(f"results/neural-bandits/{run}/{name}"
             for run in ("mushroom-reference", "mushroom-reference/nu-lambda-1e-5",
-                        "mnist-reference")
-            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")))
+                        "mnist-reference", "mushroom-grid/final/neuralucb",
+                        "mushroom-grid/final/neuralts", "mushroom-grid/final/baselines")
+            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
+          *(str(p.relative_to(REPO)) for p in
+            sorted((REPO / doc_tables.GRID).glob("*/sweep_summary.csv"))))
 
 
 def test_every_generated_table_matches_its_files(capsys):
