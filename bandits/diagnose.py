@@ -23,6 +23,13 @@ written by ``bandits.run``, and writes into DIR:
   taken out) and the share of the agent's own mistakes that fall in each category; a
   network that memorises single outcomes makes its mistakes on the poisonous mushrooms
   last seen paying +5;
+* ``exploration.csv`` (from the probes): per agent and probe step, mean over seeds and
+  the probe contexts' best actions, how far each model explores against what it has
+  learnt: the spread of its sampled predictions for the best action (``spread_best``)
+  and for the others (``spread_other``), the gap between its mean prediction for the
+  best action and the largest for another (``gap``), and the share of samples that rank
+  another action first (``wrong_share``). A spread far below the gap explores nowhere:
+  the model then acts as its point estimate does;
 * a table on stdout: per agent, expected regret per step over the last ``--last`` steps
   (default: the last fifth of the run), mean and standard error over seeds, and on
   Mushroom the memorisation summary.
@@ -110,6 +117,25 @@ def last_steps(phases: pd.DataFrame, last: int) -> pd.DataFrame:
                           "expected_regret_per_step": g["per_step"].mean(),
                           "sem": standard_error(g["per_step"]), "seeds": len(g)}
                          for a, g in per_step.groupby("agent", sort=False)])
+
+
+def exploration(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per agent and probe step, from ``probes.csv`` (its rows group the probe contexts by
+    their best action): the mean over seeds and those groups of the best action's spread
+    (``spread_best``), the other actions' (``spread_other``), the best action's mean
+    prediction less the largest other one (``gap``) and the share of samples that rank an
+    other action first (``wrong_share``)."""
+    p = probes.assign(best=probes["action"] == probes["best_action"])
+    keys = ["agent", "step", "seed", "best_action"]
+    best = p[p["best"]].set_index(keys)
+    other = p[~p["best"]].groupby(keys, sort=False)
+    groups = pd.DataFrame({
+        "spread_best": best["predicted_std"],
+        "spread_other": other["predicted_std"].mean(),
+        "gap": best["predicted_mean"] - other["predicted_mean"].max(),
+        "wrong_share": 1.0 - best["chosen_share"]}).reset_index()
+    return groups.groupby(["agent", "step"], sort=False)[  # the run's order of agents
+        ["spread_best", "spread_other", "gap", "wrong_share"]].mean().reset_index()
 
 
 def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
@@ -245,9 +271,10 @@ def read_phases(run_dir: Path) -> pd.DataFrame:
 
 
 def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list[Path]]:
-    """Write ``diagnosis.csv``, ``diagnosis_seeds.csv``, ``diagnosis.png`` and (on a
-    Mushroom run with its ``memory.csv``) ``memorisation.csv`` into ``run_dir``; return
-    the table of the last steps and the files written."""
+    """Write ``diagnosis.csv``, ``diagnosis_seeds.csv``, ``diagnosis.png``, (where a model
+    was probed) ``exploration.csv`` and (on a Mushroom run with its ``memory.csv``)
+    ``memorisation.csv`` into ``run_dir``; return the table of the last steps and the
+    files written."""
     phases = read_phases(run_dir)
     probes = read_probes(run_dir)
     try:
@@ -266,6 +293,9 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
         write_csv(memorisation(memory, last), run_dir / "memorisation.csv")
         written.append(run_dir / "memorisation.csv")
     write_csv(per_seed(phases, last), run_dir / "diagnosis_seeds.csv")
+    if probes is not None and not probes.empty:
+        write_csv(exploration(probes), run_dir / "exploration.csv")
+        written.append(run_dir / "exploration.csv")
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
          f"{env or 'bandit'}: {seeds} seeds, {end} steps")

@@ -96,6 +96,29 @@ def test_diagnose_writes_a_table_and_a_figure(tiny_run, capsys):
     assert "from_step" in out and "bbb" in out
 
 
+def test_exploration_sets_each_models_spread_beside_its_gap(tiny_run):
+    # by hand: one agent, one step, two seeds, contexts of best action 0 with 3 actions
+    rows = [("a", 0, 5, 0, a, mean, std, share) for a, mean, std, share in
+            ((0, 0.9, 0.1, 0.7), (1, 0.5, 0.3, 0.2), (2, 0.6, 0.2, 0.1))]
+    rows += [("a", 1, 5, 0, a, mean, std, share) for a, mean, std, share in
+             ((0, 0.8, 0.0, 1.0), (1, 0.2, 0.0, 0.0), (2, 0.1, 0.0, 0.0))]
+    probes = pd.DataFrame(rows, columns=["agent", "seed", "step", "best_action", "action",
+                                         "predicted_mean", "predicted_std", "chosen_share"])
+    t = diagnose.exploration(probes)
+    assert len(t) == 1 and t.loc[0, "agent"] == "a" and t.loc[0, "step"] == 5
+    assert t.loc[0, "spread_best"] == pytest.approx((0.1 + 0.0) / 2)
+    assert t.loc[0, "spread_other"] == pytest.approx((0.25 + 0.0) / 2)
+    assert t.loc[0, "gap"] == pytest.approx(((0.9 - 0.6) + (0.8 - 0.2)) / 2)
+    assert t.loc[0, "wrong_share"] == pytest.approx((0.3 + 0.0) / 2)
+    # a run's: written beside the diagnosis, point estimates without spread
+    assert diagnose.main([str(tiny_run)]) == 0
+    run = pd.read_csv(tiny_run / "exploration.csv")
+    assert list(run["agent"].unique()) == ["bbb", "greedy", "eps5"]
+    assert (run.loc[run["agent"] == "greedy", "spread_best"] == 0).all()
+    assert (run.loc[run["agent"] == "bbb", "spread_best"] > 0).all()
+    assert run["wrong_share"].between(0, 1).all()
+
+
 def test_diagnose_names_mushroom_mistakes():
     phases = pd.DataFrame({"agent": "bbb", "seed": [0, 1], "start": 1, "end": 10,
                            "regret": 0.0, "expected_regret": [15.0, 5.0],
