@@ -277,6 +277,26 @@ def reference(*runs: str, split: int) -> Callable[[Path], str]:
     return table
 
 
+def widths(run: str, steps: Sequence[int]) -> Callable[[Path], str]:
+    """How far NeuralUCB and NeuralTS explore in a run (its ``exploration.csv``, written by
+    ``bandits.diagnose``) at the given probe steps: the spread of the best action, of the
+    others, the gap of the mean predictions, and the share of draws that rank an other
+    action first."""
+
+    def table(root: Path) -> str:
+        f = pd.read_csv(root / "results/neural-bandits" / run / "exploration.csv")
+        lines = ["| agent | round | spread, best arm | spread, other arms | gap of the means "
+                 "| draws ranking another arm first |",
+                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for _, r in f[f["step"].isin(steps)].iterrows():
+            lines.append(f"| {NAMES.get(r.agent, r.agent)} | {int(r.step):,} | "
+                         f"{r.spread_best:.1e} | {r.spread_other:.1e} | {r.gap:.3f} | "
+                         f"{r.wrong_share:.3f} |")
+        return "\n".join(lines) + "\n"
+
+    return table
+
+
 GRID = "results/neural-bandits/mushroom-grid/screen"
 
 
@@ -355,6 +375,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "mushroom-grid-neuralucb": grid_screen("neuralucb"),
     "mushroom-grid-neuralts": grid_screen("neuralts"),
     "mushroom-grid-baselines": grid_baselines,
+    "mnist-widths": widths("mnist-reference/widths", (100, 1000, 2000, 5000, 10000)),
 }
 
 

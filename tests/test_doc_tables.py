@@ -21,6 +21,7 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
                         "mnist-reference", "mushroom-grid/final/neuralucb",
                         "mushroom-grid/final/neuralts", "mushroom-grid/final/baselines")
             for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
+          "results/neural-bandits/mnist-reference/widths/exploration.csv",
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / doc_tables.GRID).glob("*/sweep_summary.csv"))))
 
