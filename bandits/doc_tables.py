@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits import neural_tables
 from bandits.regret import ranking
+from bandits.table_cells import NAMES, bold_if, next_label
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
@@ -55,10 +57,6 @@ def _labels(run: Path) -> dict[str, str]:
     return {**LABELS, "bbb": f"BBB (Thompson, {samples} sample{'s' if samples > 1 else ''})"}
 
 
-def _bold_if(text: str, flag: bool) -> str:
-    return f"**{text}**" if flag else text
-
-
 def figure6(root: Path) -> str:
     """Final cumulative regret (mean +- s.e., median) and the expected regret per step
     over the last 10,000 steps, per agent, of ``results/mushroom/paper-horizon``."""
@@ -75,11 +73,11 @@ def figure6(root: Path) -> str:
     head = ("| Final cumulative regret, mean +- s.e. (median) | "
             + " | ".join(labels[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
     row1 = f"| ours, {n} seeds | " + " | ".join(
-        f"{_bold_if(f'{final.mean()[a]:.0f}', a == low_mean)} +- "
+        f"{bold_if(f'{final.mean()[a]:.0f}', a == low_mean)} +- "
         f"{final.std()[a] / math.sqrt(n):.0f} "
-        f"({_bold_if(f'{final.median()[a]:.0f}', a == low_median)})" for a in ORDER) + " |"
+        f"({bold_if(f'{final.median()[a]:.0f}', a == low_median)})" for a in ORDER) + " |"
     row2 = (f"| expected regret per step, steps {steps - last + 1:,}-{steps:,} | " + " | ".join(
-        f"{_bold_if(f'{late.mean()[a]:.3f}', a == low_late)} +- "
+        f"{bold_if(f'{late.mean()[a]:.3f}', a == low_late)} +- "
         f"{late.std()[a] / math.sqrt(n):.3f}" for a in ORDER) + " |")
     paper = ("| paper (Figure 6 and its text, 5 runs) | lowest, \"almost flat\" | eats nothing "
              "for about 1,000 steps, then does much better | (not described) | \"appears to "
@@ -95,7 +93,7 @@ def quick(root: Path) -> str:
     head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
     mean, std = s["cumulative_regret_mean"], s["cumulative_regret_std"]
     row = "| " + " | ".join(
-        f"{_bold_if(f'{mean[a]:.0f}', a == low)} ({std[a]:.0f})" for a in ORDER) + " |"
+        f"{bold_if(f'{mean[a]:.0f}', a == low)} ({std[a]:.0f})" for a in ORDER) + " |"
     return head + "\n" + row + "\n"
 
 
@@ -110,10 +108,10 @@ def quick_detail(root: Path) -> str:
     for _, r in s.iterrows():
         lines.append(
             f"| {labels.get(r.agent, r.agent)} | "
-            f"{_bold_if(f'{r.cumulative_regret_mean:.0f}', r.cumulative_regret_mean == low)} | "
+            f"{bold_if(f'{r.cumulative_regret_mean:.0f}', r.cumulative_regret_mean == low)} | "
             f"{r.cumulative_regret_std:.0f} | {r.cumulative_regret_min:.0f} | "
             f"{r.cumulative_regret_max:.0f} | "
-            + _bold_if(f"{r.cumulative_expected_regret_mean:.0f}",
+            + bold_if(f"{r.cumulative_expected_regret_mean:.0f}",
                        r.cumulative_expected_regret_mean == low_e) + " |")
     return "\n".join(lines) + "\n"
 
@@ -171,7 +169,7 @@ def table2(root: Path) -> str:
              "| Weights left | " + " | ".join(size(int(r[1].replace(",", ""))) for r in rows)
              + " |",
              "| ours | " + " | ".join(
-                 _bold_if(r[2], i == 3 and errors[i] == best) for i, r in enumerate(rows))
+                 bold_if(r[2], i == 3 and errors[i] == best) for i, r in enumerate(rows))
              + " |",
              "| paper | " + " | ".join(f"{v:.2f}" for v in PAPER_TABLE2.values()) + " |"]
     return "\n".join(lines) + "\n"
@@ -195,20 +193,13 @@ def regression(root: Path) -> str:
     for model, label in names.items():
         r = t.loc[model]
         cover = "-" if pd.isna(r.coverage_95_inside) else (
-            _bold_if(f"{r.coverage_95_inside:.3f}", model == best_cov)
+            bold_if(f"{r.coverage_95_inside:.3f}", model == best_cov)
             + f" / {r.coverage_95_outside:.3f}")
-        ratio = "-" if pd.isna(r.std_ratio_outside_to_inside) else _bold_if(
+        ratio = "-" if pd.isna(r.std_ratio_outside_to_inside) else bold_if(
             f"{r.std_ratio_outside_to_inside:.1f}", model == best_ratio)
         lines.append(f"| {label} | {pair(r, 'rmse', '.3g')} | {pair(r, 'log_likelihood', '.2f')} "
                      f"| {cover} | {pair(r, 'predictive_std', '.3g')} | {ratio} |")
     return "\n".join(lines) + "\n"
-
-
-NAMES = {"linfullpost": "LinFullPost", "bbb-lrt": "BBB, local reparameterisation",
-         "bbb": "BBB", "eps1": "1 % greedy", "neurallinear": "NeuralLinear",
-         "dropout": "Dropout TS (p 0.2)", "greedy": "greedy", "neuralucb": "NeuralUCB",
-         "linucb": "LinUCB", "eps5": "5 % greedy", "bootstrap": "Bootstrapped NN (5 heads)",
-         "neuralts": "NeuralTS", "uniform": "uniform"}
 
 
 def showdown(root: Path, brief: bool = False) -> str:
@@ -223,142 +214,12 @@ def showdown(root: Path, brief: bool = False) -> str:
              ["| agent | mean | s.e. | min | max | relative to uniform | next |",
               "| --- | ---: | ---: | ---: | ---: | ---: | --- |"])
     for i, r in table.iterrows():
-        nxt = re.sub(r" at \d+ seeds?$", "", str(r["next"]))
-        for agent, name in sorted(NAMES.items(), key=lambda kv: -len(kv[0])):
-            if nxt.endswith(f" {agent}"):
-                nxt = nxt[: -len(agent)] + name
-                break
+        nxt = next_label(r["next"])
         rel = "1" if r.agent == "uniform" else f"{r['mean'] / uniform:.3f}"
         mean = f"{r['mean']:.0f}"
         spread = "" if brief else f" {r['min']:.0f} | {r['max']:.0f} |"
-        lines.append(f"| {NAMES.get(r.agent, r.agent)} | {_bold_if(mean, i == 0)} | "
-                     f"{r['s.e.']:.0f} |{spread} {_bold_if(rel, i == 0)} | {nxt} |")
-    return "\n".join(lines) + "\n"
-
-
-def reference(*runs: str, split: int) -> Callable[[Path], str]:
-    """Classification-bandit runs under the NeuralUCB and NeuralTS papers' set-up
-    (``results/neural-bandits/<run>``, one or more over the same seeds, ranked together):
-    each agent's cumulative regret at the horizon (wrong answers), mean and standard error
-    over the seeds, its spread, the regret of the first ``split`` rounds and of the rest
-    (from ``phases.csv``), the paired difference to the next agent, and the agent's wall
-    time."""
-
-    def table(root: Path) -> str:
-        wheres = [root / "results/neural-bandits" / run for run in runs]
-        ranked = ranking(pd.concat([pd.read_csv(w / "metrics.csv") for w in wheres]))
-        phases = pd.concat([pd.read_csv(w / "phases.csv") for w in wheres])
-        early = phases[phases["end"] <= split].groupby("agent")["regret"].sum()
-        late = phases[phases["start"] > split].groupby("agent")["regret"].sum()
-        seeds = phases.groupby("agent")["seed"].nunique()
-        wall: dict[str, float] = {}
-        for w in wheres:
-            record = json.loads((w / "config.json").read_text(encoding="utf-8"))
-            wall.update(record.get("wall_seconds_per_agent", {}))
-        steps = int(max(pd.read_csv(w / "summary.csv")["steps"].max() for w in wheres))
-        lines = [f"| agent | regret at {steps:,} | s.e. | min - max | rounds 1-{split:,} | "
-                 f"rounds {split + 1:,}-{steps:,} | next | wall (s) |",
-                 "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
-        for i, r in ranked.iterrows():
-            a = r.agent
-            nxt = re.sub(r" at \d+ seeds?$", "", str(r["next"]))
-            for agent, name in sorted(NAMES.items(), key=lambda kv: -len(kv[0])):
-                if nxt.endswith(f" {agent}"):
-                    nxt = nxt[: -len(agent)] + name
-                    break
-            mean = f"{r['mean']:.1f}"
-            lines.append(
-                f"| {NAMES.get(a, a)} | {_bold_if(mean, i == 0)} | "
-                f"{r['s.e.']:.1f} | {r['min']:.0f} - {r['max']:.0f} | "
-                f"{early.get(a, 0) / seeds[a]:.1f} | {late.get(a, 0) / seeds[a]:.1f} | {nxt} | "
-                f"{wall.get(a, float('nan')):,.0f} |")
-        return "\n".join(lines) + "\n"
-
-    return table
-
-
-def widths(run: str, steps: Sequence[int]) -> Callable[[Path], str]:
-    """How far NeuralUCB and NeuralTS explore in a run (its ``exploration.csv``, written by
-    ``bandits.diagnose``) at the given probe steps: the spread of the best action, of the
-    others, the gap of the mean predictions, and the share of draws that rank an other
-    action first."""
-
-    def table(root: Path) -> str:
-        f = pd.read_csv(root / "results/neural-bandits" / run / "exploration.csv")
-        lines = ["| agent | round | spread, best arm | spread, other arms | gap of the means "
-                 "| draws ranking another arm first |",
-                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        for _, r in f[f["step"].isin(steps)].iterrows():
-            lines.append(f"| {NAMES.get(r.agent, r.agent)} | {int(r.step):,} | "
-                         f"{r.spread_best:.1e} | {r.spread_other:.1e} | {r.gap:.3f} | "
-                         f"{r.wrong_share:.3f} |")
-        return "\n".join(lines) + "\n"
-
-    return table
-
-
-GRID = "results/neural-bandits/mushroom-grid/screen"
-
-
-def _screen(root: Path) -> pd.DataFrame:
-    """Every screened point of ``mushroom-grid`` (each sweep's ``sweep_summary.csv``):
-    agent, lambda (from a sweep named ``...lambda-L``), the swept setting and its value,
-    mean and standard error of the regret at the horizon over the seeds, in the order of
-    the grid's rule (lowest mean, then smaller value, then smaller lambda)."""
-    rows = []
-    for summary in sorted((root / GRID).glob("*/sweep_summary.csv")):
-        f = pd.read_csv(summary)
-        lam = re.search(r"lambda-([0-9.]+)$", summary.parent.name)
-        for _, r in f.iterrows():
-            rows.append({"agent": r["agent"], "setting": f.columns[0],
-                         "value": float(r[f.columns[0]]),
-                         "lambda": float(lam[1]) if lam else 0.0,
-                         "mean": float(r["cumulative_regret_mean"]),
-                         "se": float(r["cumulative_regret_std"]) / math.sqrt(r["seeds"])})
-    return pd.DataFrame(rows).sort_values(["agent", "mean", "value", "lambda"])
-
-
-def grid_screen(agent: str) -> Callable[[Path], str]:
-    """NeuralUCB's or NeuralTS's screen: regret at the horizon (mean +- standard error
-    over the screening seeds) for each lambda (rows) and nu (columns); the chosen point
-    in bold, an empty cell where the grid has no point."""
-
-    def table(root: Path) -> str:
-        f = _screen(root)
-        f = f[f["agent"] == agent]
-        best = f.iloc[0]
-        nus, lams = sorted(f["value"].unique()), sorted(f["lambda"].unique(), reverse=True)
-        lines = ["| lambda / nu | " + " | ".join(f"{v:g}" for v in nus) + " |",
-                 "| --- |" + " ---: |" * len(nus)]
-        for lam in lams:
-            cells = []
-            for nu in nus:
-                hit = f[(f["lambda"] == lam) & (f["value"] == nu)]
-                if hit.empty:
-                    cells.append("")
-                    continue
-                r = hit.iloc[0]
-                chosen = r["lambda"] == best["lambda"] and r["value"] == best["value"]
-                cells.append(_bold_if(f"{r['mean']:.1f} +- {r['se']:.1f}", chosen))
-            lines.append(f"| {lam:g} | " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
-
-    return table
-
-
-def grid_baselines(root: Path) -> str:
-    """The screen of the baselines (the greedy network, 1 % greedy, LinUCB): each setting's
-    regret at the horizon, mean +- standard error over the screening seeds, lowest first
-    per agent, the chosen one in bold (an agent screened at one point has no choice)."""
-    f = _screen(root)
-    f = f[~f["agent"].isin(["neuralucb", "neuralts"])]
-    lines = ["| agent | setting | regret | chosen |", "| --- | --- | ---: | --- |"]
-    for agent, g in f.groupby("agent", sort=False):
-        for i, (_, r) in enumerate(g.iterrows()):
-            text = f"{r['mean']:.1f} +- {r['se']:.1f}"
-            lines.append(f"| {NAMES.get(agent, agent)} | {r['setting']} = {r['value']:g} | "
-                         f"{_bold_if(text, i == 0)} | "
-                         f"{('yes' if len(g) > 1 else 'its one point') if i == 0 else ''} |")
+        lines.append(f"| {NAMES.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} | "
+                     f"{r['s.e.']:.0f} |{spread} {bold_if(rel, i == 0)} | {nxt} |")
     return "\n".join(lines) + "\n"
 
 
@@ -366,16 +227,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
     "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
-    "table2": table2,
-    "mushroom-reference": reference("mushroom-reference", split=2000),
-    "mushroom-reference-1e-5": reference("mushroom-reference/nu-lambda-1e-5", split=2000),
-    "mnist-reference": reference("mnist-reference", split=2000),
-    "mushroom-grid": reference("mushroom-grid/final/neuralucb", "mushroom-grid/final/neuralts",
-                               "mushroom-grid/final/baselines", split=2000),
-    "mushroom-grid-neuralucb": grid_screen("neuralucb"),
-    "mushroom-grid-neuralts": grid_screen("neuralts"),
-    "mushroom-grid-baselines": grid_baselines,
-    "mnist-widths": widths("mnist-reference/widths", (100, 1000, 2000, 5000, 10000)),
+    "table2": table2, **neural_tables.GENERATORS,
 }
 
 

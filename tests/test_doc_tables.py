@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import doc_tables
+from bandits import doc_tables, neural_tables
 
 REPO = Path(__file__).resolve().parents[1]
 NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
@@ -23,7 +23,7 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
             for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
           "results/neural-bandits/mnist-reference/widths/exploration.csv",
           *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / doc_tables.GRID).glob("*/sweep_summary.csv"))))
+            sorted((REPO / neural_tables.GRID).glob("*/sweep_summary.csv"))))
 
 
 def test_every_generated_table_matches_its_files(capsys):
