@@ -202,7 +202,9 @@ class NeuralUCBAgent(NeuralAgent):
         """Draws from ``N(f(x_a), sigma_a^2)``, the tangent-space model's belief about each
         action's reward, for every action of ``contexts (N, d)``: ``(runs, samples, N,
         n_actions)``. NeuralTS acts on one such draw and NeuralUCB on ``f + sigma``, so
-        the probes' spread is ``sigma`` itself (how far the agent explores)."""
+        the probes' spread is ``sigma`` itself (how far the agent explores). The design
+        first takes the choices since the last call, as :meth:`act` does."""
+        self.add_to_design()
         x = self.all_action_inputs(contexts)  # (N, actions, in)
         n = x.shape[0]
         rows = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)  # (runs, N actions, in)

@@ -148,18 +148,23 @@ def test_the_widths_without_gradients_are_the_widths_of_the_gradients(encoding, 
 @pytest.mark.parametrize("exact_design", [False, True])
 def test_the_probes_see_the_width_the_agent_explores_with(exact_design):
     # predict_samples draws N(f, sigma^2) for every action of every probe context: its
-    # mean over many draws is f, its spread sigma, both as act computes them
-    agent = _agent("neuralts", runs=2, nu=0.5, ucb_lambda=2.0, exact_design=exact_design)
+    # mean over many draws is f, its spread sigma, both as act computes them (the design
+    # holding the choices not yet added: here the second, left pending)
+    agent, twin = (_agent("neuralts", runs=2, nu=0.5, ucb_lambda=2.0,
+                          exact_design=exact_design) for _ in range(2))
     for a in (0, 1):  # a design that is not lambda I
-        agent._pending = [agent.scores_and_gradients(np.full((2, D), 0.3 * a + 0.1,
-                                                             dtype=np.float32))[1][:, a]]
-        agent.add_to_design()
+        g = agent.scores_and_gradients(np.full((2, D), 0.3 * a + 0.1, dtype=np.float32))[1]
+        for each in (agent, twin):
+            each._pending.append(g[:, a])
+            if a == 0:
+                each.add_to_design()
+    twin.add_to_design()
     contexts = torch.rand(3, D, generator=torch.Generator().manual_seed(1))
     draws = agent.predict_samples(contexts, 20_000, torch.Generator().manual_seed(2))
     assert draws.shape == (2, 20_000, 3, 2)
     for i in range(3):
-        f, g = agent.scores_and_gradients(contexts[i].expand(2, D))
-        sigma = agent.widths(g)  # (runs, actions)
+        f, g = twin.scores_and_gradients(contexts[i].expand(2, D))
+        sigma = twin.widths(g)  # (runs, actions)
         assert (sigma > 0.01).all()
         torch.testing.assert_close(draws[:, :, i].mean(1), f, atol=0.03 * sigma.max().item(),
                                    rtol=0)
