@@ -35,7 +35,8 @@ FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-co
          "results/mushroom/README.md",
          "results/regression/README.md", "results/neural-bandits/README.md",
          "results/neural-bandits/mnist-reference/README.md",
-         "results/neural-bandits/mushroom-grid/README.md")
+         "results/neural-bandits/mushroom-grid/README.md",
+         "results/neural-bandits/mnist-nu/README.md")
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 

@@ -76,13 +76,13 @@ def widths(run: str, steps: Sequence[int]) -> Callable[[Path], str]:
 GRID = "results/neural-bandits/mushroom-grid/screen"
 
 
-def _screen(root: Path) -> pd.DataFrame:
+def _screen(root: Path, where: str = GRID) -> pd.DataFrame:
     """Every screened point of ``mushroom-grid`` (each sweep's ``sweep_summary.csv``):
     agent, lambda (from a sweep named ``...lambda-L``), the swept setting and its value,
     mean and standard error of the regret at the horizon over the seeds, in the order of
     the grid's rule (lowest mean, then smaller value, then smaller lambda)."""
     rows = []
-    for summary in sorted((root / GRID).glob("*/sweep_summary.csv")):
+    for summary in sorted((root / where).glob("*/sweep_summary.csv")):
         f = pd.read_csv(summary)
         lam = re.search(r"lambda-([0-9.]+)$", summary.parent.name)
         for _, r in f.iterrows():
@@ -94,13 +94,13 @@ def _screen(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["agent", "mean", "value", "lambda"])
 
 
-def grid_screen(agent: str) -> Callable[[Path], str]:
+def grid_screen(agent: str, where: str = GRID) -> Callable[[Path], str]:
     """NeuralUCB's or NeuralTS's screen: regret at the horizon (mean +- standard error
     over the screening seeds) for each lambda (rows) and nu (columns); the chosen point
     in bold, an empty cell where the grid has no point."""
 
     def table(root: Path) -> str:
-        f = _screen(root)
+        f = _screen(root, where)
         f = f[f["agent"] == agent]
         best = f.iloc[0]
         nus, lams = sorted(f["value"].unique()), sorted(f["lambda"].unique(), reverse=True)
@@ -138,6 +138,57 @@ def grid_baselines(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def screen_widths(where: str, steps: Sequence[int]) -> Callable[[Path], str]:
+    """How far the agent explores at each point of a nu screen (``<where>/*/nu=V/
+    exploration.csv``, written by ``bandits.diagnose`` in each point's run), at the given
+    probe steps, as :func:`widths` gives them."""
+
+    def table(root: Path) -> str:
+        lines = ["| nu | round | spread, best arm | spread, other arms | gap of the means "
+                 "| draws ranking another arm first |",
+                 "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+        files = sorted((root / where).glob("*/nu=*/exploration.csv"),
+                       key=lambda f: float(f.parent.name.split("=", 1)[1]))
+        for path in files:
+            f = pd.read_csv(path)
+            for _, r in f[f["step"].isin(steps)].iterrows():
+                lines.append(f"| {path.parent.name.split('=', 1)[1]} | {int(r.step):,} | "
+                             f"{r.spread_best:.1e} | {r.spread_other:.1e} | {r.gap:.3f} | "
+                             f"{r.wrong_share:.3f} |")
+        return "\n".join(lines) + "\n"
+
+    return table
+
+
+def paired(*entries: tuple[str, str, str]) -> Callable[[Path], str]:
+    """Agents of runs over the same seeds (``(label, run, agent)``, the run under
+    ``results/neural-bandits``): each one's regret at the horizon, mean and standard error
+    over the seeds, its spread, and its paired difference to the first entry."""
+
+    def table(root: Path) -> str:
+        finals = []
+        for _, run, agent in entries:
+            m = pd.read_csv(root / "results/neural-bandits" / run / "metrics.csv")
+            m = m[m["agent"] == agent]
+            finals.append(m[m["step"] == m["step"].max()].set_index("seed")["cumulative_regret"])
+        steps = int(m["step"].max())
+        lines = [f"| agent | regret at {steps:,} | s.e. | min - max | paired, against "
+                 f"{entries[0][0]} |", "| --- | ---: | ---: | ---: | --- |"]
+        for (label, _, _), f in zip(entries, finals):
+            se = f.std() / math.sqrt(len(f))
+            if f is finals[0]:
+                diff = ""
+            else:
+                d = (f - finals[0]).dropna()
+                diff = (f"{abs(d.mean()):.1f} +- {d.std() / math.sqrt(len(d)):.1f} "
+                        f"{'higher' if d.mean() > 0 else 'lower'} ({len(d)} seeds)")
+            lines.append(f"| {label} | {f.mean():.1f} | {se:.1f} | {f.min():.0f} - "
+                         f"{f.max():.0f} | {diff} |")
+        return "\n".join(lines) + "\n"
+
+    return table
+
+
 GENERATORS: dict[str, Callable[[Path], str]] = {
     "mushroom-reference": reference("mushroom-reference", split=2000),
     "mushroom-reference-1e-5": reference("mushroom-reference/nu-lambda-1e-5", split=2000),
@@ -148,4 +199,11 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "mushroom-grid-neuralts": grid_screen("neuralts"),
     "mushroom-grid-baselines": grid_baselines,
     "mnist-widths": widths("mnist-reference/widths", (100, 1000, 2000, 5000, 10000)),
+    "mnist-nu-screen": grid_screen("neuralucb", "results/neural-bandits/mnist-nu/screen"),
+    "mnist-nu-widths": screen_widths("results/neural-bandits/mnist-nu/screen", (1000, 10000)),
+    "mnist-nu-final": paired(("greedy", "mnist-reference", "greedy"),
+                             ("NeuralUCB, nu 1e-5", "mnist-reference", "neuralucb"),
+                             ("NeuralUCB, nu 0.1", "mnist-nu/final", "neuralucb"),
+                             ("NeuralLinear", "mnist-reference", "neurallinear"),
+                             ("LinUCB", "mnist-reference", "linucb")),
 }

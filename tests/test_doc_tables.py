@@ -22,6 +22,10 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
                         "mushroom-grid/final/neuralts", "mushroom-grid/final/baselines")
             for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
           "results/neural-bandits/mnist-reference/widths/exploration.csv",
+          *(f"results/neural-bandits/mnist-nu/final/{name}"
+            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
+          *(str(p.relative_to(REPO)) for p in
+            sorted((REPO / "results/neural-bandits/mnist-nu/screen").rglob("*.csv"))),
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / neural_tables.GRID).glob("*/sweep_summary.csv"))))
 
