@@ -161,23 +161,33 @@ class NeuralUCBAgent(NeuralAgent):
         return (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt()
 
     @torch.no_grad()
+    def scores_widths_and_kept(self, x: Tensor) -> tuple[Tensor, Tensor, Any]:
+        """``f`` and ``sigma`` ``(runs, rows)`` of network inputs ``x (runs, rows, in)``
+        under the current design, and what :meth:`chosen_gradient` needs: each row's
+        gradient (the exact design) or the layer inputs (the diagonal one)."""
+        if self.config.exact_design:
+            f, g = self.row_scores_and_gradients(x)
+            return f, self.widths(g), g
+        return self.row_scores_and_widths(x)
+
+    def chosen_gradient(self, kept: Any, actions: Tensor) -> Tensor:
+        """``g`` ``(runs, P)`` of each run's chosen row, from
+        :meth:`scores_widths_and_kept`'s ``kept``."""
+        if self.config.exact_design:
+            return kept[torch.arange(self.runs, device=self.device), actions]
+        return self.chosen_gradients(kept, actions)
+
+    @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         self.add_to_design()  # the earlier choices, whether or not a training call came
-        if self.config.exact_design:
-            f, g = self.scores_and_gradients(contexts)
-            sigma = self.widths(g)
-        else:
-            f, sigma, inputs = self.scores_and_widths(contexts)
+        f, sigma, kept = self.scores_widths_and_kept(self.all_action_inputs(contexts))
         if self.thompson:
             noise = self.fill_random_(torch.empty_like(f), "normal")
             scores = f + sigma * noise
         else:
             scores = f + sigma
         actions = scores.argmax(dim=1)
-        if self.config.exact_design:
-            self._pending.append(g[torch.arange(self.runs, device=self.device), actions])
-        else:
-            self._pending.append(self.chosen_gradients(inputs, actions))
+        self._pending.append(self.chosen_gradient(kept, actions))
         return actions
 
     @torch.no_grad()
@@ -208,11 +218,7 @@ class NeuralUCBAgent(NeuralAgent):
         x = self.all_action_inputs(contexts)  # (N, actions, in)
         n = x.shape[0]
         rows = x.reshape(1, -1, x.shape[-1]).expand(self.runs, -1, -1)  # (runs, N actions, in)
-        if self.config.exact_design:
-            f, g = self.row_scores_and_gradients(rows)
-            sigma = self.widths(g)
-        else:
-            f, sigma, _ = self.row_scores_and_widths(rows)
+        f, sigma, _ = self.scores_widths_and_kept(rows)
         noise = torch.randn(self.runs, samples, rows.shape[1], generator=generator,
                             device=self.device)
         draws = f.unsqueeze(1) + sigma.unsqueeze(1) * noise  # (runs, samples, N actions)

@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -61,16 +62,20 @@ def widths(run: str, steps: Sequence[int]) -> Callable[[Path], str]:
 
     def table(root: Path) -> str:
         f = pd.read_csv(root / "results/neural-bandits" / run / "exploration.csv")
-        lines = ["| agent | round | spread, best arm | spread, other arms | gap of the means "
-                 "| draws ranking another arm first |",
-                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        for _, r in f[f["step"].isin(steps)].iterrows():
-            lines.append(f"| {NAMES.get(r.agent, r.agent)} | {int(r.step):,} | "
-                         f"{r.spread_best:.1e} | {r.spread_other:.1e} | {r.gap:.3f} | "
-                         f"{r.wrong_share:.3f} |")
-        return "\n".join(lines) + "\n"
+        return _width_table("| agent", "| ---", [
+            (NAMES.get(r.agent, r.agent), r) for _, r in f[f["step"].isin(steps)].iterrows()])
 
     return table
+
+
+def _width_table(first: str, align: str, rows: Sequence[tuple[str, Any]]) -> str:
+    """A table of ``exploration.csv`` rows (``(label, row)``), the label first."""
+    lines = [f"{first} | round | spread, best arm | spread, other arms | gap of the means "
+             "| draws ranking another arm first |", f"{align} | ---: | ---: | ---: | ---: | ---: |"]
+    for label, r in rows:
+        lines.append(f"| {label} | {int(r.step):,} | {r.spread_best:.1e} | "
+                     f"{r.spread_other:.1e} | {r.gap:.3f} | {r.wrong_share:.3f} |")
+    return "\n".join(lines) + "\n"
 
 
 GRID = "results/neural-bandits/mushroom-grid/screen"
@@ -144,18 +149,14 @@ def screen_widths(where: str, steps: Sequence[int]) -> Callable[[Path], str]:
     probe steps, as :func:`widths` gives them."""
 
     def table(root: Path) -> str:
-        lines = ["| nu | round | spread, best arm | spread, other arms | gap of the means "
-                 "| draws ranking another arm first |",
-                 "| ---: | ---: | ---: | ---: | ---: | ---: |"]
         files = sorted((root / where).glob("*/nu=*/exploration.csv"),
                        key=lambda f: float(f.parent.name.split("=", 1)[1]))
+        rows = []
         for path in files:
             f = pd.read_csv(path)
-            for _, r in f[f["step"].isin(steps)].iterrows():
-                lines.append(f"| {path.parent.name.split('=', 1)[1]} | {int(r.step):,} | "
-                             f"{r.spread_best:.1e} | {r.spread_other:.1e} | {r.gap:.3f} | "
-                             f"{r.wrong_share:.3f} |")
-        return "\n".join(lines) + "\n"
+            rows += [(path.parent.name.split("=", 1)[1], r)
+                     for _, r in f[f["step"].isin(steps)].iterrows()]
+        return _width_table("| nu", "| ---:", rows)
 
     return table
 
