@@ -220,6 +220,10 @@ class Settings:
         1, "BBB: weight samples drawn to act, their predictions averaged (1: plain "
         "Thompson sampling, one weight sample per step; 2: the paper's average, kept by "
         "the presets that reproduce it)", range=(1, 10_000))
+    mean_decay: float = setting(
+        0.0, "BBB: decoupled weight decay (AdamW's) of the posterior means, none on their "
+        "sigmas; 0: plain Adam. Adam divides the prior's pull on the means by the "
+        "gradient's running scale, decoupled decay is applied outside it", range=(0, 10.0))
     lrt: bool = setting(
         False, "bbb: train with the local reparameterisation trick (acting keeps "
         "one weight sample per run)")

@@ -86,19 +86,23 @@ class NeuralAgent(Agent):
         cuda = self.device.type == "cuda"
         # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
         # counter lives on the device, so the update can be captured in a CUDA graph.
-        decay = 0.0 if self.model.bayesian else self.config.weight_decay
+        # decoupled weight decay: the point-estimate networks' weights (--weight-decay), or
+        # a Bayesian model's posterior means (BBB's --mean-decay; its rho is never decayed)
+        decay = self.config.mean_decay if self.model.bayesian else self.config.weight_decay
         if decay < 0:
-            raise ValueError(f"weight_decay must be >= 0, got {decay!r}")
+            raise ValueError(f"weight decay must be >= 0, got {decay!r}")
         self._decay = decay
         if self.config.fit == "epochs" and self.config.optimizer != "sgd":
             raise ValueError("fit='epochs' stops each run at its own step, which Adam's shared "
                              "step count cannot: use optimizer='sgd' (the reference's)")
+        params = [{"params": [self.model.mu], "weight_decay": decay}]
+        if self.model.bayesian:
+            params.append({"params": [self.model.rho], "weight_decay": 0.0})
         if self.config.optimizer == "sgd":  # plain SGD's L2 term is the decoupled decay
-            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.config.lr,
-                                             weight_decay=decay)
+            self.optimizer = torch.optim.SGD(params, lr=self.config.lr)
         elif decay:  # AdamW: w <- w - lr * decay * w besides the Adam step
-            self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr,
-                                               weight_decay=decay, fused=True, capturable=cuda)
+            self.optimizer = torch.optim.AdamW(params, lr=self.config.lr,
+                                               fused=True, capturable=cuda)
         else:
             self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr,
                                               fused=True, capturable=cuda)
@@ -236,8 +240,7 @@ class NeuralAgent(Agent):
 
     def _updates(self, buffer: ReplayBuffer, updates: int) -> Tensor | None:
         if self.config.weight_decay_per_datum:
-            for group in self.optimizer.param_groups:
-                group["weight_decay"] = self._decay / len(buffer)
+            self.optimizer.param_groups[0]["weight_decay"] = self._decay / len(buffer)
         if self.config.fit == "epochs":
             return fit_epochs(self, buffer, updates)
         loss = None

@@ -33,7 +33,8 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
 # it is added, never later (a run that recorded it at its default would change identity).
 ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding": "onehot",
                                "optimizer": "adam", "fit": "steps", "fit_tolerance": 1e-3,
-                               "weight_decay_per_datum": False, "train_always_until": 0}
+                               "weight_decay_per_datum": False, "train_always_until": 0,
+                               "mean_decay": 0.0}
 
 PARTS = "parts"
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
