@@ -27,14 +27,18 @@ agent alone on MNIST-shaped random contexts (784 features, 10 actions, ``--runs`
 interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.json``;
 with ``--papers-setup`` under the NeuralUCB and NeuralTS papers' MNIST set-up, with the
 projected minutes of a 10,000-round run of their training schedule.
+
+``--kernels`` times what the pinned kernels (:mod:`bandits.kernels`) cost: the default
+command and the fused step, each under the pin and with the libraries' own kernels,
+interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
 """
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    from bandits.startup import interruptible
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
 
-    interruptible("bandits.bench")
+    start("bandits.bench")
 
 import argparse
 import sys
@@ -48,6 +52,7 @@ import pandas as pd
 import torch
 
 from agents import AGENTS, AgentConfig, make_agents
+from bandits import kernels
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.bench_agents import agents_per_step, refused, sync
 from bandits.bench_commands import (
@@ -55,6 +60,7 @@ from bandits.bench_commands import (
     PAPER_STEPS,
     NotMeasured,
     default_command,
+    kernels_cost,
     mnist_workers,
     scaling,
 )
@@ -201,6 +207,9 @@ class Settings:
                                     "updates) of every agent alone on MNIST-shaped random "
                                     "contexts (784 features, 10 actions, --runs seeds); "
                                     "writes agents_per_step.csv and .json")
+    kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
+                            "default command and the fused step each with and without the pin "
+                            "(bandits.kernels), interleaved over --rounds")
     papers_setup: bool = setting(False, "with --agents-per-step: the NeuralUCB and NeuralTS "
                                  "papers' MNIST set-up (disjoint inputs, one hidden layer of "
                                  "100, nu = lambda = 1e-5, unit-norm contexts, a buffer of "
@@ -250,14 +259,16 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 # what bench writes into --out, each mode its own two files (an --overwrite replaces the
 # files of the mode run, nothing else: another mode's results in the same --out stay)
-MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step")
+MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels")
 OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 
 
 def mode_outputs(args: Settings) -> tuple[str, str]:
     """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
     the default timing, else those named for its flag (``scaling.csv``, ...)."""
-    if args.mnist_workers:
+    if args.kernels:
+        mode = "kernels"
+    elif args.mnist_workers:
         mode = "mnist_workers"
     elif args.default_command:
         mode = "default_command"
@@ -272,6 +283,18 @@ def mode_outputs(args: Settings) -> tuple[str, str]:
 
 def _main(p: argparse.ArgumentParser, args: Settings,
           argv: Sequence[str] | None) -> int:
+    if args.kernels:
+        start = time.perf_counter()
+        df = kernels_cost(args.rounds)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "kernels.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine("cpu"), "pin": kernels.PIN,
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "kernels.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
     if args.default_command or args.mnist_workers:
         start = time.perf_counter()
         cores = list(range(1, available_cores() + 1))

@@ -1,10 +1,12 @@
 """End-to-end timings of whole commands for ``python -m bandits.bench``: the paper
 preset's seconds per step with each number of workers (``--scaling``), the default
 command's wall time (``--default-command``) and an MNIST training command's
-(``--mnist-workers``), each checked to give the same bytes for every worker count."""
+(``--mnist-workers``), each checked to give the same bytes for every worker count, and
+what the pinned kernels cost (``--kernels``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bandits import kernels
 from bandits.config import with_flags
 
 PAPER_STEPS = 50_000  # the paper's horizon (Blundell et al. 2015, section 5.3)
@@ -114,4 +117,51 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
              "same_bytes_as_1_worker": same[w]} for w in workers]
     df = pd.DataFrame(rows)
     df["speedup_over_1_worker"] = df["wall_seconds_median"].iloc[0] / df["wall_seconds_median"]
+    return df
+
+
+def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """What the pinned kernels (:mod:`bandits.kernels`) cost: the default ``python -m
+    bandits.run`` end to end, and the fused training step (``python -m bandits.bench``'s
+    seconds per run-update), each under the pin and with the libraries' own kernels
+    (``BANDITS_NATIVE_KERNELS=1``), interleaved over ``rounds``, median taken. One row per
+    command with both times and ``pinned_over_native``; the default command's CSVs are
+    compared too (``same_bytes``: whether the pin changes nothing on this processor).
+    ``extra``: flags added to the default command (tests)."""
+    native_env = {k: v for k, v in os.environ.items() if k not in kernels.PIN}
+    envs = {"pinned": {**native_env, **kernels.PIN}, "native": {**native_env, kernels.NATIVE: "1"}}
+    files = ["metrics.csv", "summary.csv", "phases.csv"]
+    run_times: dict[str, list[float]] = {"pinned": [], "native": []}
+    step_times: dict[str, list[float]] = {"pinned": [], "native": []}
+    same = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for name, env in envs.items():
+                d = Path(tmp) / f"{name}-{r}"
+                cmd = [sys.executable, "-m", *with_flags(["bandits.run", "--no-progress"],
+                                                         extra), "--out", str(d)]
+                tic = time.perf_counter()
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+                run_times[name].append(time.perf_counter() - tic)
+                b = Path(tmp) / f"bench-{name}-{r}"
+                subprocess.run([sys.executable, "-m", "bandits.bench", "--rounds", "3",
+                                "--out", str(b)], check=True, stdout=subprocess.DEVNULL,
+                               env=env)
+                bench = json.loads((b / "bench.json").read_text())
+                step_times[name].append(bench["per_run_update_seconds_fused"])
+            first = Path(tmp) / f"pinned-{r}"
+            same = same and all((first / f).read_bytes() == (Path(tmp) / f"native-{r}" / f)
+                                .read_bytes() for f in files)
+    rows = []
+    for what, times, unit in (("python -m bandits.run (the default command)", run_times,
+                               "wall seconds"),
+                              ("fused training step (bandits.bench)", step_times,
+                               "seconds per run-update")):
+        pinned, native = float(np.median(times["pinned"])), float(np.median(times["native"]))
+        rows.append({"command": what, "unit": unit, "pinned": pinned, "native": native,
+                     "pinned_over_native": pinned / native,
+                     "pinned_each": " ".join(f"{t:.4g}" for t in times["pinned"]),
+                     "native_each": " ".join(f"{t:.4g}" for t in times["native"])})
+    df = pd.DataFrame(rows)
+    df["same_bytes"] = [same, None]
     return df

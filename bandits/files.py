@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from bandits import kernels
+
 
 def write_atomic(path: Path | str, data: bytes | str) -> None:
     """Write ``data`` to ``path`` so that a kill at any instant leaves either the old file
@@ -83,9 +85,10 @@ def save_figure(fig, path: Path, **kwargs) -> None:
 
 
 def package_versions() -> dict[str, str]:
-    """Versions of Python and the packages a result depends on, and the CPU's instruction
-    set that torch's kernels use (``cpu_capability``): on another one the same command can
-    round differently, and a bandit run then takes other actions."""
+    """Versions of Python and the packages a result depends on, the CPU's instruction
+    set that torch's kernels use (``cpu_capability``) and whether the kernels were pinned
+    (``kernels``, :func:`bandits.kernels.record`): unpinned, another processor can round
+    differently, and a bandit run then takes other actions."""
     import gymnasium
     import matplotlib
     import torch
@@ -99,6 +102,7 @@ def package_versions() -> dict[str, str]:
         "gymnasium": gymnasium.__version__,
         "matplotlib": matplotlib.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "kernels": kernels.record(),
     }
 
 

@@ -14,6 +14,11 @@ machine, wall time) to ``--out`` (default: a new directory under ``runs/``).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
+
+    start("bandits.gradient_variance")
+
 import shlex
 import sys
 import time

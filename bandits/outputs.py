@@ -308,16 +308,25 @@ def clear_outputs(path: Path, outputs: Sequence[str],
 
 def _writer(file: Path, root: Path) -> str | None:
     """Who wrote ``file`` (under ``root``): the file's own word
-    (:func:`bandits.files.written_by`), else that of the nearest ``config.json`` beside it
-    or above it, up to ``root``."""
+    (:func:`bandits.files.written_by`), else its twin record's (``bench.csv``: the
+    ``bench.json`` beside it), else that of the nearest record beside it or above it, up to
+    ``root``: a ``config.json``, else the other JSON files that record a command (the
+    learner screen's ``screen.json``) when they all name one."""
     own = written_by(file)
     if own is not None or file.name == "config.json":
         return own
+    twin = file.with_suffix(".json")
+    if twin != file and twin.is_file() and written_by(twin) is not None:
+        return written_by(twin)
     folder = file.parent
     while True:
         record = folder / "config.json"
         if record.is_file():
             return written_by(record)
+        writers = {w for other in sorted(folder.glob("*.json"))
+                   if (w := written_by(other)) is not None}
+        if writers:  # several commands' records side by side: none speaks for this file
+            return writers.pop() if len(writers) == 1 else None
         if folder == root or root not in folder.parents:
             return None
         folder = folder.parent

@@ -21,10 +21,10 @@ exit status 2.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    from bandits.startup import interruptible
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
 
-    interruptible("bandits.plot")
+    start("bandits.plot")
 
 import argparse
 import json

@@ -28,10 +28,10 @@ same bytes.
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    from bandits.startup import interruptible
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
 
-    interruptible("bandits.regression")
+    start("bandits.regression")
 
 import argparse
 import dataclasses

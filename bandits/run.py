@@ -19,10 +19,10 @@ draws for its seed (common random numbers). Populations may run in worker proces
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    from bandits.startup import interruptible
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
 
-    interruptible("bandits.run")
+    start("bandits.run")
 
 import json
 import shlex

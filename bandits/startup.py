@@ -11,14 +11,24 @@ SIGTERM and SIGHUP (``kill``, a closed terminal) end the command as they always 
 killed by that signal (a shell reports 128 + its number; the workers end with their
 parent), but first say so in one line. A signal the command was started with ignored
 (``nohup`` ignores SIGHUP) stays ignored. This module imports only the standard
-library's ``os`` and ``signal``.
+library (and :mod:`bandits.kernels`, which does too). :func:`start` does both things an
+entry point does first: the signals, and the kernels pinned before torch loads.
 """
 
 import os
 import signal
 
+from bandits import kernels
+
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command with one line saying so (:func:`interruptible`)."""
+
+
+def start(prog: str) -> None:
+    """What the command ``prog`` does first, before its slow imports: its signal handlers
+    (:func:`interruptible`) and the math kernels pinned (:func:`bandits.kernels.pin`)."""
+    interruptible(prog)
+    kernels.pin()
 
 
 def interruptible(prog: str) -> None:

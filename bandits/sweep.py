@@ -34,10 +34,10 @@ grid, the command, wall time). ``--redraw DIR`` rebuilds the table and plot from
 
 from __future__ import annotations
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    from bandits.startup import interruptible
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
 
-    interruptible("bandits.sweep")
+    start("bandits.sweep")
 
 import argparse
 import json
@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bandits import kernels
 from bandits import run as runner
 from bandits.config import UsageError, first_paragraph, given_values, setting
 from bandits.config import build_parser as build_settings_parser
@@ -97,7 +98,11 @@ def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gp
         kwargs = {"address": address} if address else {"num_cpus": workers}
         ray.init(include_dashboard=False, log_to_driver=False, **kwargs)
     # max_retries: Ray runs a task again when its worker dies; the point then resumes.
-    task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries)(run_point)
+    # runtime_env: each worker process starts with the kernels pinned as this one is
+    # (bandits.kernels), on this machine or a cluster's.
+    pinned = {k: os.environ[k] for k in (*kernels.PIN, kernels.NATIVE) if k in os.environ}
+    task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries,
+                      runtime_env={"env_vars": pinned})(run_point)
     futures = {task.remote(p): p for p in points}
     pending = list(futures)
     progress.running(min(len(pending), workers))

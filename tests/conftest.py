@@ -11,7 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
+from bandits import kernels
+
+kernels.pin()  # before anything imports torch, as every entry point does: the same bytes
+
+import pytest  # noqa: E402
 
 
 def _data_dir_or_skip(subdir: str) -> Path:

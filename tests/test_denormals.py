@@ -30,7 +30,7 @@ def test_the_simulator_flushes_while_it_runs_and_only_then(tmp_path):
         def after_step(self, populations, log, stopping):
             seen.append(denormals.flushing())
 
-    cfg = parse_config(["--agent", "greedy", "--steps", "3", "--seeds", "1",
+    cfg = parse_config(["--agent", "greedy", "--env", "wheel", "--steps", "3", "--seeds", "1",
                         "--no-progress", "--out", str(tmp_path / "run")])
     (tmp_path / "run").mkdir()
     assert simulate(cfg, tmp_path / "run", hooks=[Look()]).status == 0

@@ -68,25 +68,39 @@ def test_an_unknown_block_name_is_an_error(tmp_path):
         doc_tables.regenerate("<!-- generated: nope -->\nx\n<!-- end generated -->\n", tmp_path)
 
 
-def _same_cpu_or_skip(shipped: Path) -> None:
-    """Floating-point results depend on the CPU kernels torch picks: compare bytes only
-    where the shipped result was made with the same instruction set as this machine."""
+def _pinned_or_skip(shipped: Path) -> None:
+    """The byte-for-byte promise holds under the pinned kernels (bandits.kernels) on x86-64
+    with AVX2: skip elsewhere; the shipped result must have been made under the pin, and
+    this process (conftest.py pins before torch loads) must run under it."""
     import json
 
-    import torch
+    from bandits import kernels
 
-    made = json.loads(shipped.read_text()).get("versions", {}).get("cpu_capability")
-    here = torch.backends.cpu.get_cpu_capability()
-    if made != here:
-        pytest.skip(f"{shipped.parent.name} was made on a CPU with {made} kernels, this one "
-                    f"has {here}: its floats may round differently here")
+    if not kernels.applies():
+        pytest.skip("the same bytes are promised under the pinned kernels on x86-64 only "
+                    f"({kernels.NATIVE} set, or another processor)")
+    if not _has_avx2():
+        pytest.skip("the same bytes are promised on x86-64 processors with AVX2; this one "
+                    "has none")
+    made = json.loads(shipped.read_text()).get("versions", {}).get("kernels", {})
+    assert made.get("pinned") is True, f"{shipped} was not made under the pinned kernels"
+    assert kernels.in_force(), "the tests run without the pinned kernels (see conftest.py)"
+
+
+def _has_avx2() -> bool:
+    try:
+        return " avx2 " in f" {Path('/proc/cpuinfo').read_text().split(chr(10) * 2)[0]} "
+    except OSError:  # no /proc: let torch tell
+        import torch
+
+        return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
 
 
 @pytest.mark.slow
 def test_the_shipped_regression_reruns_to_the_same_numbers(tmp_path):
     from bandits.regression import main as regression
 
-    _same_cpu_or_skip(REPO / "results/regression/config.json")
+    _pinned_or_skip(REPO / "results/regression/config.json")
     assert regression(["--out", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "regression.csv").read_bytes() == \
         (REPO / "results/regression/regression.csv").read_bytes()
@@ -96,7 +110,7 @@ def test_the_shipped_regression_reruns_to_the_same_numbers(tmp_path):
 def test_the_default_command_reruns_to_the_shipped_quick_result(tmp_path, mushroom_data_dir):
     from bandits.run import main as run
 
-    _same_cpu_or_skip(REPO / "results/mushroom/quick/config.json")
+    _pinned_or_skip(REPO / "results/mushroom/quick/config.json")
     out = tmp_path / "quick"
     assert run(["--out", str(out), "--log-points", "500", "--no-progress",
                 "--data-dir", str(mushroom_data_dir)]) == 0

@@ -328,3 +328,52 @@ def test_mnist_refuses_a_bad_bandits_workers_in_one_line(mnist_data_dir, tmp_pat
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "BANDITS_WORKERS='abc'" in lines[0]
     assert not out.exists()
+
+
+def test_a_bandit_run_never_overwrites_the_learner_screens_outputs(tmp_path):
+    screen = tmp_path / "screen"
+    screen.mkdir()
+    (screen / "screen.json").write_text(json.dumps(
+        {"command": "python -m bandits.studies.learner_screen --out screen"}))
+    (screen / "summary.csv").write_text("learner,never_eaten\n")
+    (screen / "table.md").write_text("| learner |\n")
+    before = _files(screen)
+    done = subprocess.run([sys.executable, "-m", "bandits.run", *TINY, "--agent", "greedy",
+                           "--overwrite", "--out", str(screen)],
+                          env=ENV, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    err = _one_line(done.stderr)
+    assert "bandits.studies.learner_screen" in err and "choose another --out" in err
+    assert _files(screen) == before
+    with pytest.raises(outputs.OutputDirError, match="learner_screen"):  # mnist's table.md
+        outputs.output_dir(screen, "x", True, ("table.md",), kind="bandits.mnist")
+    assert _files(screen) == before
+
+
+def test_a_files_twin_record_names_its_writer_where_commands_share_a_folder(tmp_path):
+    (tmp_path / "bench.json").write_text(json.dumps({"command": "python -m bandits.bench"}))
+    (tmp_path / "bench.csv").write_text("a\n")
+    (tmp_path / "gradient_variance.json").write_text(
+        json.dumps({"command": "python -m bandits.gradient_variance"}))
+    (tmp_path / "gradient_variance.csv").write_text("b\n")
+    (tmp_path / "notes.csv").write_text("c\n")
+    assert outputs.foreign_outputs(tmp_path, "bandits.bench", ("bench.csv",)) is None
+    assert outputs.foreign_outputs(tmp_path, "bandits.bench", ("gradient_variance.csv",)) == (
+        "bandits.gradient_variance", ["gradient_variance.csv"])
+    assert outputs.foreign_outputs(tmp_path, "bandits.bench", ("notes.csv",)) is None
+
+
+def test_mnist_overwrite_keeps_a_users_copy_of_a_model_folder(mnist_data_dir, tmp_path,
+                                                              monkeypatch):
+    import shutil
+
+    _no_network(monkeypatch)
+    base = [*MNIST, "--data-dir", str(mnist_data_dir)]
+    out = tmp_path / "grid"
+    assert mnist_cli.main([*base, "--seeds", "2", "--out", str(out)]) == 0
+    model = out / "seed=1"
+    assert (model / "config.json").is_file()
+    shutil.copytree(model, out / "my-backup")
+    backup = _files(out / "my-backup")
+    assert mnist_cli.main([*base, "--seeds", "2", "--out", str(out), "--overwrite"]) == 0
+    assert _files(out / "my-backup") == backup

@@ -1,9 +1,9 @@
 """``python -m bandits.mnist``: the command line of :mod:`bandits.mnist.cli`."""
 
-from bandits.startup import interruptible
+from bandits.startup import start
 
-if __name__ == "__main__":  # before the slow imports: a Ctrl-C while starting is one line
-    interruptible("bandits.mnist")
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    start("bandits.mnist")
 
 from bandits.mnist.cli import main  # noqa: E402
 

@@ -107,13 +107,18 @@ def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
 
 
 def is_model_dir(path: Path) -> bool:
-    """Whether ``path`` is a model's directory of an earlier grid (its config.json holds a
-    model's settings)."""
+    """Whether ``path`` is a model's directory of an earlier grid: its config.json holds a
+    model's settings and its name is the one a grid gives that model (:func:`model_dirs`:
+    ``seed=<seed>`` or ``<setting>__seed=<seed>``). A copy of one under another name (a
+    user's backup) is not: an ``--overwrite`` leaves it alone."""
     try:
         saved = json.loads((path / "config.json").read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(saved, dict) and {"model", "arch", "estimator", "seed"} <= saved.keys()
+    if not (isinstance(saved, dict) and {"model", "arch", "estimator", "seed"} <= saved.keys()):
+        return False
+    own = f"seed={saved['seed']}"
+    return path.name == own or path.name.endswith(f"__{own}")
 
 
 def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:

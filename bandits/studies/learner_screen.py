@@ -31,6 +31,11 @@ machine and wall time).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
+    from bandits.startup import start
+
+    start("bandits.studies.learner_screen")
+
 import argparse
 import dataclasses
 import math
