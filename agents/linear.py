@@ -303,8 +303,8 @@ class LinFullPostAgent(Agent):
         """Add the interactions stored since the last call to the posterior (``updates`` is
         not used: the posterior is exact)."""
         for pos in buffer.positions_since(self._seen, self.name):
-            self.posterior.add(self.features(buffer.contexts[:, pos]), buffer.actions[:, pos],
-                               buffer.rewards[:, pos])
+            contexts, actions, rewards = buffer.slot(pos)
+            self.posterior.add(self.features(contexts), actions, rewards)
         self._seen = buffer.added
         return None
 

@@ -59,9 +59,9 @@ class NeuralLinearAgent(EpsilonGreedyAgent):
     @torch.no_grad()
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
         for pos in buffer.positions_since(self._seen, self.name):  # current features
-            a = buffer.actions[:, pos]
-            x = self.inputs(buffer.contexts[:, pos], a).unsqueeze(1)  # (runs, 1, in)
-            self.posterior.add(self.features(x)[:, 0], a, buffer.rewards[:, pos])
+            contexts, a, rewards = buffer.slot(pos)
+            x = self.inputs(contexts, a).unsqueeze(1)  # (runs, 1, in)
+            self.posterior.add(self.features(x)[:, 0], a, rewards)
         self._seen = buffer.added
         loss = super().update(buffer, updates)
         self._trained += 1

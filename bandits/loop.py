@@ -59,7 +59,8 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
     actions = pop.agent.act(pop.context)  # on the device
     actions_np = actions.cpu().numpy()  # the one copy to the host per step
     next_context, rewards, _, _, info = pop.env.step(actions_np)
-    pop.buffer.add(pop.context, actions, rewards)
+    pop.buffer.add(pop.context, actions, rewards,
+                   info[pop.item_key] if pop.buffer.compact else None)
     if pop.agent.learns and ((t + 1) % cfg.train_every == 0
                              or t + 1 <= cfg.train_always_until):
         pop.loss = pop.agent.update(pop.buffer, cfg.updates_per_step)
@@ -214,10 +215,14 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
         env = envs.make_vec(cfg.env, agent.runs, **env_kwargs)
         # every member's run r sees seed + r: common random numbers across agents
         context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
-        buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device)
+        item_key = envs.SPECS[cfg.env].item_key
+        problem = getattr(env.unwrapped, "problem", None)
+        table = problem.item_features() if item_key and problem is not None else None
+        buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device, table=table,
+                              n_actions=n_actions)
         built.append(Population(agent, env, buffer, context,
                                 diverged_at=torch.full((agent.runs,), -1, device=cfg.device),
-                                item_key=envs.SPECS[cfg.env].item_key,
+                                item_key=item_key,
                                 env_columns=envs.SPECS[cfg.env].columns,
                                 member_columns=[SPECS[n].columns for n in agent.names]))
     return built, seeds

@@ -61,6 +61,12 @@ class BanditProblem(ABC):
     def observation_space(self) -> spaces.Box:
         """A new observation space for one copy (each env owns its spaces and their rngs)."""
 
+    def item_features(self) -> np.ndarray | None:
+        """The context of every data item, ``(items, d)``, where each context is a row of a
+        fixed table that the info key of the env's spec (``item_key``) names at every step;
+        None otherwise. A replay buffer then keeps row indices instead of contexts."""
+        return None
+
     @abstractmethod
     def draw(self, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
         """Draw the randomness of ``size`` consecutive rounds of one copy.

@@ -81,6 +81,9 @@ class MushroomProblem(BanditProblem):
     def observe(self, rounds: Rounds) -> NDArray[np.float32]:
         return self.features[rounds["row"]]  # (R, 117), a new array
 
+    def item_features(self) -> NDArray[np.float32]:
+        return self.features  # info["mushroom"] names the row shown
+
     def rewards(self, rounds: Rounds) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         edible = self.edible[rounds["row"]]  # (R,)
         harmed = ~edible & (rounds["harm"] < self.poison_prob)

@@ -59,3 +59,69 @@ def test_bad_input():
         buf.sample(2)
     with pytest.raises(ValueError, match=r"contexts \(2, 3\)"):
         buf.add(np.zeros((3, 3)), np.zeros(2), np.zeros(2))
+
+
+def _pair(capacity=5, runs=3, items=40, d=6, actions=2, seed=0):
+    """A full buffer and a compact one (rows of a table) fed the same interactions."""
+    rng = np.random.default_rng(seed)
+    table = (rng.random((items, d)) < 0.5).astype(np.float32)
+    full = ReplayBuffer(capacity, runs, d)
+    compact = ReplayBuffer(capacity, runs, d, table=table, n_actions=actions)
+    for _ in range(8):  # wraps around
+        rows = rng.integers(0, items, runs)
+        a, r = rng.integers(0, actions, runs), rng.normal(size=runs)
+        full.add(table[rows], a, r)
+        compact.add(table[rows], a, r, items=rows)
+    return full, compact
+
+
+def test_a_compact_buffer_gives_the_same_minibatches_and_slots_as_a_full_one():
+    full, compact = _pair()
+    assert compact.compact and not full.compact
+    idx = torch.tensor([[0, 4, 2], [1, 1, 3], [4, 0, 0]])
+    for got, want in zip(compact.gather(idx), full.gather(idx)):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    for pos in range(5):
+        for got, want in zip(compact.slot(pos), full.slot(pos)):
+            assert got.dtype == want.dtype and torch.equal(got, want)
+    assert compact.actions.dtype == torch.uint8  # two actions fit a byte
+
+
+def test_a_compact_buffers_state_keeps_rows_and_takes_an_older_full_state():
+    full, compact = _pair()
+    state = compact.state_dict()
+    assert "contexts" not in state and state["items"].dtype == torch.int32
+    again = ReplayBuffer(5, 3, 6, table=compact.table, n_actions=2)
+    again.load_state_dict(state)
+    idx = torch.tensor([[0, 1, 2, 3, 4]] * 3)
+    assert all(torch.equal(a, b) for a, b in zip(again.gather(idx), full.gather(idx)))
+    older = ReplayBuffer(5, 3, 6, table=compact.table, n_actions=2)
+    older.load_state_dict(full.state_dict())  # a checkpoint written with contexts
+    assert all(torch.equal(a, b) for a, b in zip(older.gather(idx), full.gather(idx)))
+    with pytest.raises(ValueError, match="table"):  # a full buffer cannot take rows
+        ReplayBuffer(5, 3, 6).load_state_dict(state)
+
+
+def test_a_compact_buffer_refuses_a_context_outside_its_table_and_a_missing_item():
+    full, compact = _pair()
+    state = full.state_dict()
+    state["contexts"] = state["contexts"].clone()
+    state["contexts"][0, 0] = 0.5  # not a row of the table
+    with pytest.raises(ValueError, match="not a row of the data set"):
+        ReplayBuffer(5, 3, 6, table=compact.table, n_actions=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="needs items"):
+        compact.add(np.zeros((3, 6)), [0, 1, 0], [1.0, 2.0, 3.0])
+
+
+def test_a_mushroom_run_keeps_rows_in_its_buffer_and_its_checkpoint(mushroom_data_dir,
+                                                                     tmp_path):
+    from bandits import checkpoint
+    from bandits.run import main
+
+    out = tmp_path / "run"
+    assert main(["--agent", "greedy", "--seeds", "2", "--steps", "20", "--hidden", "8",
+                 "--workers", "1", "--no-progress", "--data-dir", str(mushroom_data_dir),
+                 "--out", str(out)]) == 0
+    state = checkpoint.load(out / "checkpoint.pt", "bandits.run")
+    buffer = state["populations"][0]["buffer"]
+    assert "contexts" not in buffer and buffer["items"].dtype == torch.int32
