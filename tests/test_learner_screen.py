@@ -44,28 +44,84 @@ def test_the_oracle_buffer_holds_mean_rewards():
     assert (means.contexts[1] == features[data["row"]]).all()
 
 
-def test_a_tiny_screen_writes_every_learner_with_the_oracle(tmp_path, mushroom_data_dir):
+def test_a_tiny_screen_writes_every_learner_with_the_reference_rows(tmp_path,
+                                                                    mushroom_data_dir):
     out = tmp_path / "screen"
     argv = ["--learner", "greedy", "bbb", "--updates", "30", "--buffers", "2", "--seeds", "1",
             "--buffer-size", "256", "--samples", "3", "--data-dir", str(mushroom_data_dir),
             "--out", str(out)]
     assert ls.main(argv) == 0
     runs = pd.read_csv(out / "runs.csv")
-    assert list(runs.learner.unique()) == ["oracle", "greedy", "bbb"]  # the floor first
-    assert len(runs) == 6
+    assert list(runs.learner.unique()) == [*ls.REFERENCES, "greedy", "bbb"]  # references first
+    assert len(runs) == 12 and (runs.buffer_size == 256).all()
     shares = runs.filter(regex="^(greedy|thompson)_").stack().dropna()  # NaN: an empty group
     assert shares.between(0, 1).all()
     assert runs.loc[runs.learner == "bbb", "thompson_never_eaten"].notna().all()
     assert runs.loc[runs.learner == "greedy", "thompson_never_eaten"].isna().all()
-    summary = pd.read_csv(out / "summary.csv")
-    assert summary.loc[summary.learner == "oracle", "times_oracle"].iloc[0] == pytest.approx(1)
+    summary = pd.read_csv(out / "summary.csv").set_index("learner")
+    assert summary.loc["oracle", "times_oracle"] == pytest.approx(1)
+    assert summary.loc["oracle-half", "times_half_oracle"] == pytest.approx(1)
+    assert summary.loc["ridge", "vs_ridge"] == 0
+    assert not summary.loc[list(ls.REFERENCES), "passes"].any()  # references never pass
     table = (out / "table.md").read_text()
-    assert "| oracle |" in table and "Thompson (3 samples)" in table
+    assert "| oracle |" in table and "| ridge-means |" in table
+    assert "Thompson (3 samples)" in table
     # the same command gives the same numbers
     assert ls.main([*argv[:-1], str(tmp_path / "again")]) == 0
     pd.testing.assert_frame_equal(runs.drop(columns="train_seconds"),
                                   pd.read_csv(tmp_path / "again" / "runs.csv")
                                   .drop(columns="train_seconds"))
+
+
+def test_training_is_given_as_draws_per_item_so_every_size_trains_equally(
+        tmp_path, mushroom_data_dir):
+    out = tmp_path / "screen"
+    assert ls.main(["--learner", "greedy", "--draws-per-item", "2", "--buffers", "2",
+                    "--buffer-size", "320", "--samples", "2", "--data-dir",
+                    str(mushroom_data_dir), "--out", str(out)]) == 0
+    runs = pd.read_csv(out / "runs.csv")
+    nets = runs[runs.agent != "ridge"]
+    assert (nets.updates == 10).all()  # 2 draws x 320 items / 64 per minibatch
+    assert (runs.loc[runs.agent == "ridge", "updates"] == 0).all()
+    assert ls.updates_for(ls.Settings(draws_per_item=300), 50_000, 64) == 234_375
+    assert ls.updates_for(ls.Settings(draws_per_item=300, updates=7), 50_000, 64) == 7
+
+
+def test_the_half_information_oracle_sees_the_same_mushrooms_with_half_the_bites():
+    edible = np.array([True, False] * 50)
+    rng = np.random.default_rng([0, 500])
+    full = ls.fill_buffer(rng, edible, 500, 0.2)
+    rng = np.random.default_rng([0, 500])
+    half = ls.fill_buffer(rng, edible, 500, 0.1)
+    assert (full["row"] == half["row"]).all()
+    assert (half["eat"] <= full["eat"]).all() and half["eat"].sum() < full["eat"].sum()
+
+
+def test_ridge_regression_on_the_means_eats_exactly_the_edible_mushrooms():
+    features = np.eye(6, dtype=np.float32)  # six mushrooms, each its own feature
+    edible = np.array([True, True, True, False, False, False])
+    rows = np.tile(np.arange(6), 50)
+    eat = np.ones(len(rows), bool)
+    mean = np.where(edible[rows], ls.REWARD_EAT, ls.MEAN_POISONOUS)
+    eat[::7] = False  # some left, reward 0
+    mean = np.where(eat, mean, 0.0)
+    buffer = {"row": rows, "eat": eat, "reward": mean, "mean": mean}
+    assert (ls.ridge_eats(buffer, features, "means") == edible).all()
+
+
+@pytest.mark.parametrize("flag, value", [("--eat-rate", "1.5"), ("--eat-rate", "nan"),
+                                         ("--updates", "0"), ("--samples", "0"),
+                                         ("--buffer-size", "0"), ("--buffers", "0"),
+                                         ("--seed", "-1"), ("--seeds", "100000"),
+                                         ("--draws-per-item", "0")])
+def test_every_declared_range_is_checked_in_one_line(flag, value, capsys, tmp_path):
+    out = tmp_path / "screen"
+    with pytest.raises(SystemExit) as e:
+        ls.main([flag, value, "--out", str(out)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err
+    assert not out.exists()
 
 
 def test_an_unknown_learner_is_one_line(capsys):

@@ -5,10 +5,13 @@ take hours.
 Each *buffer* holds ``--buffer-size`` interactions of a fixed policy on Mushroom: a
 mushroom drawn uniformly, every edible one eaten (+5), a poisonous one eaten with
 probability ``--eat-rate`` (+5 or -35 at even odds) and else left (0). Each *learner*
-(:data:`LEARNERS`: an agent of :mod:`agents` with its settings) is built with one run per
-buffer and network seed, and trained through the agent's own ``update`` for ``--updates``
-minibatch updates, exactly as in the bandit; then it is asked about all 8124 mushrooms.
-What it would do is scored against what its buffer showed it:
+(:data:`LEARNERS`: an agent of :mod:`agents` with its settings, and its own buffer size
+where it names one) is built with one run per buffer and network seed, and trained
+through the agent's own ``update`` for ``--draws-per-item`` draws of every item of its
+buffer (``draws x size / 64`` minibatch updates of 64, so every buffer size trains
+equally; ``--updates`` fixes the count instead), exactly as in the bandit; then it is
+asked about all 8124 mushrooms. What it would do is scored against what its buffer
+showed it:
 
 * ``never_eaten``: the share of the poisonous mushrooms never eaten in the buffer that it
   would eat; the memorisation of near-duplicates that paid +5;
@@ -18,11 +21,20 @@ What it would do is scored against what its buffer showed it:
 
 A point-estimate network is scored by its greedy decision; BBB by its posterior mean and
 by Thompson samples (the share of ``--samples`` weight samples whose greedy decision eats:
-what Thompson sampling does). ``oracle`` is the greedy network trained on the mean
-reward (-15 for an eaten poisonous mushroom) instead of the outcomes: the floor of what
-averaging can reach. A learner *passes* when the decisions it acts on (BBB: its Thompson
-samples) eat at most ``--pass-factor`` times the oracle's share of never-eaten poisonous
-mushrooms and leave at most ``--max-edible-uneaten`` of the edible ones uneaten.
+what Thompson sampling does). Every buffer size screened gets four *reference rows*, on
+the same buffers: ``oracle``, the greedy network trained on the mean reward (-15 for an
+eaten poisonous mushroom) instead of the outcomes, the floor of what averaging can reach;
+``oracle-half``, the same on buffers with half the poisonous bites (``--eat-rate`` / 2):
+what half the information allows; ``ridge`` and ``ridge-means``, ridge regression
+(lambda 1) of the reward of each action on the one-hot features, from the outcomes and
+from their means.
+
+**The rule to pass** (fixed before the runs): at the learner's buffer size, the decisions
+it acts on (BBB: its Thompson samples) eat a smaller share of the never-eaten poisonous
+mushrooms than ridge regression on the same outcomes (paired by buffer), at most
+``--pass-factor`` times the half-information oracle's share, and leave at most
+``--max-edible-uneaten`` of the edible mushrooms uneaten. The screen ranks; the bandit
+decides.
 
 Writes ``runs.csv`` (one row per learner, buffer and seed), ``summary.csv`` and
 ``table.md`` (mean +- standard error over the runs) and ``screen.json`` (the command,
@@ -53,8 +65,8 @@ import torch
 from agents import AgentConfig, make_agent
 from agents.neural import NeuralAgent
 from bandits.buffer import ReplayBuffer
+from bandits.config import OPEN, UsageError, check_ranges, first_paragraph, setting
 from bandits.config import build_parser as build_settings_parser
-from bandits.config import first_paragraph, setting
 from bandits.files import machine, write_atomic, write_csv, write_json
 from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from envs.mushroom_data import load_mushroom
@@ -73,11 +85,24 @@ class Learner:
     note: str = ""
     targets: str = "outcomes"  # or "means": the oracle, trained on the mean reward
     buffer_size: int | None = None  # None: --buffer-size
+    eat_rate_factor: float = 1.0  # the oracle with half the information: 0.5
+    ridge: bool = False  # ridge regression on the one-hot features instead of the agent
+
+
+REFERENCES: dict[str, Learner] = {
+    "oracle": Learner("greedy", {}, "squared error on the mean reward, not the outcome "
+                      "(the floor)", targets="means"),
+    "oracle-half": Learner("greedy", {}, "the oracle with half the poisonous bites "
+                           "(half the eat rate)", targets="means", eat_rate_factor=0.5),
+    "ridge": Learner("greedy", {}, "ridge regression (lambda 1) on the one-hot features, "
+                     "outcomes", ridge=True),
+    "ridge-means": Learner("greedy", {}, "ridge regression (lambda 1) on the one-hot "
+                           "features, mean rewards", targets="means", ridge=True),
+}
+"""The reference rows, screened at every buffer size of the learners asked for."""
 
 
 LEARNERS: dict[str, Learner] = {
-    "oracle": Learner("greedy", {}, "squared error on the mean reward, not the outcome "
-                      "(the floor)", targets="means"),
     "greedy": Learner("greedy", {}, "squared error (every point-estimate agent's default)"),
     "greedy-learned": Learner("greedy", {"likelihood": "learned"},
                               "learned noise per context, Gaussian NLL, floor 0.1"),
@@ -114,6 +139,23 @@ LEARNERS: dict[str, Learner] = {
                               buffer_size=50_000),
 }
 
+MAIN = list(LEARNERS)
+"""The learners of the first screen, all at ``--buffer-size`` unless they name their own."""
+
+# the grid of decoupled decay and history: the point-estimate networks' AdamW decay, BBB's
+# decay of its posterior means, each at three buffer sizes
+for _decay in (0.3, 1.0, 3.0):
+    for _size, _tag in ((4096, "4k"), (16_384, "16k"), (50_000, "50k")):
+        LEARNERS[f"greedy-wd-{_decay:g}-{_tag}"] = Learner(
+            "greedy", {"weight_decay": _decay}, f"AdamW weight decay {_decay:g}, buffer "
+            f"{_size:,}", buffer_size=_size)
+        LEARNERS[f"bbb-md-{_decay:g}-{_tag}"] = Learner(
+            "bbb", {"mean_decay": _decay}, f"decoupled decay {_decay:g} of the posterior "
+            f"means, buffer {_size:,}", buffer_size=_size)
+
+GRID = [name for name in LEARNERS if name not in MAIN]
+"""The decay x buffer grid (``--learner grid`` asks for all of it)."""
+
 METRICS = ("never_eaten", "last_paid_5", "last_paid_35", "edible_uneaten")
 
 
@@ -122,16 +164,22 @@ class Settings:
     """The settings of the screen; each field is a flag."""
 
     learner: list[str] = setting(
-        list(LEARNERS), "learners to screen (the oracle is always added): "
-        + ", ".join(LEARNERS), nargs="+", type=str)
+        list(MAIN), "learners to screen ('grid': the decay x buffer grid; the reference "
+        "rows are always added at each buffer size): " + ", ".join(LEARNERS), nargs="+",
+        type=str)
     eat_rate: float = setting(0.03, "the fixed policy's chance of eating a poisonous "
                               "mushroom", range=(0, 1))
     buffer_size: int = setting(4096, "interactions in each buffer (the paper's 4096; a "
                                "learner may name its own)", range=(1, 10**7))
-    buffers: int = setting(3, "buffers, each of its own draws", range=(1, 1000))
-    seeds: int = setting(2, "network seeds per buffer", range=(1, 1000))
-    updates: int = setting(20_000, "minibatch updates of 64 per run (enough for the oracle "
-                           "to eat every edible mushroom)", range=(1, 10**8))
+    buffers: int = setting(6, "buffers, each of its own draws (comparisons are paired by "
+                           "buffer)", range=(1, 1000))
+    seeds: int = setting(1, "network seeds per buffer", range=(1, 1000))
+    draws_per_item: float = setting(300.0, "training: minibatch draws of every item of a "
+                                    "learner's buffer (updates = draws x size / 64)",
+                                    range=(OPEN(0), 1e5))
+    updates: int | None = setting(None, "training: this many minibatch updates of 64 per "
+                                  "run instead of --draws-per-item", range=(1, 10**8),
+                                  type=int)
     samples: int = setting(32, "BBB: weight samples scored as Thompson sampling",
                            range=(1, 10**4))
     seed: int = setting(0, "the seed of the buffers and the networks", range=(0, 2**31 - 1))
@@ -215,28 +263,66 @@ def eat_shares(agent: NeuralAgent, features: np.ndarray, samples: int, seed: int
     return out
 
 
+def ridge_eats(buffer: dict[str, np.ndarray], features: np.ndarray, targets: str,
+               lam: float = 1.0) -> np.ndarray:
+    """Ridge regression (``lam``) of each action's reward on the one-hot features and a
+    constant, from the buffer's outcomes or their means: whether it eats each mushroom."""
+    key = "mean" if targets == "means" else "reward"
+    x_all = np.hstack([features.astype(np.float64), np.ones((len(features), 1))])
+    pred = []
+    for action in (0, EAT):
+        chosen = buffer["eat"] == bool(action)
+        x = x_all[buffer["row"][chosen]]
+        w = np.linalg.solve(x.T @ x + lam * np.eye(x.shape[1]), x.T @ buffer[key][chosen])
+        pred.append(x_all @ w)
+    return (pred[1] > pred[0]).astype(np.float64)
+
+
+def updates_for(cfg: Settings, size: int, batch_size: int) -> int:
+    """The minibatch updates of a learner with ``size`` items: ``--updates``, else
+    ``--draws-per-item`` draws of every item."""
+    return cfg.updates or math.ceil(cfg.draws_per_item * size / batch_size)
+
+
 def screen_learner(name: str, learner: Learner, cfg: Settings, features: np.ndarray,
-                   edible: np.ndarray) -> list[dict[str, Any]]:
-    """Train ``learner`` on ``cfg.buffers`` buffers x ``cfg.seeds`` seeds; one row per run."""
-    size = learner.buffer_size or cfg.buffer_size
-    rng = np.random.default_rng([cfg.seed, size])  # the same buffers for every learner
-    buffers = [fill_buffer(rng, edible, size, cfg.eat_rate) for _ in range(cfg.buffers)]
-    masks = [groups(b, edible) for b in buffers]
+                   edible: np.ndarray, size: int | None = None) -> list[dict[str, Any]]:
+    """Train ``learner`` on ``cfg.buffers`` buffers x ``cfg.seeds`` seeds of ``size``
+    items (default: its own, else ``--buffer-size``); one row per run. Every learner of
+    one size sees the same buffers (the half-information oracle the same mushrooms and
+    outcomes with half the poisonous bites) and is scored against the full buffers."""
+    size = size or learner.buffer_size or cfg.buffer_size
+
+    def draw(eat_rate: float) -> list[dict[str, np.ndarray]]:
+        rng = np.random.default_rng([cfg.seed, size])  # the same buffers for every learner
+        return [fill_buffer(rng, edible, size, eat_rate) for _ in range(cfg.buffers)]
+
+    full = draw(cfg.eat_rate)
+    buffers = full if learner.eat_rate_factor == 1 else draw(cfg.eat_rate *
+                                                             learner.eat_rate_factor)
+    masks = [groups(b, edible) for b in full]
     runs = cfg.buffers * cfg.seeds
     agent_cfg = dataclasses.replace(AgentConfig(), **learner.settings)
-    agent = make_agent(learner.agent, features.shape[1], 2, runs, cfg.seed, agent_cfg)
-    if not isinstance(agent, NeuralAgent):
-        raise ValueError(f"learner {name!r}: {learner.agent} has no reward network to screen")
-    buf = _buffer(buffers, cfg.seeds, features, learner.targets)
     start = time.perf_counter()
-    agent.update(buf, cfg.updates)
+    updates = 0
+    if learner.ridge:
+        eats = [ridge_eats(b, features, learner.targets) for b in buffers]
+        shares = {"greedy": torch.from_numpy(np.repeat(np.stack(eats), cfg.seeds, axis=0))}
+    else:
+        agent = make_agent(learner.agent, features.shape[1], 2, runs, cfg.seed, agent_cfg)
+        if not isinstance(agent, NeuralAgent):
+            raise ValueError(f"learner {name!r}: {learner.agent} has no reward network to "
+                             "screen")
+        buf = _buffer(buffers, cfg.seeds, features, learner.targets)
+        updates = updates_for(cfg, size, agent_cfg.batch_size)
+        agent.update(buf, updates)
+        shares = eat_shares(agent, features, cfg.samples, cfg.seed)
     seconds = time.perf_counter() - start
-    shares = eat_shares(agent, features, cfg.samples, cfg.seed)
     rows = []
     for r in range(runs):
         b = r // cfg.seeds
-        row: dict[str, Any] = {"learner": name, "agent": learner.agent, "buffer": b,
-                               "seed": r % cfg.seeds, "buffer_size": size}
+        row: dict[str, Any] = {"learner": name, "agent": "ridge" if learner.ridge else
+                               learner.agent, "buffer": b, "seed": r % cfg.seeds,
+                               "buffer_size": size, "updates": updates}
         for kind, eats in shares.items():
             e = eats[r].numpy()
             for metric in METRICS:
@@ -249,32 +335,56 @@ def screen_learner(name: str, learner: Learner, cfg: Settings, features: np.ndar
     return rows
 
 
+def acting_share(runs: pd.DataFrame, metric: str) -> pd.Series:
+    """Each run's share of ``metric`` under the decisions it acts on (BBB: its Thompson
+    samples; the others: greedy)."""
+    thompson = runs.get(f"thompson_{metric}")
+    greedy = runs[f"greedy_{metric}"]
+    return greedy if thompson is None else thompson.where(thompson.notna(), greedy)
+
+
 def summarise(runs: pd.DataFrame, cfg: Settings) -> pd.DataFrame:
-    """Mean and standard error over the runs of every learner, the acting rule's shares
-    (BBB: Thompson samples), and whether it passes."""
+    """Mean and standard error over the runs of every learner and buffer size, the acting
+    rule's shares (BBB: Thompson samples), its standing against the reference rows of its
+    buffer size (``times_oracle``, ``times_half_oracle``; ``vs_ridge``: the paired mean
+    difference from ridge regression on the same outcomes over the buffers, with its
+    standard error) and whether it passes the rule."""
+    runs = runs.assign(acting_never_eaten=acting_share(runs, "never_eaten"),
+                       acting_edible_uneaten=acting_share(runs, "edible_uneaten"))
+    per_buffer = runs.groupby(["learner", "buffer_size", "buffer"], sort=False)[
+        "acting_never_eaten"].mean()
     out = []
-    for name, g in runs.groupby("learner", sort=False):
+    for (name, size), g in runs.groupby(["learner", "buffer_size"], sort=False):
         has_samples = "thompson_never_eaten" in g and g["thompson_never_eaten"].notna().all()
-        acting = "thompson" if has_samples else "greedy"
         row: dict[str, Any] = {"learner": name, "agent": g["agent"].iloc[0],
-                               "buffer_size": int(g["buffer_size"].iloc[0]), "runs": len(g),
-                               "acting": acting}
+                               "buffer_size": int(size), "runs": len(g),
+                               "updates": int(g["updates"].iloc[0]),
+                               "acting": "thompson" if has_samples else "greedy"}
         for kind in ("greedy", "thompson"):
             for metric in METRICS:
                 v = g.get(f"{kind}_{metric}", pd.Series(math.nan, index=g.index))
                 row[f"{kind}_{metric}"] = v.mean()
                 row[f"{kind}_{metric}_se"] = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 \
                     else math.nan
+
+        def ref(reference: str, size: int = size) -> float:
+            return runs.loc[(runs.learner == reference) & (runs.buffer_size == size),
+                            "acting_never_eaten"].mean()
+
+        never, edible_left = g["acting_never_eaten"].mean(), g["acting_edible_uneaten"].mean()
+        row["times_oracle"] = never / ref("oracle") if ref("oracle") > 0 else math.inf
+        half = ref("oracle-half")
+        row["times_half_oracle"] = never / half if half > 0 else math.inf
+        diff = (per_buffer.loc[(name, size)] - per_buffer.loc[("ridge", size)]).to_numpy()
+        row["vs_ridge"] = diff.mean()
+        row["vs_ridge_se"] = diff.std(ddof=1) / math.sqrt(len(diff)) if len(diff) > 1 \
+            else math.nan
+        row["passes"] = bool(name not in REFERENCES and row["vs_ridge"] < 0
+                             and never <= cfg.pass_factor * half
+                             and edible_left <= cfg.max_edible_uneaten)
         row["train_seconds"] = g["train_seconds"].sum()
         out.append(row)
-    table = pd.DataFrame(out)
-    floor = table.loc[table.learner == "oracle", "greedy_never_eaten"].iloc[0]
-    acting_never = [r[f"{r['acting']}_never_eaten"] for _, r in table.iterrows()]
-    acting_edible = [r[f"{r['acting']}_edible_uneaten"] for _, r in table.iterrows()]
-    table["times_oracle"] = [v / floor if floor > 0 else math.inf for v in acting_never]
-    table["passes"] = [bool(v <= cfg.pass_factor * floor and u <= cfg.max_edible_uneaten)
-                       for v, u in zip(acting_never, acting_edible)]
-    return table
+    return pd.DataFrame(out)
 
 
 def _pct(v: float, se: float) -> str:
@@ -284,26 +394,52 @@ def _pct(v: float, se: float) -> str:
 
 
 def markdown(table: pd.DataFrame, cfg: Settings) -> str:
-    """The summary as a Markdown table: shares in %, mean +- s.e. over the runs."""
-    head = ("| learner | settings | acts on | never eaten, poisonous: eats | last paid +5: "
-            "eats | last paid -35: eats | edible left uneaten | x oracle | passes |\n"
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | :---: |\n")
+    """The summary as a Markdown table: shares in %, mean +- s.e. over the runs, the
+    reference rows of each buffer size first."""
+    head = ("| learner | buffer | settings | acts on | never eaten, poisonous: eats | last "
+            "paid +5: eats | last paid -35: eats | edible left uneaten | x oracle | "
+            "x half-information oracle | minus ridge (paired) | passes |\n"
+            "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+            "| :---: |\n")
     lines = []
     for _, r in table.iterrows():
-        learner = LEARNERS.get(r.learner)
+        learner = REFERENCES.get(r.learner) or LEARNERS.get(r.learner)
         note = learner.note if learner else ""
+        reference = r.learner in REFERENCES
         kinds = [("greedy", "greedy" if r.acting == "greedy" else "posterior mean")]
         if r.acting == "thompson":
             kinds.append(("thompson", f"Thompson ({cfg.samples} samples)"))
         for kind, label in kinds:
             cells = [_pct(r[f"{kind}_{m}"], r[f"{kind}_{m}_se"]) for m in METRICS]
             acting = kind == r.acting
-            ratio = f"{r.times_oracle:.1f}" if acting else ""
-            passes = ("yes" if r.passes else "no") if acting else ""
-            lines.append(f"| {r.learner if kind == 'greedy' else ''} | "
-                         f"{note if kind == 'greedy' else ''} | {label} | "
-                         + " | ".join(cells) + f" | {ratio} | {passes} |")
+            ratios = ([f"{r.times_oracle:.1f}", f"{r.times_half_oracle:.1f}",
+                       _pct(r.vs_ridge, r.vs_ridge_se)] if acting else ["", "", ""])
+            passes = ("yes" if r.passes else "no") if acting and not reference else ""
+            first = kind == "greedy"
+            lines.append(f"| {r.learner if first else ''} | "
+                         f"{f'{r.buffer_size:,}' if first else ''} | "
+                         f"{note if first else ''} | {label} | "
+                         + " | ".join(cells + ratios) + f" | {passes} |")
     return head + "\n".join(lines) + "\n"
+
+
+def learner_names(asked: Sequence[str]) -> list[str]:
+    """The learners asked for, ``grid`` expanded and each once (the reference rows are
+    added by :func:`main`).
+
+    Raises:
+        UsageError: An unknown name.
+    """
+    names: list[str] = []
+    for n in asked:
+        if n == "grid":
+            names += GRID
+        elif n in LEARNERS:
+            names.append(n)
+        elif n not in REFERENCES:
+            raise UsageError(f"unknown learner {n!r}; choose from grid, "
+                             f"{', '.join(LEARNERS)}")
+    return list(dict.fromkeys(names))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,10 +451,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     p = build_parser()
     cfg = Settings(**vars(p.parse_args(argv)))
-    unknown = [n for n in cfg.learner if n not in LEARNERS]
-    if unknown:
-        p.error(f"unknown learner {unknown[0]!r}; choose from {', '.join(LEARNERS)}")
-    names = ["oracle"] + [n for n in dict.fromkeys(cfg.learner) if n != "oracle"]
+    try:
+        check_ranges(cfg)
+        if math.isnan(cfg.eat_rate):
+            raise UsageError("--eat-rate nan is not a number; give a share in [0, 1]")
+        names = learner_names(cfg.learner)
+    except UsageError as e:
+        p.exit(2, f"learner_screen: error: {e}\n")
+    sizes = list(dict.fromkeys(LEARNERS[n].buffer_size or cfg.buffer_size for n in names))
+    if not names:  # the references alone, at --buffer-size
+        sizes = [cfg.buffer_size]
     features, edible = load_mushroom(cfg.data_dir)
     try:
         out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
@@ -329,10 +471,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     try:
-        for name in names:
+        jobs = [(ref, REFERENCES[ref], size) for size in sizes for ref in REFERENCES]
+        jobs += [(name, LEARNERS[name], None) for name in names]
+        for name, learner, size in jobs:
             t = time.perf_counter()
-            rows += screen_learner(name, LEARNERS[name], cfg, features, edible)
-            print(f"{name:24s} never eaten {100 * rows[-1]['greedy_never_eaten']:5.1f} % "
+            rows += screen_learner(name, learner, cfg, features, edible, size)
+            print(f"{name:24s} {rows[-1]['buffer_size']:6d} items: never eaten "
+                  f"{100 * rows[-1]['greedy_never_eaten']:5.1f} % "
                   f"(last run; {time.perf_counter() - t:.0f} s)", flush=True)
         runs = pd.DataFrame(rows)
         table = summarise(runs, cfg)
