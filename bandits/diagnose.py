@@ -283,19 +283,20 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
         env = None
     end = int(phases["end"].max())
     last = last or max(end // 5, 1)
-    table = phase_table(phases, env)
-    write_csv(table, run_dir / "diagnosis.csv")
+    # every table first, then the files: a diagnosis refused halfway writes nothing
+    tables = {"diagnosis.csv": phase_table(phases, env)}
     spec = envs.SPECS.get(env or "")
     memory = read_memory(run_dir) if spec is not None and spec.memorisation else None
-    written = [run_dir / "diagnosis.csv", run_dir / "diagnosis_seeds.csv"]
     if memory is not None:
         check_memory(memory, phases, run_dir / "memory.csv")
-        write_csv(memorisation(memory, last), run_dir / "memorisation.csv")
-        written.append(run_dir / "memorisation.csv")
-    write_csv(per_seed(phases, last), run_dir / "diagnosis_seeds.csv")
+        tables["memorisation.csv"] = memorisation(memory, last)
+    tables["diagnosis_seeds.csv"] = per_seed(phases, last)
     if probes is not None and not probes.empty:
-        write_csv(exploration(probes), run_dir / "exploration.csv")
-        written.append(run_dir / "exploration.csv")
+        tables["exploration.csv"] = exploration(probes)
+    for name, frame in tables.items():
+        write_csv(frame, run_dir / name)
+    written = [run_dir / name for name in tables]
+    table = tables["diagnosis.csv"]
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
          f"{env or 'bandit'}: {seeds} seeds, {end} steps")
@@ -334,6 +335,13 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"bandits.diagnose: error: {e}", file=sys.stderr)
         return 2
     print(tail.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    for name, why in (("memorisation.csv", "this run's config.json does not say Mushroom, "
+                       "or it has no memory.csv"),
+                      ("exploration.csv", "this run has no probes")):
+        left = args.dir / name
+        if left not in written and left.exists():  # not this run's numbers any more
+            print(f"bandits.diagnose: note: {left} is left from an earlier diagnosis and "
+                  f"was not rewritten ({why})", file=sys.stderr)
     table_path = args.dir / "memorisation.csv"
     if table_path in written:
         table = pd.read_csv(table_path)
@@ -342,10 +350,6 @@ def _main(argv: Sequence[str] | None) -> int:
               "bites on mushrooms last seen paying the high reward:")
         print(memorisation_summary(table).to_string(index=False,
                                                     float_format=lambda v: f"{v:.4f}"))
-    elif table_path.exists():  # an earlier diagnosis's: not this run's numbers any more
-        print(f"bandits.diagnose: note: {table_path} is left from an earlier diagnosis and "
-              "was not rewritten (this run's config.json does not say Mushroom, or it has no "
-              "memory.csv)", file=sys.stderr)
     print(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return 0
 

@@ -41,7 +41,7 @@ PARTS = "parts"
 RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
              "config.json", "regret.png", "regret.pdf", "expected_regret.png",
              "expected_regret.pdf", "checkpoint.pt", "diagnosis.csv", "diagnosis_seeds.csv",
-             "diagnosis.png", "diagnosis.pdf", "memorisation.csv")
+             "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "exploration.csv")
 # and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
 # its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
 OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",

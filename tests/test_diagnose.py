@@ -176,3 +176,21 @@ def test_plot_refuses_a_damaged_metrics_file_in_one_line(tiny_run, tmp_path, cap
     assert plot.main([str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err, err
+
+
+def test_a_new_run_leaves_no_earlier_diagnosis_and_a_run_without_probes_says_so(
+        tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main([*TINY, "--out", str(out)]) == 0
+    assert diagnose.main([str(out)]) == 0
+    assert "bbb" in set(pd.read_csv(out / "exploration.csv")["agent"])
+    # the same directory, a new run of another agent: no diagnosis of the old one survives
+    assert main([*TINY[:-7], "--agent", "uniform", "--steps", "60", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert not (out / "exploration.csv").exists() and not (out / "diagnosis.csv").exists()
+    (out / "exploration.csv").write_text("agent,step\nbbb,1\n")  # left by hand
+    capsys.readouterr()
+    assert diagnose.main([str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "exploration.csv is left from an earlier diagnosis" in err
+    assert (out / "exploration.csv").read_text() == "agent,step\nbbb,1\n"  # never deleted

@@ -142,9 +142,15 @@ def test_diagnose_refuses_a_memory_record_cut_short_and_never_reports_a_stale_ta
     lines = full.splitlines(keepends=True)
     (out / "memory.csv").write_text("".join(lines[:-1]))  # cut at a line boundary
     capsys.readouterr()
+    written = {n: (out / n).read_bytes() for n in ("diagnosis.csv", "diagnosis_seeds.csv",
+                                                     "memorisation.csv")}
+    (out / "diagnosis.csv").write_bytes(b"an earlier diagnosis\n")
+    written["diagnosis.csv"] = b"an earlier diagnosis\n"
     assert diagnose.main([str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert "memory.csv" in err and "cut short" in err and len(err.splitlines()) == 1
+    # refused before anything was written
+    assert {n: (out / n).read_bytes() for n in written} == written
     (out / "memory.csv").write_text(full)
     for gone in ("memory.csv", "config.json"):
         run = tmp_path / gone
