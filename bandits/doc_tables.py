@@ -52,6 +52,34 @@ PAPER_TABLE1 = {"sgd": ("SGD (plain MLP)", 1.83, 1.88),
 PAPER_TABLE2 = {"0%": 1.24, "50%": 1.24, "75%": 1.24, "95%": 1.29, "98%": 1.39}
 
 
+class TableError(ValueError):
+    """A shipped file a table is written from is missing, cut or not what it should be."""
+
+
+def read_table(path: Path, columns: Sequence[str], complete: Sequence[str] = ()
+               ) -> pd.DataFrame:
+    """The CSV file ``path`` with ``columns``, none of ``complete`` holding a missing value.
+
+    Raises:
+        TableError: The file is missing or unreadable, lacks a column, or a value of
+            ``complete`` is missing (a NaN, a cut row).
+    """
+    try:
+        t = pd.read_csv(path)
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise TableError(f"{path}: cannot be read ({str(e).splitlines()[0]})") from None
+    missing = [c for c in columns if c not in t.columns]
+    if missing:
+        raise TableError(f"{path}: no column {missing[0]!r}; is it the file this table is "
+                         "written from?")
+    for c in complete:
+        bad = t[c].isna() if t[c].dtype != object else pd.to_numeric(t[c], errors="coerce").isna()
+        if bad.any():
+            raise TableError(f"{path}: column {c!r} has a missing or non-numeric value in "
+                             f"row {int(bad.to_numpy().argmax()) + 2}")
+    return t
+
+
 def _labels(run: Path) -> dict[str, str]:
     """The agents' labels, BBB's with the weight samples it acted on (``config.json``)."""
     samples = json.loads((run / "config.json").read_text(encoding="utf-8"))["act_samples"]
@@ -62,9 +90,13 @@ def figure6(root: Path) -> str:
     """Final cumulative regret (mean +- s.e., median) and the expected regret per step
     over the last 10,000 steps, per agent, of ``results/mushroom/paper-horizon``."""
     run = root / "results/mushroom/paper-horizon"
-    seeds = pd.read_csv(run / "diagnosis_seeds.csv")
+    numbers = ["cumulative_regret", "expected_regret_per_step_last", "last_steps", "steps"]
+    seeds = read_table(run / "diagnosis_seeds.csv", ["agent", *numbers], numbers)
     labels = _labels(run)
     g = seeds.groupby("agent")
+    if g.size().nunique() != 1 or set(g.size().index) != set(ORDER):
+        raise TableError(f"{run / 'diagnosis_seeds.csv'}: every agent of {', '.join(ORDER)} "
+                         "needs its rows for the same seeds")
     final, late = g["cumulative_regret"], g["expected_regret_per_step_last"]
     n = int(g.size().iloc[0])
     low_mean, low_median, low_late = final.mean().idxmin(), final.median().idxmin(), \
@@ -86,9 +118,16 @@ def figure6(root: Path) -> str:
     return "\n".join([head, row1, row2, paper]) + "\n"
 
 
+def _quick_summary(root: Path) -> pd.DataFrame:
+    numbers = ["cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
+               "cumulative_regret_max", "cumulative_expected_regret_mean"]
+    return read_table(root / "results/mushroom/quick/summary.csv", ["agent", *numbers],
+                      numbers)
+
+
 def quick(root: Path) -> str:
     """The default command's final cumulative regret, mean (std) over its seeds."""
-    s = pd.read_csv(root / "results/mushroom/quick/summary.csv").set_index("agent")
+    s = _quick_summary(root).set_index("agent")
     labels = _labels(root / "results/mushroom/quick")
     low = s["cumulative_regret_mean"].idxmin()
     head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
@@ -100,7 +139,7 @@ def quick(root: Path) -> str:
 
 def quick_detail(root: Path) -> str:
     """The default command's final regret per agent: mean, std, min, max, expected."""
-    s = pd.read_csv(root / "results/mushroom/quick/summary.csv")
+    s = _quick_summary(root)
     labels = _labels(root / "results/mushroom/quick")
     s = s.sort_values("cumulative_regret_mean", kind="stable")
     low, low_e = s["cumulative_regret_mean"].min(), s["cumulative_expected_regret_mean"].min()
@@ -179,7 +218,10 @@ def table2(root: Path) -> str:
 def regression(root: Path) -> str:
     """The toy regression's measures inside / outside the training range
     (``results/regression/regression.csv``)."""
-    t = pd.read_csv(root / "results/regression/regression.csv").set_index("model")
+    numbers = ["rmse_inside", "rmse_outside"]
+    t = read_table(root / "results/regression/regression.csv",
+                   ["model", *numbers, "coverage_95_inside", "coverage_95_outside",
+                    "std_ratio_outside_to_inside"], numbers).set_index("model")
     names = {"mlp": "MLP (point estimate)", "bbb-fixed": "BBB, noise fixed at 3",
              "bbb-learned": "BBB, noise learned", "dropout": "MC dropout, noise learned"}
     best_cov = (t["coverage_95_inside"] - 0.95).abs().idxmin()
@@ -232,15 +274,54 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
 }
 
 
-def regenerate(text: str, root: Path) -> tuple[str, list[str]]:
-    """``text`` with every marked block rewritten, and the names of those that changed."""
+START = re.compile(r"<!-- generated: (?P<name>[^ ]*) -->")
+END = "<!-- end generated -->"
+
+
+def check_markers(text: str, name: str) -> None:
+    """Every ``generated`` marker line followed by its ``end generated`` line before the
+    next one, each on a line of its own.
+
+    Raises:
+        TableError: A block without its end, an end without its block, a marker not on a
+            line of its own.
+    """
+    open_at = None
+    for i, line in enumerate(text.splitlines(), 1):
+        has_start, has_end = "<!-- generated" in line, "<!-- end generated" in line
+        if has_start and not START.fullmatch(line.strip()) or has_end and line.strip() != END:
+            raise TableError(f"{name}:{i}: a table marker is damaged: {line.strip()[:60]!r}")
+        if has_start:
+            if open_at is not None:
+                raise TableError(f"{name}:{open_at}: a generated block has no "
+                                 f"'{END}' before the next one (line {i})")
+            open_at = i
+        elif has_end:
+            if open_at is None:
+                raise TableError(f"{name}:{i}: '{END}' without a generated block above it")
+            open_at = None
+    if open_at is not None:
+        raise TableError(f"{name}:{open_at}: a generated block has no '{END}'")
+
+
+def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str]]:
+    """``text`` with every marked block rewritten, and the names of those that changed.
+
+    Raises:
+        TableError: A damaged marker, or a file a table is written from.
+        ValueError: An unknown table name.
+    """
+    check_markers(text, name)
     changed: list[str] = []
 
     def fill(m: re.Match) -> str:
         name = m["name"]
         if name not in GENERATORS:
             raise ValueError(f"unknown generated table {name!r}; known: {', '.join(GENERATORS)}")
-        body = GENERATORS[name](root)
+        try:
+            body = GENERATORS[name](root)
+        except (OSError, KeyError, IndexError) as e:  # a file missing, or not what it was
+            raise TableError(f"table {name!r}: {type(e).__name__}: {e}") from None
         if body != m["body"]:
             changed.append(name)
         return m.group(1) + body + m.group(4)
@@ -256,12 +337,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=ROOT, help="the repository's root")
     args = p.parse_args(argv)
     stale = []
-    for name in FILES:
+    rewritten = {}
+    for name in FILES:  # every file checked before any is written
         path = args.root / name
-        old = path.read_text(encoding="utf-8")
-        new, changed = regenerate(old, args.root)
+        try:
+            old = path.read_text(encoding="utf-8")
+            new, changed = regenerate(old, args.root, name)
+        except (OSError, ValueError) as e:
+            print(f"bandits.doc_tables: error: {name}: {e}", file=sys.stderr)
+            return 2
         stale += [f"{name}: {c}" for c in changed]
-        if changed and not args.check:
+        if changed:
+            rewritten[path] = new
+    if not args.check:
+        for path, new in rewritten.items():
             path.write_text(new, encoding="utf-8")
     if stale:
         verb = "differ from their files" if args.check else "rewritten"

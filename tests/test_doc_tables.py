@@ -63,6 +63,49 @@ def test_a_changed_number_is_caught_and_rewritten(tmp_path, capsys):
     assert doc_tables.main(["--check", "--root", str(root)]) == 0
 
 
+def _one_line_error(root: Path, capsys) -> str:
+    before = {f: (root / f).read_bytes() for f in doc_tables.FILES}
+    for check in (["--check"], []):
+        assert doc_tables.main([*check, "--root", str(root)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert {f: (root / f).read_bytes() for f in doc_tables.FILES} == before  # nothing written
+    return err
+
+
+def test_a_missing_value_in_a_file_is_an_error_not_a_row_of_fewer_seeds(tmp_path, capsys):
+    root = _copy(tmp_path)
+    path = root / "results/mushroom/paper-horizon/diagnosis_seeds.csv"
+    t = pd.read_csv(path)
+    t.loc[3, "cumulative_regret"] = float("nan")
+    t.to_csv(path, index=False)
+    assert "diagnosis_seeds.csv" in _one_line_error(root, capsys)
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage", "missing"])
+def test_a_damaged_or_missing_source_file_is_one_line(tmp_path, capsys, damage):
+    root = _copy(tmp_path)
+    files = {"cut": "results/mushroom/paper-horizon/diagnosis_seeds.csv",
+             "garbage": "results/regression/regression.csv",
+             "missing": "results/mushroom/quick/summary.csv"}
+    path = root / files[damage]
+    if damage == "cut":
+        path.write_text(path.read_text()[:-40])
+    elif damage == "garbage":
+        path.write_bytes(bytes(range(256)) * 8)
+    else:
+        path.unlink()
+    assert path.name in _one_line_error(root, capsys)
+
+
+def test_broken_end_markers_are_an_error_not_a_match(tmp_path, capsys):
+    root = _copy(tmp_path)
+    readme = root / "README.md"
+    readme.write_text(readme.read_text().replace("<!-- end generated -->",
+                                                 "<!-- end generatd -->"))
+    assert "README.md" in _one_line_error(root, capsys)
+
+
 def test_an_unknown_block_name_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="unknown generated table 'nope'"):
         doc_tables.regenerate("<!-- generated: nope -->\nx\n<!-- end generated -->\n", tmp_path)
