@@ -198,6 +198,7 @@ def _complete(values: dict[str, Any]) -> Config:
             values[k] = v
     cfg = Config(**values)
     validate(cfg)
+    refuse_other_agents_settings(cfg)  # a new run's (a resumed one keeps what it recorded)
     return cfg
 
 
@@ -272,6 +273,41 @@ def env_options(cfg: Config) -> dict[str, Any]:
     directory where it reads one."""
     spec = envs.SPECS[cfg.env]
     return {**({"data_dir": cfg.data_dir} if spec.data else {}), **spec.options(cfg)}
+
+
+def refuse_other_agents_settings(cfg: Config) -> None:
+    """One line naming a setting that no agent of ``cfg.agent`` reads, given away from its
+    default (or its preset's value): another agent's own setting (``--heads`` without
+    bootstrap), or a setting of the networks (``--lr``, ``--likelihood``) in a run of
+    agents without one (linucb, uniform). It would change nothing, and was surely meant
+    for another run."""
+    from agents.neural import NeuralAgent
+
+    listed = [SPECS[name] for name in cfg.agent]
+    owned = {part for spec in listed for part in spec.settings}
+    parts = dict.fromkeys(part for spec in SPECS.values() for part in spec.settings)
+    if not any(issubclass(spec.cls, NeuralAgent) for spec in listed):
+        parts = {CommonSettings: None, **parts}
+    preset = PRESETS[cfg.preset]
+    for part in parts:
+        if part in owned:
+            continue
+        for f in dataclasses.fields(part):
+            if not f.metadata.get("cli", True) or not hasattr(cfg, f.name):
+                continue  # set by an agent's name (eps1's epsilon), not a flag
+            value, default = getattr(cfg, f.name), preset.get(f.name, f.default)
+            if isinstance(default, tuple) and isinstance(value, list):
+                value = tuple(value)
+            if value == default:
+                continue
+            readers = ([name for name, spec in SPECS.items() if part in spec.settings]
+                       or [name for name, spec in SPECS.items()
+                           if issubclass(spec.cls, NeuralAgent)])
+            shown = (" " + " ".join(map(str, value)) if isinstance(value, (list, tuple))
+                     else "" if isinstance(value, bool) else f" {value}")
+            raise UsageError(f"{flag(f.name)}{shown} is read by --agent "
+                             f"{', '.join(readers)}, none of which this run lists "
+                             f"({' '.join(cfg.agent)}); add one, or leave {flag(f.name)} out")
 
 
 def refuse_other_envs_settings(cfg: Config) -> None:

@@ -377,3 +377,31 @@ def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60,
                           preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     assert (done.returncode, done.stdout, done.stderr) == (0, "still running\n", "")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--agent", "greedy", "--heads", "3"], "--heads"),
+    (["--agent", "linucb", "--lr", "0.01"], "--lr"),
+    (["--agent", "linucb", "uniform", "--likelihood", "learned"], "--likelihood"),
+    (["--agent", "greedy", "--exact-design"], "--exact-design"),
+    (["--agent", "greedy", "eps1", "--mean-decay", "1"], "--mean-decay"),
+    (["--agent", "linucb", "--lin-lambda", "0.5"], "--lin-lambda"),
+])
+def test_a_setting_no_listed_agent_reads_is_refused_in_one_line(argv, flag):
+    from bandits.config import UsageError
+    from bandits.settings import parse_config
+
+    with pytest.raises(UsageError) as e:
+        parse_config(argv)
+    msg = str(e.value)
+    assert msg.startswith(flag) and "none of which this run lists" in msg
+    assert len(msg.splitlines()) == 1
+
+
+def test_a_setting_an_agent_reads_or_its_preset_gives_is_accepted():
+    from bandits.settings import parse_config
+
+    assert parse_config(["--agent", "bootstrap", "--heads", "3"]).heads == 3
+    assert parse_config(["--agent", "linucb", "greedy", "--lr", "0.01"]).lr == 0.01
+    assert parse_config(["--preset", "paper", "--agent", "greedy"]).act_samples == 2
+    assert parse_config(["--agent", "linfullpost", "--lin-lambda", "0.5"]).lin_lambda == 0.5
