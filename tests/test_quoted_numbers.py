@@ -1,0 +1,60 @@
+"""Numbers the README and the docs quote in their prose, outside the generated tables
+(bandits.doc_tables), checked against the shipped files they come from: a rerun that
+changes a file without the prose fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _wall(run: str) -> str:
+    """A run's wall time as the prose writes it: ``55 min 29 s``."""
+    seconds = json.loads((REPO / run / "config.json").read_text())["wall_seconds"]
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
+def _regret(path: str, agent: str, column: str = "cumulative_regret_mean",
+            **where: float) -> str:
+    t = pd.read_csv(REPO / path)
+    t = t[t["agent"] == agent]
+    for k, v in where.items():
+        t = t[t[k] == v]
+    assert len(t) == 1, (path, agent, where)
+    return f"{t[column].iloc[0]:.0f}"
+
+
+SWEEP = "results/mushroom/sweeps/neural-nu/sweep_summary.csv"
+SHOWDOWN = "results/mushroom/showdown/summary.csv"
+QUICK = "results/mushroom/quick/summary.csv"
+
+QUOTES = [  # (the file quoting, the text it must hold, built from the shipped files)
+    *((doc, lambda: f"{_wall('results/mushroom/paper-horizon')}")
+      for doc in ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/speed.md",
+                  "results/mushroom/paper-horizon/README.md")),
+    *((doc, lambda: f"{_wall('results/mushroom/quick')}")
+      for doc in ("results/mushroom/README.md", "docs/bandit-results.md", "docs/speed.md")),
+    ("results/mushroom/README.md", lambda: f"BBB's {_regret(QUICK, 'bbb')}"),
+    *(("results/mushroom/sweeps/neural-nu/README.md", text) for text in (
+        lambda: f"({_regret(SWEEP, 'neuralucb', nu=1.0)} and {_regret(SWEEP, 'neuralts', nu=1.0)})",
+        lambda: f"gives {_regret(SHOWDOWN, 'neuralucb')} and {_regret(SHOWDOWN, 'neuralts')}",
+        lambda: f"BBB's {_regret(SHOWDOWN, 'bbb')}")),
+    *(("docs/agents-compared.md", text) for text in (
+        lambda: f"NeuralUCB {_regret(SWEEP, 'neuralucb', nu=0.1)} at nu = 0.1",
+        lambda: f"NeuralTS\n{_regret(SWEEP, 'neuralts', nu=0.01)} at nu = 0.01",
+        lambda: f"against {_regret(SWEEP, 'neuralucb', nu=1.0)} and "
+                f"{_regret(SWEEP, 'neuralts', nu=1.0)} at nu = 1",
+        lambda: f"{_regret(SHOWDOWN, 'neuralucb')} and {_regret(SHOWDOWN, 'neuralts')})")),
+]
+
+
+@pytest.mark.parametrize("doc, text", QUOTES)
+def test_a_quoted_number_is_its_files(doc, text):
+    want = text()
+    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
