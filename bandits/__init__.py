@@ -12,3 +12,11 @@ section lists every module in the order data flows through them.
 """
 
 __version__ = "0.1.0"
+
+
+def simulate(out=None, **settings):
+    """Run agents on a bandit and return their ranking by cumulative regret: the settings
+    of ``python -m bandits.run`` as keywords (:func:`bandits.api.simulate`)."""
+    from bandits.api import simulate as run
+
+    return run(out, **settings)

@@ -81,9 +81,11 @@ def read_table(path: Path, columns: Sequence[str], complete: Sequence[str] = ()
 
 
 def _labels(run: Path) -> dict[str, str]:
-    """The agents' labels, BBB's with the weight samples it acted on (``config.json``)."""
+    """The agents' labels, BBB's saying how it acted (``config.json``'s ``act_samples``)."""
     samples = json.loads((run / "config.json").read_text(encoding="utf-8"))["act_samples"]
-    return {**LABELS, "bbb": f"BBB (Thompson, {samples} sample{'s' if samples > 1 else ''})"}
+    # one weight sample acted on is Thompson sampling; the mean of several is not
+    return {**LABELS, "bbb": "BBB (Thompson sampling)" if samples == 1 else
+            f"BBB (mean of {samples} samples)"}
 
 
 def figure6(root: Path) -> str:
@@ -116,6 +118,18 @@ def figure6(root: Path) -> str:
              "for about 1,000 steps, then does much better | (not described) | \"appears to "
              "over-explore\" |")
     return "\n".join([head, row1, row2, paper]) + "\n"
+
+
+def quick_output(root: Path) -> str:
+    """What the default command printed at its end (``results/mushroom/quick``), as a
+    code block."""
+    from bandits.run import summary_text
+
+    _quick_summary(root)  # its summary.csv, checked
+    text = summary_text(root / "results/mushroom/quick")
+    if not text:
+        raise TableError(f"{root / 'results/mushroom/quick'}: no run's summary there")
+    return "```text\n" + text + "\n```\n"
 
 
 def _quick_summary(root: Path) -> pd.DataFrame:
@@ -270,6 +284,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
     "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
+    "quick-output": quick_output,
     "table2": table2, **neural_tables.GENERATORS,
 }
 

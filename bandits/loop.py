@@ -36,7 +36,7 @@ from bandits.hooks import (
     StopOnSigint,
 )
 from bandits.memory import memory_frame
-from bandits.plot import plot_regret
+from bandits.plot import plot_regret, run_labels
 from bandits.population import Population
 from bandits.processes import sigint_handler
 from bandits.regret import RegretLog
@@ -305,4 +305,5 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     write_json(config, out / "config.json")
     if log.done > 0:
         title = f"{cfg.env}: {len(log.seeds)} seeds, {log.done} steps"
-        plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title)
+        plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title,
+                    labels=run_labels(dataclasses.asdict(cfg)))

@@ -46,7 +46,7 @@ from agents import SPECS, population_groups
 from bandits.config import UsageError
 from bandits.files import package_versions, write_atomic, write_json
 from bandits.loop import Outcome
-from bandits.plot import plot_regret
+from bandits.plot import plot_regret, run_labels
 from bandits.processes import (
     available_cores,
     ctrl_c_on,
@@ -368,7 +368,8 @@ def _plot(cfg, out: Path) -> None:
         return
     steps = int(metrics["step"].max())
     title = f"{cfg.env}: {metrics['seed'].nunique()} seeds, {steps} steps"
-    plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title)
+    plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title,
+                labels=run_labels(dataclasses.asdict(cfg)))
 
 
 __all__ = ["assign", "available_cores", "is_parallel_run", "merge_csv", "resume", "run",

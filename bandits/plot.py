@@ -56,9 +56,6 @@ LABELS = {name: spec.label for name, spec in SPECS.items()}
 CROWDED = 6
 """More agents than this in one figure: the legend goes beside the axes."""
 
-# The legend's order: the paper's Figure 6 (5 %, 1 % greedy, greedy, Bayes by Backprop),
-# then every other agent in the order of the data.
-LEGEND_ORDER = ("eps5", "eps1", "greedy", "bbb")
 # On a log axis the band is the seeds' interquartile range (it lives on a log scale, as a
 # mean minus one std does not) and the y axis starts here when the regret grows past 10x it.
 LOG_FLOOR = 100.0
@@ -90,6 +87,7 @@ def regret_figure(
     log_y: bool = False,
     column: str = "cumulative_regret",
     title: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> Figure:
     """The figure of :func:`plot_regret`, not saved (the caller closes it).
 
@@ -98,7 +96,7 @@ def regret_figure(
     agent's colour and the run's line style. The band is +-1 std over seeds on a linear
     axis and the interquartile range over seeds on a log axis (which starts at
     :data:`LOG_FLOOR` once the regret passes ten times it); the legend lists the paper's
-    agents in the paper's order (:data:`LEGEND_ORDER`), the others after them.
+    lines in the order of their values at the last step, lowest first (the ranking).
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
     has_run = "run" in metrics.columns
@@ -111,20 +109,21 @@ def regret_figure(
         key = key if isinstance(key, tuple) else (key,)
         run, agent = (str(key[0]), str(key[1])) if has_run else (None, str(key[0]))
         wide = df.pivot(index="step", columns="seed", values=column).sort_index()
-        mean = wide.mean(axis=1)
-        if log_y:
-            lo, hi = wide.quantile(0.25, axis=1), wide.quantile(0.75, axis=1)
-        else:
-            std = wide.std(axis=1, ddof=1).fillna(0.0)
-            lo, hi = mean - std, mean + std
         n = wide.shape[1]
-        label = LABELS.get(agent, agent) + (f" [{run}]" if run is not None else "")
+        if log_y:  # one statistic: the median and the seeds' middle half
+            mean = wide.median(axis=1)
+            lo, hi = wide.quantile(0.25, axis=1), wide.quantile(0.75, axis=1)
+        else:  # the mean and its standard error over the seeds
+            mean = wide.mean(axis=1)
+            se = (wide.std(axis=1, ddof=1) / n ** 0.5).fillna(0.0)
+            lo, hi = mean - se, mean + se
+        label = (labels or {}).get(agent, LABELS.get(agent, agent)) + (
+            f" [{run}]" if run is not None else "")
         style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
         (line,) = ax.plot(mean.index, mean, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})")
         ax.fill_between(mean.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        order = LEGEND_ORDER.index(agent) if agent in LEGEND_ORDER else len(LEGEND_ORDER)
-        handles.append((order, len(handles), line))
+        handles.append((float(mean.iloc[-1]), len(handles), line))  # the ranking at the end
         top = max(top, float(mean.max()))
     ax.set_xlabel("step")
     ax.set_ylabel("cumulative regret" if column == "cumulative_regret"
@@ -147,8 +146,9 @@ def regret_figure(
         ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
-    band = "25-75 % of seeds" if log_y else "±1 std"
-    ax.text(0.01, 0.99, f"line: mean over seeds; band: {band}", transform=ax.transAxes,
+    what = ("line: median over seeds; band: 25-75 % of seeds" if log_y
+            else "line: mean over seeds; band: ±1 standard error")
+    ax.text(0.01, 0.99, f"{what}; legend: lowest at the end first", transform=ax.transAxes,
             ha="left", va="top", fontsize=7, color="0.4")
     return fig
 
@@ -160,8 +160,10 @@ def plot_regret(
     column: str = "cumulative_regret",
     title: str | None = None,
     pdf_twin: bool = True,
+    labels: dict[str, str] | None = None,
 ) -> None:
-    """Cumulative regret against step: per agent the mean over seeds, with a +-1 std band.
+    """Cumulative regret against step: per agent the mean over seeds with a band of +-1
+    standard error, or on a log axis the median with the seeds' 25-75 % band.
 
     Args:
         metrics: Rows of ``metrics.csv`` (columns ``agent, seed, step, <column>``; an
@@ -172,12 +174,13 @@ def plot_regret(
         log_y: Logarithmic y axis (as the paper's Figure 6).
         column: Which cumulative quantity to draw.
         title: Figure title.
+        labels: The agents' legend labels where not their specs' (:func:`run_labels`).
 
     Raises:
         OSError: A file cannot be written (it is then left as it was).
     """
     path = Path(path)
-    fig = regret_figure(metrics, log_y, column, title)
+    fig = regret_figure(metrics, log_y, column, title, labels)
     twin = pdf_twin and path.suffix == ".png"
     targets = [path] + ([path.with_suffix(".pdf")] if twin else [])
     try:
@@ -188,6 +191,13 @@ def plot_regret(
                 raise OSError(e.errno, e.strerror or str(e), str(target)) from e
     finally:
         plt.close(fig)
+
+
+def run_labels(settings: dict) -> dict[str, str]:
+    """Legend labels that depend on a run's settings: BBB acting on the mean of several
+    weight samples is not Thompson sampling, and says so."""
+    samples = settings.get("act_samples", 1) or 1
+    return {"bbb": f"Bayes by Backprop (mean of {samples} samples)"} if samples > 1 else {}
 
 
 def read_metrics(run_dir: Path, column: str = "cumulative_regret") -> pd.DataFrame:
@@ -278,6 +288,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except (OSError, ValueError) as e:
         return _error(" ".join(str(e).split()))
     stem = "expected_regret" if args.expected else "regret"
+    labels = {}
+    if len(frames) == 1:  # a run's own settings name its agents (BBB's acting)
+        try:
+            labels = run_labels(json.loads((args.dirs[0] / "config.json").read_text()))
+        except (OSError, ValueError, AttributeError):
+            labels = {}
     if args.out is None and len(frames) == 1:
         out = args.dirs[0] / f"{stem}.png"
         metrics, title = frames[0], run_title(args.dirs[0], frames[0])
@@ -296,7 +312,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _error(f"cannot write {out}: {why}")
     twin = args.out is None  # --out FILE: that file alone, never one beside it
     try:
-        plot_regret(metrics, out, args.log_y, column, title=title, pdf_twin=twin)
+        plot_regret(metrics, out, args.log_y, column, title=title, pdf_twin=twin,
+                    labels=labels)
     except OSError as e:
         target = e.filename or out
         return _error(f"cannot write {target}: {e.strerror or e}")

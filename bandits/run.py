@@ -75,41 +75,46 @@ def header(cfg: Config, out: Path, workers: int) -> str:
 
 
 def print_summary(out: Path) -> None:
+    """Print :func:`summary_text` of the run in ``out`` (nothing if it has no summary)."""
+    text = summary_text(out)
+    if text:
+        print("\n" + text)
+        print(f"outputs in {out}")
+
+
+def summary_text(out: Path) -> str:
     """The cumulative regret of each agent at one common step, from the run's
     ``summary.csv``, ``metrics.csv`` and ``config.json``: lowest mean first, with its
     standard error over the seeds and whether the seeds separate it from the next agent
     (:func:`bandits.regret.ranking`); agents stopped at different steps are listed each
-    with its step, not ranked."""
+    with its step, not ranked. Empty when the files are not there."""
     try:
         summary = pd.read_csv(out / "summary.csv")
         record = json.loads((out / "config.json").read_text())
     except (OSError, ValueError):
-        return
+        return ""
     if summary.empty:
-        return
+        return ""
     wall = record.get("wall_seconds_per_agent", {})
     summary = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
     steps = dict(zip(summary["agent"], summary["steps"]))
     if len(set(steps.values())) > 1:
-        print(f"\nThe agents stopped at different steps "
-              f"({', '.join(f'{a} {s}' for a, s in steps.items())}); cumulative regret of "
-              f"each at its own step, not comparable until resumed to one step:")
         cols = ["agent", "steps", "cumulative_regret_mean", "cumulative_regret_std",
                 "wall_seconds"]
-        print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-        print(f"outputs in {out}")
-        return
+        return (f"The agents stopped at different steps "
+                f"({', '.join(f'{a} {s}' for a, s in steps.items())}); cumulative regret of "
+                f"each at its own step, not comparable until resumed to one step:\n"
+                + summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
     try:
         metrics = pd.read_csv(out / "metrics.csv")
     except (OSError, ValueError):
-        return
+        return ""
     table = ranking(metrics).merge(summary[["agent", "wall_seconds"]], on="agent")
-    print(f"\nCumulative regret after {summary['steps'].iloc[0]} steps "
-          f"({summary['seeds'].iloc[0]} seeds, env {record['env']}), lowest mean first; "
-          "s.e.: standard error over the seeds; next: the paired difference to the next "
-          "agent over the same seeds:")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    print(f"outputs in {out}")
+    return (f"Cumulative regret after {summary['steps'].iloc[0]} steps "
+            f"({summary['seeds'].iloc[0]} seeds, env {record['env']}), lowest mean first; "
+            "s.e.: standard error over the seeds; next: the paired difference to the next "
+            "agent over the same seeds:\n"
+            + table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
 
 
 def start(cfg: Config, command: str) -> Outcome:
@@ -173,7 +178,8 @@ def _main(argv: list[str], command: str) -> int:
 
 __all__ = ["OUTPUTS", "PRESETS", "RESUME_FLAGS", "Config", "Outcome", "UsageError", "build_parser",
            "config_from", "given_flags", "header", "identity", "main", "parse_config",
-           "prepare_out_dir", "print_summary", "resume", "simulate", "start", "write_outputs"]
+           "prepare_out_dir", "print_summary", "resume", "simulate", "start", "summary_text",
+           "write_outputs"]
 
 
 if __name__ == "__main__":

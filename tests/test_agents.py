@@ -233,5 +233,5 @@ def test_every_agent_is_declared_once_by_its_own_module_and_read_from_its_spec()
     assert parallel.assign([["bootstrap"], ["greedy"], ["eps1"]], 2) == [
         ["bootstrap"], ["greedy", "eps1"]]
     cfg = settings.config_from({"agent": ["bootstrap"], "heads": 10, "steps": 10})
-    one = settings.config_from({"agent": ["greedy"], "heads": 10, "steps": 10})
+    one = settings.config_from({"agent": ["greedy"], "steps": 10})
     assert settings.memory_estimate(cfg) > settings.memory_estimate(one)
