@@ -255,7 +255,10 @@ def build_parser(cls, prog: str, description: str,
     ``argparse.ArgumentParser`` for a command whose errors are argparse's own (the
     usage, one line, exit status 2). ``parse_choices=False``: a field's ``choices`` are
     left to :func:`check_choices` after parsing (the command's own messages)."""
-    p = parser_class(prog=prog, description=description, argument_default=argument_default)
+    from bandits import __version__
+
+    p = parser_class(prog=prog, description=description, argument_default=argument_default,
+                     epilog=f"bbb-bandits {__version__}")
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)

@@ -93,7 +93,10 @@ def package_versions() -> dict[str, str]:
     import matplotlib
     import torch
 
+    from bandits import __version__
+
     return {
+        "bbb-bandits": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "torch": torch.__version__,

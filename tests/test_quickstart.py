@@ -33,3 +33,15 @@ def test_the_readme_quickstart_runs_and_ranks_the_agents(mushroom_data_dir, tmp_
     assert table["mean"].is_monotonic_increasing  # lowest first
     assert "next" in capsys.readouterr().out
     assert len(list((tmp_path / "runs").glob("*/summary.csv"))) == 1
+
+
+def test_the_software_is_citable_and_its_version_is_shown_and_recorded(tmp_path):
+    import bandits
+    from bandits.files import package_versions
+    from bandits.settings import build_parser
+
+    cff = (REPO / "CITATION.cff").read_text(encoding="utf-8")
+    assert "cff-version:" in cff and f"version: {bandits.__version__}" in cff
+    assert (REPO / "CHANGELOG.md").is_file()
+    assert f"bbb-bandits {bandits.__version__}" in build_parser().format_help()
+    assert package_versions()["bbb-bandits"] == bandits.__version__
