@@ -82,23 +82,10 @@ def _agent_colors(agents: Sequence[str]) -> dict[str, str]:
     return colors
 
 
-def regret_figure(
-    metrics: pd.DataFrame,
-    log_y: bool = False,
-    column: str = "cumulative_regret",
-    title: str | None = None,
-    labels: dict[str, str] | None = None,
-) -> Figure:
-    """The figure of :func:`plot_regret`, not saved (the caller closes it).
-
-    ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
-    figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
-    agent's colour and the run's line style. The band is +-1 std over seeds on a linear
-    axis and the interquartile range over seeds on a log axis (which starts at
-    :data:`LOG_FLOOR` once the regret passes ten times it); the legend lists the paper's
-    lines in the order of their values at the last step, lowest first (the ranking).
-    """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
+          labels: dict[str, str] | None) -> tuple[list, float]:
+    """Each (run,) agent of ``metrics`` as a line and band on ``ax``; returns the lines
+    in ranking order (lowest at the last step first) and the highest line's top."""
     has_run = "run" in metrics.columns
     agents = list(dict.fromkeys(metrics["agent"].astype(str)))
     colors = _agent_colors(agents)
@@ -111,30 +98,61 @@ def regret_figure(
         wide = df.pivot(index="step", columns="seed", values=column).sort_index()
         n = wide.shape[1]
         if log_y:  # one statistic: the median and the seeds' middle half
-            mean = wide.median(axis=1)
+            mid = wide.median(axis=1)
             lo, hi = wide.quantile(0.25, axis=1), wide.quantile(0.75, axis=1)
         else:  # the mean and its standard error over the seeds
-            mean = wide.mean(axis=1)
+            mid = wide.mean(axis=1)
             se = (wide.std(axis=1, ddof=1) / n ** 0.5).fillna(0.0)
-            lo, hi = mean - se, mean + se
+            lo, hi = mid - se, mid + se
         label = (labels or {}).get(agent, LABELS.get(agent, agent)) + (
             f" [{run}]" if run is not None else "")
         style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
-        (line,) = ax.plot(mean.index, mean, color=colors[agent], ls=style, lw=1.6,
+        (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})")
-        ax.fill_between(mean.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        handles.append((float(mean.iloc[-1]), len(handles), line))  # the ranking at the end
-        top = max(top, float(mean.max()))
+        ax.fill_between(mid.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        handles.append((float(mid.iloc[-1]), len(handles), line))  # the ranking at the end
+        top = max(top, float(mid.max()))
     ax.set_xlabel("step")
-    ax.set_ylabel("cumulative regret" if column == "cumulative_regret"
-                  else "cumulative expected regret")
     if log_y:
         ax.set_yscale("log")
         if top > 10 * LOG_FLOOR:
             ax.set_ylim(bottom=LOG_FLOOR)
     ax.grid(True, alpha=0.3, which="both" if log_y else "major")
-    lines = [h for _, _, h in sorted(handles, key=lambda t: t[:2])]
-    if has_run:  # long run names: below the axes, never over the data
+    return [h for _, _, h in sorted(handles, key=lambda t: t[:2])], top
+
+
+def _statistic(log_y: bool) -> str:
+    return ("line: median over seeds; band: 25-75 % of seeds" if log_y
+            else "line: mean over seeds; band: ±1 standard error") + \
+        "; legend: lowest at the end first"
+
+
+def _ylabel(column: str) -> str:
+    return "cumulative regret" if column == "cumulative_regret" else \
+        "cumulative expected regret"
+
+
+def regret_figure(
+    metrics: pd.DataFrame,
+    log_y: bool = False,
+    column: str = "cumulative_regret",
+    title: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> Figure:
+    """The figure of :func:`plot_regret`, not saved (the caller closes it).
+
+    ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
+    figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
+    agent's colour and the run's line style. On a linear axis the line is the mean over
+    seeds with a band of +-1 standard error; on a log axis (which starts at
+    :data:`LOG_FLOOR` once the regret passes ten times it) the median with the seeds'
+    interquartile range. The legend lists the lines in the order of their values at the
+    last step, lowest first (the ranking).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    lines, _ = _draw(ax, metrics, log_y, column, labels)
+    ax.set_ylabel(_ylabel(column))
+    if "run" in metrics.columns:  # long run names: below the axes, never over the data
         fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
         fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
                    fontsize=8, ncol=1)
@@ -146,10 +164,25 @@ def regret_figure(
         ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
-    what = ("line: median over seeds; band: 25-75 % of seeds" if log_y
-            else "line: mean over seeds; band: ±1 standard error")
-    ax.text(0.01, 0.99, f"{what}; legend: lowest at the end first", transform=ax.transAxes,
+    ax.text(0.01, 0.99, _statistic(log_y), transform=ax.transAxes,
             ha="left", va="top", fontsize=7, color="0.4")
+    return fig
+
+
+def panels_figure(frames: Sequence[pd.DataFrame], titles: Sequence[str], log_y: bool = False,
+                  column: str = "cumulative_regret",
+                  labels: Sequence[dict[str, str] | None] = ()) -> Figure:
+    """One panel per run, side by side on one y axis, each titled, each agent in its
+    colour in every panel (:func:`plot_regret`'s lines and bands)."""
+    n = len(frames)
+    fig, axes = plt.subplots(1, n, figsize=(5.0 * n, 4.4), sharey=True, constrained_layout=True)
+    for k, (ax, metrics, title) in enumerate(zip(axes, frames, titles)):
+        lines, _ = _draw(ax, metrics, log_y, column, labels[k] if k < len(labels) else None)
+        ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="lower right",
+                  fontsize=8)
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel(_ylabel(column))
+    fig.suptitle(_statistic(log_y), fontsize=8, color="0.4")
     return fig
 
 
@@ -249,6 +282,35 @@ def _check_out(out: Path) -> str | None:
     return None
 
 
+def _panels(args: Settings, frames: list[pd.DataFrame], column: str, stem: str) -> int:
+    """``--panels``: each run in its own panel of one figure (:func:`panels_figure`)."""
+    titles = args.titles or [d.resolve().name for d in args.dirs]
+    if len(args.dirs) < 2 or len(titles) != len(args.dirs):
+        return _error(f"--panels draws two or more DIRs, with one --titles entry per DIR "
+                      f"({len(args.dirs)} DIRs, {len(titles)} titles)")
+    out = args.out or combined_name(args.dirs, stem)
+    why = _check_out(out)
+    if why:
+        return _error(why)
+    labels = []
+    for d in args.dirs:
+        try:
+            labels.append(run_labels(json.loads((d / "config.json").read_text())))
+        except (OSError, ValueError, AttributeError):
+            labels.append({})
+    fig = panels_figure(frames, titles, args.log_y, column, labels)
+    targets = [out] + ([out.with_suffix(".pdf")] if args.out is None else [])
+    try:
+        for target in targets:
+            save_figure(fig, target, dpi=DPI)
+    except OSError as e:
+        return _error(f"cannot write {out}: {e.strerror or e}")
+    finally:
+        plt.close(fig)
+    print(f"wrote {' and '.join(map(str, targets))}")
+    return 0
+
+
 def _error(msg: str) -> int:
     print(f"bandits.plot: error: {msg}", file=sys.stderr)
     return 2
@@ -267,6 +329,11 @@ class Settings:
                                "must exist (default for one DIR: DIR/regret.png, or "
                                "DIR/expected_regret.png with --expected; for several: "
                                "regret_<names>.png and .pdf beside the first DIR)", type=Path)
+    panels: bool = setting(False, "with several DIRs: one panel per run, side by side on one "
+                           "y axis, instead of one axis for all")
+    titles: list[str] | None = setting(None, "with --panels: each panel's title, one per DIR "
+                                       "(default: the directories' names)", nargs="+",
+                                       type=str)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -288,6 +355,8 @@ def _main(argv: Sequence[str] | None) -> int:
     except (OSError, ValueError) as e:
         return _error(" ".join(str(e).split()))
     stem = "expected_regret" if args.expected else "regret"
+    if args.panels:
+        return _panels(args, frames, column, stem)
     labels = {}
     if len(frames) == 1:  # a run's own settings name its agents (BBB's acting)
         try:

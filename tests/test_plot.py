@@ -205,7 +205,7 @@ def test_plot_regret_as_run_calls_it(tmp_path):
     assert (tmp_path / "regret.png").is_file() and (tmp_path / "regret.pdf").is_file()
 
 
-def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_orders_the_legend():
+def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_ranks_the_legend():
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -225,8 +225,8 @@ def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_orders_the_l
         ax = fig.axes[0]
         assert ax.get_ylim()[0] == 100.0
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert [lab.split(" (")[0] for lab in labels] == [
-            "5% greedy", "1% greedy", "greedy", "Bayes by Backprop"]
+        assert [lab.split(" (")[0] for lab in labels] == [  # lowest at the end first
+            "Bayes by Backprop", "greedy", "1% greedy", "5% greedy"]
         # the band of the first agent drawn (bbb) is its seeds' interquartile range
         band = ax.collections[0].get_paths()[0].vertices
         wide = metrics[metrics["agent"] == "bbb"].pivot(index="step", columns="seed",
@@ -253,3 +253,38 @@ def test_a_combined_figure_puts_its_legend_below_the_axes():
         assert legend_box.y1 <= ax.get_window_extent().y0  # entirely below the axes
     finally:
         plt.close(fig)
+
+
+def test_panels_draw_each_run_in_its_own_titled_panel(tmp_path):
+    import pandas as pd
+
+    from bandits import plot
+
+    rows = [{"agent": a, "seed": s, "step": t, "cumulative_regret": float(t * (1 + s + i))}
+            for i, a in enumerate(["bbb", "greedy"]) for s in range(3) for t in (1, 5, 10)]
+    frames = [pd.DataFrame(rows), pd.DataFrame(rows)]
+    fig = plot.panels_figure(frames, ["the paper's", "with a memory"], log_y=True,
+                             labels=[{"bbb": "Bayes by Backprop (mean of 2 samples)"}, {}])
+    try:
+        axes = fig.get_axes()
+        assert [ax.get_title() for ax in axes] == ["the paper's", "with a memory"]
+        first = [t.get_text() for t in axes[0].get_legend().get_texts()]
+        assert first[0].startswith("Bayes by Backprop (mean of 2 samples)")  # lowest first
+        # on a log axis the line is the median of the seeds, inside its band
+        line = axes[1].get_lines()[0]
+        assert list(line.get_ydata()) == [2.0, 10.0, 20.0]  # median of t * (1, 2, 3)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_panels_need_a_title_per_run(tmp_path, capsys):
+    from bandits import plot
+
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "metrics.csv").write_text("agent,seed,step,cumulative_regret\nbbb,0,1,1\nbbb,0,2,2\n")
+    assert plot.main([str(d), str(d), "--panels", "--titles", "one", "--out",
+                      str(tmp_path / "f.png")]) == 2
+    assert "one --titles entry per DIR" in capsys.readouterr().err
