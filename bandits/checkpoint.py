@@ -146,12 +146,21 @@ def load_own(out: Path, kind: str, identity: Callable[[dict], str]) -> dict[str,
     mine, its = on_disk.get("run_id"), (state.get("config") or {}).get("run_id")
     if mine is not None and its is not None and mine != its:
         # the same settings, but another run's checkpoint (copied in)
-        raise CheckpointError(f"{out / NAME} (at step {state.get('steps_done')}) belongs to "
-                              f"another run with the same settings, not to the one whose "
-                              f"outputs are in {out} (at step "
-                              f"{on_disk.get('steps_completed')}); copy back its own "
-                              "checkpoint or start again with --overwrite")
+        its_at, mine_at = _where(state), _where(on_disk)
+        raise CheckpointError(f"{out / NAME}{its_at} belongs to another run with the same "
+                              f"settings, not to the one whose outputs are in {out}{mine_at}; "
+                              "copy back its own checkpoint or start again with --overwrite")
     return state
+
+
+def _where(record: dict[str, Any]) -> str:
+    """`` (at step N)`` or `` (after epoch N)`` from a checkpoint's or a run's record, or
+    nothing where it records neither."""
+    for key, word in (("steps_done", "at step"), ("steps_completed", "at step"),
+                      ("epoch", "after epoch"), ("epochs_completed", "after epoch")):
+        if isinstance(record.get(key), int):
+            return f" ({word} {record[key]})"
+    return ""
 
 
 def _refuse_other_file(path: Path, data: bytes, damaged: str) -> None:

@@ -250,6 +250,12 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
     first_epoch, wall_before = 1, 0.0
     if resumed and job.checkpoint.is_file():
         state = checkpoint.load(job.checkpoint, CHECKPOINT_KIND, identity(saved_config(cfg)))
+        batch = [d.name for d in dirs]
+        if state.get("batch") is not None and state["batch"] != batch:
+            raise checkpoint.CheckpointError(
+                f"{job.checkpoint} holds the models {', '.join(state['batch'])}, not this "
+                f"batch's {', '.join(batch)} (was it copied over?); copy back its own "
+                "checkpoint or start again with --overwrite")
         clf.load_state_dict(state["classifiers"])
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
@@ -319,7 +325,7 @@ def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
     if epoch < cfg.epochs and time.perf_counter() - last_save < cfg.checkpoint_every:
         return saved, last_save
     save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
-                     wall_offset + time.perf_counter(), job.run_id)
+                     wall_offset + time.perf_counter(), job.run_id, [d.name for d in dirs])
     return epoch, time.perf_counter()
 
 

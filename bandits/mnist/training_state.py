@@ -95,9 +95,11 @@ def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
 
 def save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
                      sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
-                     command: str, wall_seconds: float, run_id: str) -> None:
+                     command: str, wall_seconds: float, run_id: str,
+                     batch: list[str] | None = None) -> None:
     """Write the checkpoint ``path``: everything :func:`train_job` needs to continue
-    after ``epoch``."""
+    after ``epoch``, and ``batch``, the names of the models it holds (its identity among
+    the grid's batches)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     checkpoint.save(path, CHECKPOINT_KIND, {
         "epoch": epoch, "classifiers": clf.state_dict(),
@@ -106,5 +108,5 @@ def save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers
         "best_epoch": history.best_epoch,
         "best": {k: v.cpu() for k, v in history.best.items()},
         "config": {**saved_config(cfg), "run_id": run_id}, "command": command,
-        "wall_seconds": wall_seconds},
+        "wall_seconds": wall_seconds, "batch": batch},
         identity=identity(saved_config(cfg)))
