@@ -242,8 +242,10 @@ def _bench(argv: Sequence[str] | None) -> int:
     except UsageError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:
+        # each of the mode's two files is replaced atomically once measured: an interrupted
+        # bench leaves the earlier ones as they were
         args.out = output_dir(args.out, "bench", args.overwrite, mode_outputs(args),
-                              kind="bandits.bench")
+                              kind="bandits.bench", clear=False)
     except OutputDirError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:

@@ -163,7 +163,8 @@ def release_dir(path: Path) -> None:
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
                outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None,
-               *, dir_outputs: Sequence[str] = (), kind: str | None = None) -> Path:
+               *, dir_outputs: Sequence[str] = (), kind: str | None = None,
+               clear: bool = True) -> Path:
     """Create or check an entry point's output directory, and claim it (:func:`claim_dir`).
 
     Args:
@@ -177,6 +178,9 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             nothing else is deleted, and a folder only when nothing else is left in it.
         outputs: The files the entry point writes, as ``/``-separated name patterns
             relative to the directory (``metrics.csv``, ``parts/worker-*.log``).
+        clear: With ``overwrite``, remove the previous outputs first (the default); False
+            for an entry point that replaces each of its files atomically once the new one
+            is whole (an interrupted run then leaves the earlier outputs as they were).
         kind: The entry point (``"bandits.run"``); when given, a directory whose files
             named in ``outputs`` were written by another entry point
             (:func:`bandits.files.written_by`) is refused, with or without ``overwrite``.
@@ -227,7 +231,7 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     except OSError as e:
         release_dir(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
-    if overwrite:
+    if overwrite and clear:
         clear_outputs(path, outputs, own_dir, dir_outputs)
     return path
 

@@ -239,7 +239,8 @@ def validate(cfg: Config) -> None:
     if have and need > 0.8 * have:
         raise UsageError(f"these settings need about {need / 2**30:.1f} GiB of memory and this "
                          f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
-                         "--hidden, --heads or --buffer-size, or list fewer agents")
+                         "--hidden, --heads, --batch-size or --buffer-size, or list fewer "
+                         "agents")
 
 
 def memory_estimate(cfg: Config) -> float:

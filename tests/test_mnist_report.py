@@ -236,6 +236,11 @@ def test_redraw_refuses_another_models_weights_a_damaged_file_and_a_bandit_run(
     (run / "config.json").write_text(json.dumps({"env": "mushroom", "agent": ["bbb"]}))
     assert mnist.main(["redraw", str(run)]) == 2
     assert "no MNIST model's settings" in _one_line(capsys)
+    grid = tmp_path / "grid"
+    assert mnist.main([*base, "--seeds", "2", "--out", str(grid)]) == 0
+    capsys.readouterr()
+    assert mnist.main(["redraw", str(grid)]) == 2
+    assert "a grid's top directory" in _one_line(capsys)  # not "train the model again"
 
 
 def test_train_overwrite_removes_an_earlier_reports_files(mnist_data_dir, tmp_path):

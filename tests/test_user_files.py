@@ -379,6 +379,7 @@ def test_mnist_overwrite_keeps_a_users_copy_of_a_model_folder(mnist_data_dir, tm
     assert _files(out / "my-backup") == backup
 
 
+@pytest.mark.slow
 def test_a_batch_checkpoint_copied_over_another_is_refused_on_resume(mnist_data_dir, tmp_path,
                                                                      monkeypatch, capsys):
     import shutil
@@ -399,3 +400,23 @@ def test_a_batch_checkpoint_copied_over_another_is_refused_on_resume(mnist_data_
     results = (".csv", "summary.json")  # the models' results are as they were
     assert {k: v for k, v in _files(out).items() if k.endswith(results)} == {
         k: v for k, v in before.items() if k.endswith(results)}
+
+
+@pytest.mark.slow
+def test_an_interrupted_bench_overwrite_keeps_the_earlier_files(tmp_path):
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / "scaling.csv").write_text("workers,seconds_per_step\n1,0.5\n")
+    (out / "scaling.json").write_text(json.dumps({"command": "python -m bandits.bench --scaling"}))
+    before = _files(out)
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.bench", "--scaling",
+                             "--scaling-steps", "400", "800", "--rounds", "3", "--out", str(out),
+                             "--overwrite"], env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    import time
+
+    time.sleep(8)  # started, still measuring
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err  # stopped while measuring
+    assert {k: v for k, v in _files(out).items() if k.startswith("scaling")} == before

@@ -143,6 +143,14 @@ def redraw(run_dir: Path) -> None:
         raise ValueError(f"{where}: its config.json holds no MNIST model's settings (a "
                          "bandits.run directory, or a grid's top directory?): pass one "
                          "model's directory")
+    from bandits.mnist.config import GRID_FIELDS
+
+    if any(isinstance(saved.get(k), list) and len(saved[k]) > 1 for k in GRID_FIELDS) or \
+            any(run_dir.glob("*/config.json")):  # a grid's settings, or its models below
+        models = sorted(p.name for p in run_dir.glob("*/config.json"))
+        shown = f" (one of: {', '.join(p.split('/')[0] for p in models[:3])})" if models else ""
+        raise ValueError(f"{where}: a grid's top directory, not a model's: pass one "
+                         f"model's directory{shown}")
     names = {f.name for f in dataclasses.fields(Config)}
     cfg = Config(**{k: v for k, v in saved.items() if k in names})
     cfg.device, cfg.data_dir = "cpu", None

@@ -78,8 +78,9 @@ def read_models(root: Path) -> list[dict[str, Any]]:
                if k.endswith(("error_mean", "error_sampled")) and not _finite(v)]
         if bad:
             raise ValueError(f"{path}, line {n}: model {name} has {bad[0][0]} "
-                             f"{bad[0][1]!r}, not a number (a diverged model?); train it "
-                             "again or remove its line")
+                             f"{bad[0][1]!r}, not a number (a diverged model?), as its "
+                             f"{name}/summary.json says; train it again, or move its "
+                             "directory out of the grid and run report again")
         records.append(record)
     return records
 
