@@ -34,6 +34,22 @@ SWEEP = "results/mushroom/sweeps/neural-nu/sweep_summary.csv"
 SHOWDOWN = "results/mushroom/showdown/summary.csv"
 QUICK = "results/mushroom/quick/summary.csv"
 
+GRID = "results/mushroom/learner-screen/memory-grid"
+
+
+def _screen(learner: str, column: str, size: int, scale: float = 100.0) -> str:
+    t = pd.read_csv(REPO / GRID / "summary.csv")
+    row = t[(t["learner"] == learner) & (t["buffer_size"] == size)]
+    assert len(row) == 1, (learner, size)
+    return f"{scale * row[column].iloc[0]:.1f}"
+
+
+def _screen_wall() -> str:
+    seconds = json.loads((REPO / GRID / "screen.json").read_text())["wall_seconds"]
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
 QUOTES = [  # (the file quoting, the text it must hold, built from the shipped files)
     *((doc, lambda: f"{_wall('results/mushroom/paper-horizon')}")
       for doc in ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/speed.md",
@@ -51,6 +67,15 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
         lambda: f"against {_regret(SWEEP, 'neuralucb', nu=1.0)} and "
                 f"{_regret(SWEEP, 'neuralts', nu=1.0)} at nu = 1",
         lambda: f"{_regret(SHOWDOWN, 'neuralucb')} and {_regret(SHOWDOWN, 'neuralts')})")),
+    *((f"{GRID}/README.md", text) for text in (
+        _screen_wall,
+        lambda: f"eats {_screen('ridge', 'greedy_never_eaten', 16384)} % of the never-eaten",
+        lambda: f"eats\n  {_screen('bbb-md-1-16k', 'thompson_never_eaten', 16384)} % ("
+                f"{_screen('bbb-md-1-16k', 'vs_ridge', 16384)} +- "
+                f"{_screen('bbb-md-1-16k', 'vs_ridge_se', 16384)} points above ridge",
+        lambda: f"leaves {_screen('oracle', 'greedy_edible_uneaten', 4096)} % of the edible",
+        lambda: f"greedy: decay 1 at 16,384 ({_screen('greedy-wd-1-16k', 'greedy_never_eaten', 16384)} %)",
+    )),
 ]
 
 
