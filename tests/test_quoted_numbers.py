@@ -74,7 +74,8 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
                 f"{_screen('bbb-md-1-16k', 'vs_ridge', 16384)} +- "
                 f"{_screen('bbb-md-1-16k', 'vs_ridge_se', 16384)} points above ridge",
         lambda: f"leaves {_screen('oracle', 'greedy_edible_uneaten', 4096)} % of the edible",
-        lambda: f"greedy: decay 1 at 16,384 ({_screen('greedy-wd-1-16k', 'greedy_never_eaten', 16384)} %)",
+        lambda: "greedy: decay 1 at 16,384 ("
+                f"{_screen('greedy-wd-1-16k', 'greedy_never_eaten', 16384)} %)",
     )),
 ]
 
