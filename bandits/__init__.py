@@ -11,7 +11,7 @@ or on Ray), ``python -m bandits.plot`` (regret plots), ``python -m bandits.diagn
 section lists every module in the order data flows through them.
 """
 
-__version__ = "0.1.0"
+from bandits.version import __version__ as __version__
 
 
 def simulate(out=None, **settings):

@@ -8,6 +8,14 @@ from typing import Any
 
 from bandits import kernels
 
+kernels.pin()  # before torch loads (effective where nothing imported it before)
+
+import pandas as pd  # noqa: E402
+
+from bandits.regret import ranking  # noqa: E402
+from bandits.run import start  # noqa: E402
+from bandits.settings import config_from  # noqa: E402
+
 
 def simulate(out: Path | str | None = None, **settings: Any):
     """Run agents on a bandit and return their ranking by cumulative regret.
@@ -28,13 +36,6 @@ def simulate(out: Path | str | None = None, **settings: Any):
         bandits.config.UsageError: A bad setting (one line saying which and why).
         RuntimeError: The run did not finish (its one line says why).
     """
-    kernels.pin()  # effective only if torch is not loaded yet
-    import pandas as pd
-
-    from bandits.regret import ranking
-    from bandits.run import start
-    from bandits.settings import config_from
-
     given = {"no_progress": True, "workers": 1, **settings}
     if out is not None:
         given["out"] = out

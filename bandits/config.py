@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from bandits.version import __version__
+
 
 class UsageError(Exception):
     """Bad input: reported as one line with exit status 2."""
@@ -255,8 +257,6 @@ def build_parser(cls, prog: str, description: str,
     ``argparse.ArgumentParser`` for a command whose errors are argparse's own (the
     usage, one line, exit status 2). ``parse_choices=False``: a field's ``choices`` are
     left to :func:`check_choices` after parsing (the command's own messages)."""
-    from bandits import __version__
-
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=f"bbb-bandits {__version__}")
     suppress = argument_default is argparse.SUPPRESS

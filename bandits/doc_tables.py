@@ -26,14 +26,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from bandits import neural_tables
-from bandits.regret import ranking
-from bandits.table_cells import NAMES, bold_if, next_label
+from bandits import memory_tables, neural_tables
+from bandits.regret import ranking, summary_text
+from bandits.table_cells import NAMES, TableError, bold_if, next_label, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
          "results/mushroom/README.md",
-         "results/regression/README.md", "results/neural-bandits/README.md",
+         "results/regression/README.md", "results/mushroom/memory-20k/README.md",
+         "results/mushroom/memory-horizon/README.md", "results/neural-bandits/README.md",
          "results/neural-bandits/mnist-reference/README.md",
          "results/neural-bandits/mushroom-grid/README.md",
          "results/neural-bandits/mnist-nu/README.md")
@@ -50,34 +51,6 @@ PAPER_TABLE1 = {"sgd": ("SGD (plain MLP)", 1.83, 1.88),
                 "bbb-mixture": ("BBB, scale-mixture prior", 1.36, 1.32)}
 # Blundell et al. (2015), Table 2: test error (%) of the 2 x 1200 network after pruning
 PAPER_TABLE2 = {"0%": 1.24, "50%": 1.24, "75%": 1.24, "95%": 1.29, "98%": 1.39}
-
-
-class TableError(ValueError):
-    """A shipped file a table is written from is missing, cut or not what it should be."""
-
-
-def read_table(path: Path, columns: Sequence[str], complete: Sequence[str] = ()
-               ) -> pd.DataFrame:
-    """The CSV file ``path`` with ``columns``, none of ``complete`` holding a missing value.
-
-    Raises:
-        TableError: The file is missing or unreadable, lacks a column, or a value of
-            ``complete`` is missing (a NaN, a cut row).
-    """
-    try:
-        t = pd.read_csv(path)
-    except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise TableError(f"{path}: cannot be read ({str(e).splitlines()[0]})") from None
-    missing = [c for c in columns if c not in t.columns]
-    if missing:
-        raise TableError(f"{path}: no column {missing[0]!r}; is it the file this table is "
-                         "written from?")
-    for c in complete:
-        bad = t[c].isna() if t[c].dtype != object else pd.to_numeric(t[c], errors="coerce").isna()
-        if bad.any():
-            raise TableError(f"{path}: column {c!r} has a missing or non-numeric value in "
-                             f"row {int(bad.to_numpy().argmax()) + 2}")
-    return t
 
 
 def _labels(run: Path) -> dict[str, str]:
@@ -123,8 +96,6 @@ def figure6(root: Path) -> str:
 def quick_output(root: Path) -> str:
     """What the default command printed at its end (``results/mushroom/quick``), as a
     code block."""
-    from bandits.run import summary_text
-
     _quick_summary(root)  # its summary.csv, checked
     text = summary_text(root / "results/mushroom/quick")
     if not text:
@@ -285,7 +256,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "regression": regression,
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "quick-output": quick_output,
-    "table2": table2, **neural_tables.GENERATORS,
+    "table2": table2, **neural_tables.GENERATORS, **memory_tables.GENERATORS,
 }
 
 

@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from bandits import kernels
+from bandits.version import __version__
 
 
 def write_atomic(path: Path | str, data: bytes | str) -> None:
@@ -92,8 +93,6 @@ def package_versions() -> dict[str, str]:
     import gymnasium
     import matplotlib
     import torch
-
-    from bandits import __version__
 
     return {
         "bbb-bandits": __version__,

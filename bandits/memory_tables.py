@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bandits.table_cells import bold_if
+from bandits.table_cells import bold_if, read_table
 
 ORDER = ("bbb", "greedy", "eps1", "eps5")
 LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
@@ -36,8 +36,6 @@ def at_step(run: Path, step: int, late: int) -> pd.DataFrame:
     Raises:
         ValueError: The run is shorter than ``step``, or its windows do not meet them.
     """
-    from bandits.doc_tables import read_table
-
     numbers = ["start", "end", "regret", "expected_regret"]
     phases = read_table(run / "phases.csv", ["agent", "seed", *numbers], numbers)
     ends = set(phases["end"])

@@ -5,6 +5,7 @@ wrote). How they are written: :mod:`bandits.files`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fnmatch
 import os
@@ -39,10 +40,9 @@ def _claim_text() -> bytes:
 
 
 def _read_fd(fd: int, limit: int = 256) -> bytes:
-    try:
+    with contextlib.suppress(OSError):
         return os.pread(fd, limit, 0)
-    except OSError:
-        return b""
+    return b""
 
 
 def _open_lock(lock: Path) -> tuple[int, bool]:
@@ -178,9 +178,8 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             nothing else is deleted, and a folder only when nothing else is left in it.
         outputs: The files the entry point writes, as ``/``-separated name patterns
             relative to the directory (``metrics.csv``, ``parts/worker-*.log``).
-        clear: With ``overwrite``, remove the previous outputs first (the default); False
-            for an entry point that replaces each of its files atomically once the new one
-            is whole (an interrupted run then leaves the earlier outputs as they were).
+        clear: With ``overwrite``, remove the previous outputs first; False where each
+            file is replaced atomically once whole (an interruption keeps the old ones).
         kind: The entry point (``"bandits.run"``); when given, a directory whose files
             named in ``outputs`` were written by another entry point
             (:func:`bandits.files.written_by`) is refused, with or without ``overwrite``.
@@ -311,24 +310,21 @@ def clear_outputs(path: Path, outputs: Sequence[str],
 
 
 def _writer(file: Path, root: Path) -> str | None:
-    """Who wrote ``file`` (under ``root``): the file's own word
-    (:func:`bandits.files.written_by`), else its twin record's (``bench.csv``: the
-    ``bench.json`` beside it), else that of the nearest record beside it or above it, up to
-    ``root``: a ``config.json``, else the other JSON files that record a command (the
-    learner screen's ``screen.json``) when they all name one."""
+    """Who wrote ``file`` (under ``root``): its own word (:func:`written_by`), its twin
+    record's (``bench.json`` for ``bench.csv``), else the nearest ``config.json`` or, up to
+    ``root``, the JSON records (``screen.json``) of a folder when they all name one."""
     own = written_by(file)
     if own is not None or file.name == "config.json":
         return own
     twin = file.with_suffix(".json")
-    if twin != file and twin.is_file() and written_by(twin) is not None:
+    if twin != file and twin.is_file() and written_by(twin) is not None:  # bench.csv's
         return written_by(twin)
     folder = file.parent
     while True:
         record = folder / "config.json"
         if record.is_file():
             return written_by(record)
-        writers = {w for other in sorted(folder.glob("*.json"))
-                   if (w := written_by(other)) is not None}
+        writers = {written_by(other) for other in folder.glob("*.json")} - {None}
         if writers:  # several commands' records side by side: none speaks for this file
             return writers.pop() if len(writers) == 1 else None
         if folder == root or root not in folder.parents:
@@ -400,7 +396,5 @@ def remove_if_unused(path: Path) -> None:
     """Release ``path`` and remove it if it holds nothing but its claim (a run that failed
     before writing anything leaves no empty directory behind)."""
     release_dir(path)
-    try:
+    with contextlib.suppress(OSError):
         path.rmdir()  # only succeeds when empty
-    except OSError:
-        pass

@@ -24,21 +24,18 @@ if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the k
 
     start("bandits.run")
 
-import json
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from bandits import parallel
 from bandits.config import UsageError
 from bandits.loop import Outcome, simulate, write_outputs
 from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.processes import ctrl_c_on
-from bandits.regret import ranking
+from bandits.regret import summary_text
 from bandits.resume import RESUME_FLAGS, RUN, given_flags, identity, resume_config, resume_flags
 from bandits.settings import PRESETS, Config, build_parser, config_from, parse_config
 
@@ -80,41 +77,6 @@ def print_summary(out: Path) -> None:
     if text:
         print("\n" + text)
         print(f"outputs in {out}")
-
-
-def summary_text(out: Path) -> str:
-    """The cumulative regret of each agent at one common step, from the run's
-    ``summary.csv``, ``metrics.csv`` and ``config.json``: lowest mean first, with its
-    standard error over the seeds and whether the seeds separate it from the next agent
-    (:func:`bandits.regret.ranking`); agents stopped at different steps are listed each
-    with its step, not ranked. Empty when the files are not there."""
-    try:
-        summary = pd.read_csv(out / "summary.csv")
-        record = json.loads((out / "config.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    if summary.empty:
-        return ""
-    wall = record.get("wall_seconds_per_agent", {})
-    summary = summary.assign(wall_seconds=[wall.get(a, float("nan")) for a in summary["agent"]])
-    steps = dict(zip(summary["agent"], summary["steps"]))
-    if len(set(steps.values())) > 1:
-        cols = ["agent", "steps", "cumulative_regret_mean", "cumulative_regret_std",
-                "wall_seconds"]
-        return (f"The agents stopped at different steps "
-                f"({', '.join(f'{a} {s}' for a, s in steps.items())}); cumulative regret of "
-                f"each at its own step, not comparable until resumed to one step:\n"
-                + summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
-    try:
-        metrics = pd.read_csv(out / "metrics.csv")
-    except (OSError, ValueError):
-        return ""
-    table = ranking(metrics).merge(summary[["agent", "wall_seconds"]], on="agent")
-    return (f"Cumulative regret after {summary['steps'].iloc[0]} steps "
-            f"({summary['seeds'].iloc[0]} seeds, env {record['env']}), lowest mean first; "
-            "s.e.: standard error over the seeds; next: the paired difference to the next "
-            "agent over the same seeds:\n"
-            + table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
 
 
 def start(cfg: Config, command: str) -> Outcome:

@@ -198,7 +198,8 @@ def _complete(values: dict[str, Any]) -> Config:
             values[k] = v
     cfg = Config(**values)
     validate(cfg)
-    refuse_other_agents_settings(cfg)  # a new run's (a resumed one keeps what it recorded)
+    if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
+        refuse_other_agents_settings(cfg)
     return cfg
 
 
@@ -277,20 +278,14 @@ def env_options(cfg: Config) -> dict[str, Any]:
 
 
 def refuse_other_agents_settings(cfg: Config) -> None:
-    """One line naming a setting that no agent of ``cfg.agent`` reads, given away from its
-    default (or its preset's value): another agent's own setting (``--heads`` without
-    bootstrap), or a setting of the networks (``--lr``, ``--likelihood``) in a run of
-    agents without one (linucb, uniform). It would change nothing, and was surely meant
-    for another run."""
-    from agents.neural import NeuralAgent
-
-    listed = [SPECS[name] for name in cfg.agent]
-    owned = {part for spec in listed for part in spec.settings}
-    parts = dict.fromkeys(part for spec in SPECS.values() for part in spec.settings)
-    if not any(issubclass(spec.cls, NeuralAgent) for spec in listed):
-        parts = {CommonSettings: None, **parts}
+    """One line naming another agent's own setting (its spec's ``settings``: ``--heads``
+    without bootstrap, ``--exact-design`` without neuralucb or neuralts) given away from its
+    default (or its preset's value) in a run that lists none of the agents that read it: it
+    would change nothing, and was surely meant for another run. The settings every network
+    shares (:class:`agents.CommonSettings`) are not checked."""
+    owned = {part for name in cfg.agent for part in SPECS[name].settings}
     preset = PRESETS[cfg.preset]
-    for part in parts:
+    for part in dict.fromkeys(part for spec in SPECS.values() for part in spec.settings):
         if part in owned:
             continue
         for f in dataclasses.fields(part):
@@ -301,9 +296,7 @@ def refuse_other_agents_settings(cfg: Config) -> None:
                 value = tuple(value)
             if value == default:
                 continue
-            readers = ([name for name, spec in SPECS.items() if part in spec.settings]
-                       or [name for name, spec in SPECS.items()
-                           if issubclass(spec.cls, NeuralAgent)])
+            readers = [name for name, spec in SPECS.items() if part in spec.settings]
             shown = (" " + " ".join(map(str, value)) if isinstance(value, (list, tuple))
                      else "" if isinstance(value, bool) else f" {value}")
             raise UsageError(f"{flag(f.name)}{shown} is read by --agent "

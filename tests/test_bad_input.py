@@ -381,8 +381,6 @@ def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
 
 @pytest.mark.parametrize("argv, flag", [
     (["--agent", "greedy", "--heads", "3"], "--heads"),
-    (["--agent", "linucb", "--lr", "0.01"], "--lr"),
-    (["--agent", "linucb", "uniform", "--likelihood", "learned"], "--likelihood"),
     (["--agent", "greedy", "--exact-design"], "--exact-design"),
     (["--agent", "greedy", "eps1", "--mean-decay", "1"], "--mean-decay"),
     (["--agent", "linucb", "--lin-lambda", "0.5"], "--lin-lambda"),

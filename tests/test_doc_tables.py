@@ -12,8 +12,12 @@ from bandits import doc_tables, neural_tables
 
 REPO = Path(__file__).resolve().parents[1]
 NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
+          "results/mushroom/paper-horizon/phases.csv",
+          "results/mushroom/memory-20k/memory-16k/phases.csv",
+          "results/mushroom/memory-horizon/phases.csv",
           "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
-          "results/mushroom/quick/config.json", "results/mnist/2x400/table1.csv",
+          "results/mushroom/quick/config.json", "results/mushroom/quick/metrics.csv",
+          "results/mnist/2x400/table1.csv",
           "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
           "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv",
           *(f"results/neural-bandits/{run}/{name}"

@@ -90,6 +90,8 @@ def test_each_floor_imports_only_the_floors_above_it(tmp_path):
 LAZY = {
     ("bandits/mnist/__init__.py", "bandits.mnist.cli"): "the command turns Ctrl-C on first",
     ("envs/__init__.py", "envs.classification"): "import envs loads no data module",
+    ("bandits/__init__.py", "bandits.api"): "import bandits loads no torch: bandits.simulate "
+                                            "loads the simulator when called",
 }
 
 

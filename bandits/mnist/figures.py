@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bandits.files import save_figure
-from bandits.mnist.config import Config, run_label
+from bandits.mnist.config import GRID_FIELDS, Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import (
     MODEL_FILE,
@@ -143,8 +143,6 @@ def redraw(run_dir: Path) -> None:
         raise ValueError(f"{where}: its config.json holds no MNIST model's settings (a "
                          "bandits.run directory, or a grid's top directory?): pass one "
                          "model's directory")
-    from bandits.mnist.config import GRID_FIELDS
-
     if any(isinstance(saved.get(k), list) and len(saved[k]) > 1 for k in GRID_FIELDS) or \
             any(run_dir.glob("*/config.json")):  # a grid's settings, or its models below
         models = sorted(p.name for p in run_dir.glob("*/config.json"))

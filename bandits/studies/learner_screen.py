@@ -54,7 +54,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,94 +69,13 @@ from bandits.config import OPEN, UsageError, check_ranges, first_paragraph, sett
 from bandits.config import build_parser as build_settings_parser
 from bandits.files import machine, write_atomic, write_csv, write_json
 from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.studies.learners import GRID, LEARNERS, MAIN, METRICS, REFERENCES, Learner
+from bandits.studies.screen_tables import markdown, summarise
 from envs.mushroom_data import load_mushroom
 
 REWARD_EAT, REWARD_POISONED, POISON_PROB = 5.0, -35.0, 0.5
 MEAN_POISONOUS = POISON_PROB * REWARD_POISONED + (1 - POISON_PROB) * REWARD_EAT  # -15
 EAT = 1  # the Mushroom bandit's action "eat"
-
-
-@dataclass(frozen=True)
-class Learner:
-    """An agent of :mod:`agents` with its settings, as the screen trains it."""
-
-    agent: str
-    settings: dict[str, Any] = field(default_factory=dict)  # AgentConfig overrides
-    note: str = ""
-    targets: str = "outcomes"  # or "means": the oracle, trained on the mean reward
-    buffer_size: int | None = None  # None: --buffer-size
-    eat_rate_factor: float = 1.0  # the oracle with half the information: 0.5
-    ridge: bool = False  # ridge regression on the one-hot features instead of the agent
-
-
-REFERENCES: dict[str, Learner] = {
-    "oracle": Learner("greedy", {}, "squared error on the mean reward, not the outcome "
-                      "(the floor)", targets="means"),
-    "oracle-half": Learner("greedy", {}, "the oracle with half the poisonous bites "
-                           "(half the eat rate)", targets="means", eat_rate_factor=0.5),
-    "ridge": Learner("greedy", {}, "ridge regression (lambda 1) on the one-hot features, "
-                     "outcomes", ridge=True),
-    "ridge-means": Learner("greedy", {}, "ridge regression (lambda 1) on the one-hot "
-                           "features, mean rewards", targets="means", ridge=True),
-}
-"""The reference rows, screened at every buffer size of the learners asked for."""
-
-
-LEARNERS: dict[str, Learner] = {
-    "greedy": Learner("greedy", {}, "squared error (every point-estimate agent's default)"),
-    "greedy-learned": Learner("greedy", {"likelihood": "learned"},
-                              "learned noise per context, Gaussian NLL, floor 0.1"),
-    "greedy-learned-floor-1": Learner("greedy", {"likelihood": "learned", "noise_sigma": 1.0},
-                                      "learned noise, floor 1"),
-    "greedy-beta-0.5": Learner("greedy", {"likelihood": "learned", "nll_beta": 0.5},
-                               "beta-NLL, beta 0.5, floor 0.1"),
-    "greedy-beta-1": Learner("greedy", {"likelihood": "learned", "nll_beta": 1.0},
-                             "beta-NLL, beta 1, floor 0.1"),
-    "greedy-wd-0.1": Learner("greedy", {"weight_decay": 0.1}, "AdamW weight decay 0.1"),
-    "greedy-wd-1": Learner("greedy", {"weight_decay": 1.0}, "AdamW weight decay 1"),
-    "greedy-wd-3": Learner("greedy", {"weight_decay": 3.0}, "AdamW weight decay 3"),
-    "greedy-wd-10": Learner("greedy", {"weight_decay": 10.0}, "AdamW weight decay 10"),
-    "greedy-last-10": Learner("greedy", {"hidden": (100, 10)}, "a smaller last layer, 100 x 10"),
-    "greedy-buffer-50k": Learner("greedy", {}, "squared error, a buffer of 50,000",
-                                 buffer_size=50_000),
-    "dropout": Learner("dropout", {}, "MC dropout 0.2, squared error (mean network)"),
-    "bbb": Learner("bbb", {}, "fixed noise 0.1 (the default)"),
-    "bbb-noise-1": Learner("bbb", {"noise_sigma": 1.0}, "fixed noise 1"),
-    "bbb-noise-5": Learner("bbb", {"noise_sigma": 5.0}, "fixed noise 5"),
-    "bbb-noise-10": Learner("bbb", {"noise_sigma": 10.0}, "fixed noise 10"),
-    "bbb-noise-20": Learner("bbb", {"noise_sigma": 20.0},
-                            "fixed noise 20 (the eaten poisonous reward's own std)"),
-    "bbb-learned": Learner("bbb", {"likelihood": "learned"},
-                           "learned noise per context, floor 0.1"),
-    "bbb-beta-0.5": Learner("bbb", {"likelihood": "learned", "nll_beta": 0.5},
-                            "beta-NLL, beta 0.5, floor 0.1"),
-    "bbb-beta-1": Learner("bbb", {"likelihood": "learned", "nll_beta": 1.0},
-                          "beta-NLL, beta 1, floor 0.1"),
-    "bbb-prior-0.1": Learner("bbb", {"prior_sigma": 0.1},
-                             "Gaussian prior sigma 0.1 (the Bayesian weight decay)"),
-    "bbb-prior-0.03": Learner("bbb", {"prior_sigma": 0.03}, "Gaussian prior sigma 0.03"),
-    "bbb-buffer-50k": Learner("bbb", {}, "fixed noise 0.1, a buffer of 50,000",
-                              buffer_size=50_000),
-}
-
-MAIN = list(LEARNERS)
-"""The learners of the first screen, all at ``--buffer-size`` unless they name their own."""
-
-# the grid of decoupled decay and history: the point-estimate networks' AdamW decay, BBB's
-# decay of its posterior means, each at three buffer sizes
-for _decay in (0.3, 1.0, 3.0):
-    for _size, _tag in ((4096, "4k"), (16_384, "16k"), (50_000, "50k")):
-        LEARNERS[f"greedy-wd-{_decay:g}-{_tag}"] = Learner(
-            "greedy", {"weight_decay": _decay}, f"AdamW weight decay {_decay:g}, buffer "
-            f"{_size:,}", buffer_size=_size)
-        LEARNERS[f"bbb-md-{_decay:g}-{_tag}"] = Learner(
-            "bbb", {"mean_decay": _decay}, f"decoupled decay {_decay:g} of the posterior "
-            f"means, buffer {_size:,}", buffer_size=_size)
-
-GRID = [name for name in LEARNERS if name not in MAIN]
-"""The decay x buffer grid (``--learner grid`` asks for all of it)."""
-
-METRICS = ("never_eaten", "last_paid_5", "last_paid_35", "edible_uneaten")
 
 
 @dataclass
@@ -333,94 +252,6 @@ def screen_learner(name: str, learner: Learner, cfg: Settings, features: np.ndar
         row["train_seconds"] = round(seconds / runs, 3)
         rows.append(row)
     return rows
-
-
-def acting_share(runs: pd.DataFrame, metric: str) -> pd.Series:
-    """Each run's share of ``metric`` under the decisions it acts on (BBB: its Thompson
-    samples; the others: greedy)."""
-    thompson = runs.get(f"thompson_{metric}")
-    greedy = runs[f"greedy_{metric}"]
-    return greedy if thompson is None else thompson.where(thompson.notna(), greedy)
-
-
-def summarise(runs: pd.DataFrame, cfg: Settings) -> pd.DataFrame:
-    """Mean and standard error over the runs of every learner and buffer size, the acting
-    rule's shares (BBB: Thompson samples), its standing against the reference rows of its
-    buffer size (``times_oracle``, ``times_half_oracle``; ``vs_ridge``: the paired mean
-    difference from ridge regression on the same outcomes over the buffers, with its
-    standard error) and whether it passes the rule."""
-    runs = runs.assign(acting_never_eaten=acting_share(runs, "never_eaten"),
-                       acting_edible_uneaten=acting_share(runs, "edible_uneaten"))
-    per_buffer = runs.groupby(["learner", "buffer_size", "buffer"], sort=False)[
-        "acting_never_eaten"].mean()
-    out = []
-    for (name, size), g in runs.groupby(["learner", "buffer_size"], sort=False):
-        has_samples = "thompson_never_eaten" in g and g["thompson_never_eaten"].notna().all()
-        row: dict[str, Any] = {"learner": name, "agent": g["agent"].iloc[0],
-                               "buffer_size": int(size), "runs": len(g),
-                               "updates": int(g["updates"].iloc[0]),
-                               "acting": "thompson" if has_samples else "greedy"}
-        for kind in ("greedy", "thompson"):
-            for metric in METRICS:
-                v = g.get(f"{kind}_{metric}", pd.Series(math.nan, index=g.index))
-                row[f"{kind}_{metric}"] = v.mean()
-                row[f"{kind}_{metric}_se"] = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 \
-                    else math.nan
-
-        def ref(reference: str, size: int = size) -> float:
-            return runs.loc[(runs.learner == reference) & (runs.buffer_size == size),
-                            "acting_never_eaten"].mean()
-
-        never, edible_left = g["acting_never_eaten"].mean(), g["acting_edible_uneaten"].mean()
-        row["times_oracle"] = never / ref("oracle") if ref("oracle") > 0 else math.inf
-        half = ref("oracle-half")
-        row["times_half_oracle"] = never / half if half > 0 else math.inf
-        diff = (per_buffer.loc[(name, size)] - per_buffer.loc[("ridge", size)]).to_numpy()
-        row["vs_ridge"] = diff.mean()
-        row["vs_ridge_se"] = diff.std(ddof=1) / math.sqrt(len(diff)) if len(diff) > 1 \
-            else math.nan
-        row["passes"] = bool(name not in REFERENCES and row["vs_ridge"] < 0
-                             and never <= cfg.pass_factor * half
-                             and edible_left <= cfg.max_edible_uneaten)
-        row["train_seconds"] = g["train_seconds"].sum()
-        out.append(row)
-    return pd.DataFrame(out)
-
-
-def _pct(v: float, se: float) -> str:
-    if math.isnan(v):
-        return ""
-    return f"{100 * v:.1f} +- {100 * se:.1f}" if not math.isnan(se) else f"{100 * v:.1f}"
-
-
-def markdown(table: pd.DataFrame, cfg: Settings) -> str:
-    """The summary as a Markdown table: shares in %, mean +- s.e. over the runs, the
-    reference rows of each buffer size first."""
-    head = ("| learner | buffer | settings | acts on | never eaten, poisonous: eats | last "
-            "paid +5: eats | last paid -35: eats | edible left uneaten | x oracle | "
-            "x half-information oracle | minus ridge (paired) | passes |\n"
-            "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-            "| :---: |\n")
-    lines = []
-    for _, r in table.iterrows():
-        learner = REFERENCES.get(r.learner) or LEARNERS.get(r.learner)
-        note = learner.note if learner else ""
-        reference = r.learner in REFERENCES
-        kinds = [("greedy", "greedy" if r.acting == "greedy" else "posterior mean")]
-        if r.acting == "thompson":
-            kinds.append(("thompson", f"Thompson ({cfg.samples} samples)"))
-        for kind, label in kinds:
-            cells = [_pct(r[f"{kind}_{m}"], r[f"{kind}_{m}_se"]) for m in METRICS]
-            acting = kind == r.acting
-            ratios = ([f"{r.times_oracle:.1f}", f"{r.times_half_oracle:.1f}",
-                       _pct(r.vs_ridge, r.vs_ridge_se)] if acting else ["", "", ""])
-            passes = ("yes" if r.passes else "no") if acting and not reference else ""
-            first = kind == "greedy"
-            lines.append(f"| {r.learner if first else ''} | "
-                         f"{f'{r.buffer_size:,}' if first else ''} | "
-                         f"{note if first else ''} | {label} | "
-                         + " | ".join(cells + ratios) + f" | {passes} |")
-    return head + "\n".join(lines) + "\n"
 
 
 def learner_names(asked: Sequence[str]) -> list[str]:
