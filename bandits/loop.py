@@ -306,4 +306,4 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     if log.done > 0:
         title = f"{cfg.env}: {len(log.seeds)} seeds, {log.done} steps"
         plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title,
-                    labels=run_labels(dataclasses.asdict(cfg)))
+                    labels=run_labels({"act_samples": getattr(cfg, "act_samples", 1)}))

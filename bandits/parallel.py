@@ -182,7 +182,8 @@ def _resume_parts(out: Path, config: dict, changes: dict, command: str):
     config["resumed"] = [*config.get("resumed", []), {"command": command}]
 
     cfg = SimpleNamespace(**{k: config[k] for k in
-                             ("steps", "no_progress", "env", "seeds", "agent", "log_y")})
+                             ("steps", "no_progress", "env", "seeds", "agent", "log_y")},
+                          act_samples=config.get("act_samples", 1))
     return _coordinate(cfg, out, config, commands, resumed=True)
 
 
@@ -369,7 +370,7 @@ def _plot(cfg, out: Path) -> None:
     steps = int(metrics["step"].max())
     title = f"{cfg.env}: {metrics['seed'].nunique()} seeds, {steps} steps"
     plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title,
-                labels=run_labels(dataclasses.asdict(cfg)))
+                labels=run_labels({"act_samples": getattr(cfg, "act_samples", 1)}))
 
 
 __all__ = ["assign", "available_cores", "is_parallel_run", "merge_csv", "resume", "run",
