@@ -128,25 +128,30 @@ class ReplayBuffer:
         self.seen.fill_(self.added)
 
     def state_dict(self) -> dict:
-        """The stored items and the write position (for checkpoints): a compact buffer's
-        row indices, never the table (its environment gives it again)."""
-        stored = {"items": self.items} if self.compact else {"contexts": self.contexts}
-        return {**stored, "actions": self.actions, "rewards": self.rewards,
+        """The stored items and the write position (for checkpoints): only the slots
+        written so far, and a compact buffer's row indices, never the table (its
+        environment gives it again)."""
+        n = len(self)  # the slots written: the first n until the buffer is full
+        stored = ({"items": self.items[:, :n].clone()} if self.compact  # a copy: a view
+                  else {"contexts": self.contexts[:, :n].clone()})  # saves all storage
+        return {**stored, "actions": self.actions[:, :n].clone(),
+                "rewards": self.rewards[:, :n].clone(),
                 "pos": self.pos, "full": self.full, "added": self.added}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned, into this buffer's storage (a compact
         buffer also takes a full one's contexts, each found in its table)."""
+        n = state["rewards"].shape[1]  # slots written (earlier checkpoints: every slot)
         if self.compact:
-            self.items.copy_(state["items"] if "items" in state
-                             else self._rows_of(state["contexts"]))
+            self.items[:, :n].copy_(state["items"] if "items" in state
+                                    else self._rows_of(state["contexts"]))
         else:
             if "contexts" not in state:
                 raise ValueError("this checkpoint's buffer keeps rows of a table, which "
                                  "this buffer has not been given")
-            self.contexts.copy_(state["contexts"])
-        self.actions.copy_(state["actions"].to(self.actions.dtype))
-        self.rewards.copy_(state["rewards"])
+            self.contexts[:, :n].copy_(state["contexts"])
+        self.actions[:, :n].copy_(state["actions"].to(self.actions.dtype))
+        self.rewards[:, :n].copy_(state["rewards"])
         self.pos, self.full = int(state["pos"]), bool(state["full"])
         self.added = int(state["added"])
         self.size.fill_(len(self))

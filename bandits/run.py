@@ -131,6 +131,12 @@ def _main(argv: list[str], command: str) -> int:
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # the disk or the file system, not the settings: one line
+        where = f": {e.filename}" if e.filename else ""
+        print(f"bandits.run: error: {e.strerror or e}{where} (every file is written whole "
+              "or not at all: what was there before stays; free space and run again, or "
+              "--resume where a checkpoint was written)", file=sys.stderr)
+        return 2
     if outcome.out is not None:
         print_summary(outcome.out)
     if outcome.message:

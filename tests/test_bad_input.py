@@ -382,7 +382,7 @@ def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
 @pytest.mark.parametrize("argv, flag", [
     (["--agent", "greedy", "--heads", "3"], "--heads"),
     (["--agent", "greedy", "--exact-design"], "--exact-design"),
-    (["--agent", "greedy", "eps1", "--mean-decay", "1"], "--mean-decay"),
+    (["--agent", "greedy", "eps1", "--mean-decay", "0.5"], "--mean-decay"),
     (["--agent", "linucb", "--lin-lambda", "0.5"], "--lin-lambda"),
 ])
 def test_a_setting_no_listed_agent_reads_is_refused_in_one_line(argv, flag):

@@ -75,6 +75,25 @@ def _pair(capacity=5, runs=3, items=40, d=6, actions=2, seed=0):
     return full, compact
 
 
+def test_a_checkpointed_buffer_keeps_only_its_written_slots_and_restores_them():
+    buf = ReplayBuffer(capacity=1000, runs=2, context_dim=3)
+    _fill(buf, 0, 7)
+    state = buf.state_dict()
+    assert state["contexts"].shape == (2, 7, 3) and state["rewards"].shape == (2, 7)
+    assert state["rewards"].untyped_storage().size() == 2 * 7 * 4  # a copy, not a view
+    again = ReplayBuffer(capacity=1000, runs=2, context_dim=3)
+    again.load_state_dict(state)
+    assert len(again) == 7 and torch.equal(again.contexts, buf.contexts)
+    _fill(buf, 7, 3)
+    _fill(again, 7, 3)  # it goes on writing where the first left off
+    assert torch.equal(again.rewards, buf.rewards)
+    older = {**state, "contexts": buf.contexts.clone(), "actions": buf.actions.clone(),
+             "rewards": buf.rewards.clone(), "pos": 10, "added": 10}
+    full_state = ReplayBuffer(capacity=1000, runs=2, context_dim=3)
+    full_state.load_state_dict(older)  # a checkpoint written with every slot
+    assert torch.equal(full_state.rewards, buf.rewards)
+
+
 def test_a_compact_buffer_gives_the_same_minibatches_and_slots_as_a_full_one():
     full, compact = _pair()
     assert compact.compact and not full.compact

@@ -1,6 +1,7 @@
 """Results that never lie (issue: sweeps, checkpoints and output files): every case
 a careless user ran into gives the right result or one line with exit status 2."""
 
+import errno
 import json
 import os
 import shutil
@@ -113,6 +114,19 @@ def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
     assert not [x for x in out.iterdir() if x.name.endswith(".tmp")]  # nothing left behind
     filler.unlink()
     assert main(["--resume", str(out), "--steps", "10"]) == 0
+
+
+def test_a_full_disk_while_gathering_the_workers_files_is_one_line(tmp_path, capsys,
+                                                                    monkeypatch):
+    from bandits import parallel
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "metrics.csv"))
+
+    monkeypatch.setattr(parallel, "merge_csv", full)
+    assert main([*TINY, "--steps", "3", "--workers", "2", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0] and "Traceback" not in err[0]
 
 
 # ------------------------------------------------------------------ output files

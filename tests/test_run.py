@@ -161,7 +161,7 @@ def test_help_states_defaults():
                        text=True, cwd=Path(__file__).parents[1], timeout=120)
     assert r.returncode == 0
     for text in ("--updates-per-step", "paper: 64", "--act-samples", "(default: 1)",
-                 "quick: 1, paper: 2, long: 2",
+                 "quick: 1, memory: 1, paper: 2, long: 2",
                  "--noise-sigma", "--lr"):
         assert text in r.stdout, text
 
