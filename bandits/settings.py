@@ -185,6 +185,17 @@ Config = compose(
     cli_only=True)
 
 
+OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
+    f.name: ({part for spec in SPECS.values() for part in spec.settings if f in
+              dataclasses.fields(part)}, f.default)
+    for spec in SPECS.values() for part in spec.settings for f in dataclasses.fields(part)
+    if any(f.name in preset for preset in PRESETS.values()) and f.name != "act_samples"}
+"""An agent's own setting that a preset gives: the settings classes that declare it and its
+own default, which a run listing none of the agents that read it keeps. (``act_samples``
+is left out: the paper's presets gave their 2 to every run before this rule, and those
+runs' records keep it.)"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     return build_settings_parser(Config, "python -m bandits.run", DESCRIPTION,
                                  PRESETS)
@@ -205,9 +216,12 @@ def config_from(settings: dict[str, Any]) -> Config:
 
 
 def _complete(values: dict[str, Any]) -> Config:
+    listed = {part for name in values["agent"] or PRESETS[values["preset"]]["agent"]
+              if name in SPECS for part in SPECS[name].settings}
     for k, v in PRESETS[values["preset"]].items():  # the preset fills what was not given
-        if values[k] is None:
-            values[k] = v
+        if values[k] is None:  # (an agent's own setting only where a listed agent reads it)
+            values[k] = v if k not in OWN_DEFAULTS or OWN_DEFAULTS[k][0] & listed \
+                else OWN_DEFAULTS[k][1]
     cfg = Config(**values)
     validate(cfg)
     if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
@@ -296,14 +310,14 @@ def refuse_other_agents_settings(cfg: Config) -> None:
     would change nothing, and was surely meant for another run. The settings every network
     shares (:class:`agents.CommonSettings`) are not checked."""
     owned = {part for name in cfg.agent for part in SPECS[name].settings}
-    preset = PRESETS[cfg.preset]
     for part in dict.fromkeys(part for spec in SPECS.values() for part in spec.settings):
         if part in owned:
             continue
         for f in dataclasses.fields(part):
             if not f.metadata.get("cli", True) or not hasattr(cfg, f.name):
                 continue  # set by an agent's name (eps1's epsilon), not a flag
-            value, default = getattr(cfg, f.name), preset.get(f.name, f.default)
+            value, default = getattr(cfg, f.name), f.default  # (a preset gives its own
+            # settings only to the agents that read them: see _complete)
             if isinstance(default, tuple) and isinstance(value, list):
                 value = tuple(value)
             if value == default:
