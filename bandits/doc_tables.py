@@ -110,34 +110,48 @@ def _quick_summary(root: Path) -> pd.DataFrame:
                       numbers)
 
 
+def _quick_ranking(root: Path) -> pd.DataFrame:
+    """The default command's agents ranked by final cumulative regret over its seeds, with
+    the paired difference to the next (:func:`bandits.regret.ranking`), and each agent's
+    mean expected regret from ``summary.csv``."""
+    run = root / "results/mushroom/quick"
+    metrics = read_table(run / "metrics.csv", ["agent", "seed", "step", "cumulative_regret"],
+                         ["cumulative_regret"])
+    table = ranking(metrics)
+    expected = _quick_summary(root).set_index("agent")["cumulative_expected_regret_mean"]
+    if set(table["agent"]) != set(expected.index):
+        raise TableError(f"{run}: metrics.csv and summary.csv list other agents")
+    return table.assign(expected=table["agent"].map(expected))
+
+
 def quick(root: Path) -> str:
-    """The default command's final cumulative regret, mean (std) over its seeds."""
-    s = _quick_summary(root).set_index("agent")
+    """The default command's final cumulative regret, mean +- s.e. over its seeds."""
+    table = _quick_ranking(root).set_index("agent")
     labels = _labels(root / "results/mushroom/quick")
-    low = s["cumulative_regret_mean"].idxmin()
+    low = table["mean"].idxmin()
     head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
-    mean, std = s["cumulative_regret_mean"], s["cumulative_regret_std"]
-    row = "| " + " | ".join(
-        f"{bold_if(f'{mean[a]:.0f}', a == low)} ({std[a]:.0f})" for a in ORDER) + " |"
+    mean, se = table["mean"].map("{:.0f}".format), table["s.e."]
+    row = "| " + " | ".join(f"{bold_if(mean[a], a == low)} +- {se[a]:.0f}"
+                            for a in ORDER) + " |"
     return head + "\n" + row + "\n"
 
 
 def quick_detail(root: Path) -> str:
-    """The default command's final regret per agent: mean, std, min, max, expected."""
-    s = _quick_summary(root)
+    """The default command's agents, lowest mean final regret first: mean +- s.e. over the
+    seeds, min, max, the paired difference to the next agent over the same seeds, and the
+    mean expected regret."""
+    table = _quick_ranking(root)
     labels = _labels(root / "results/mushroom/quick")
-    s = s.sort_values("cumulative_regret_mean", kind="stable")
-    low, low_e = s["cumulative_regret_mean"].min(), s["cumulative_expected_regret_mean"].min()
-    lines = ["| agent | mean | std | min | max | expected regret, mean |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for _, r in s.iterrows():
+    low_e = table["expected"].min()
+    lines = ["| agent | mean +- s.e. | min | max | paired difference to the next | "
+             "expected regret, mean |", "| --- | ---: | ---: | ---: | --- | ---: |"]
+    for i, r in table.iterrows():
+        nxt = next_label(r["next"])
+        mean = f"{r['mean']:.0f}"
         lines.append(
-            f"| {labels.get(r.agent, r.agent)} | "
-            f"{bold_if(f'{r.cumulative_regret_mean:.0f}', r.cumulative_regret_mean == low)} | "
-            f"{r.cumulative_regret_std:.0f} | {r.cumulative_regret_min:.0f} | "
-            f"{r.cumulative_regret_max:.0f} | "
-            + bold_if(f"{r.cumulative_expected_regret_mean:.0f}",
-                       r.cumulative_expected_regret_mean == low_e) + " |")
+            f"| {labels.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} +- "
+            f"{r['s.e.']:.0f} | {r['min']:.0f} | {r['max']:.0f} | {nxt} | "
+            + bold_if(f"{r.expected:.0f}", r.expected == low_e) + " |")
     return "\n".join(lines) + "\n"
 
 

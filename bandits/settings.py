@@ -316,8 +316,9 @@ def refuse_other_agents_settings(cfg: Config) -> None:
         for f in dataclasses.fields(part):
             if not f.metadata.get("cli", True) or not hasattr(cfg, f.name):
                 continue  # set by an agent's name (eps1's epsilon), not a flag
-            value, default = getattr(cfg, f.name), f.default  # (a preset gives its own
-            # settings only to the agents that read them: see _complete)
+            value = getattr(cfg, f.name)  # against what an unlisted agent's setting gets
+            default = (f.default if f.name in OWN_DEFAULTS  # (see _complete)
+                       else PRESETS[cfg.preset].get(f.name, f.default))
             if isinstance(default, tuple) and isinstance(value, list):
                 value = tuple(value)
             if value == default:

@@ -53,10 +53,10 @@ def _copy(tmp_path: Path) -> Path:
 
 def test_a_changed_number_is_caught_and_rewritten(tmp_path, capsys):
     root = _copy(tmp_path)
-    summary = root / "results/mushroom/quick/summary.csv"
-    s = pd.read_csv(summary)
-    s.loc[s.agent == "eps5", "cumulative_regret_mean"] = 99999
-    s.to_csv(summary, index=False)
+    metrics = root / "results/mushroom/quick/metrics.csv"
+    m = pd.read_csv(metrics)
+    m.loc[(m.agent == "eps5") & (m.step == m.step.max()), "cumulative_regret"] = 99999
+    m.to_csv(metrics, index=False)
     assert doc_tables.main(["--check", "--root", str(root)]) == 1
     err = capsys.readouterr().err
     assert "docs/bandit-results.md: quick" in err and "quick-detail" in err

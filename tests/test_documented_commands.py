@@ -31,8 +31,9 @@ def _commands() -> list[tuple[str, str, Path]]:
             m = re.search(r"python -m bandits\.run (.*)", line)
             if not m or "--resume" in line:
                 continue
-            command = re.sub(r"\$([A-Z_]+)", lambda v: variables.get(v.group(1), v.group(0)),
-                             m.group(1).split("`")[0].split("#")[0])
+            command = m.group(1).split("`")[0].split("#")[0]
+            for name, value in variables.items():
+                command = command.replace(f"${name}", value)
             argv = shlex.split(command)
             if "--out" not in argv or "$" in command:
                 continue

@@ -32,7 +32,6 @@ def _regret(path: str, agent: str, column: str = "cumulative_regret_mean",
 
 SWEEP = "results/mushroom/sweeps/neural-nu/sweep_summary.csv"
 SHOWDOWN = "results/mushroom/showdown/summary.csv"
-QUICK = "results/mushroom/quick/summary.csv"
 
 GRID = "results/mushroom/learner-screen/memory-grid"
 
@@ -56,7 +55,6 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
                   "results/mushroom/paper-horizon/README.md")),
     *((doc, lambda: f"{_wall('results/mushroom/quick')}")
       for doc in ("results/mushroom/README.md", "docs/bandit-results.md", "docs/speed.md")),
-    ("results/mushroom/README.md", lambda: f"BBB's {_regret(QUICK, 'bbb')}"),
     *(("results/mushroom/sweeps/neural-nu/README.md", text) for text in (
         lambda: f"({_regret(SWEEP, 'neuralucb', nu=1.0)} and {_regret(SWEEP, 'neuralts', nu=1.0)})",
         lambda: f"gives {_regret(SHOWDOWN, 'neuralucb')} and {_regret(SHOWDOWN, 'neuralts')}",
