@@ -85,8 +85,10 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
     until :func:`release_dir` or the process ends (a killed process releases it at once).
     The lock file records the claim (:data:`CLAIM` and this process's pid); a file of
     that name that is not a claim (a user's) is locked as it is, never written into nor
-    removed. The claim also removes what an earlier process killed mid-write left there:
-    the temporaries of the files ``outputs`` names (:func:`remove_stale_temporaries`).
+    removed. Where an earlier process was killed (its claim is still there), the claim
+    also removes what it left mid-write: the temporaries of the files ``outputs`` names
+    (:func:`remove_stale_temporaries`). Without such a claim, a file named like a
+    temporary is a user's, and stays.
 
     Raises:
         OutputDirError: Another process holds the claim, or the lock cannot be taken.
@@ -123,7 +125,8 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
         raise OutputDirError(busy)
     # a claim left by a killed run (or one whose creator lost the race to lock it) is the
     # project's too: this process's now
-    ours = ours or _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
+    left = not ours and _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
+    ours = ours or left
     if ours:
         try:
             os.ftruncate(fd, 0)
@@ -133,7 +136,8 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
             raise OutputDirError(f"cannot write to output directory {path}: "
                                  f"{e.strerror}") from None
     _claims[key] = (fd, ours)
-    remove_stale_temporaries(key, outputs)
+    if left:  # a killed run's folder: what its writes left is the project's to remove
+        remove_stale_temporaries(key, outputs)
 
 
 def holds_own_lock(path: Path) -> bool:

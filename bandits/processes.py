@@ -82,18 +82,17 @@ def requested_workers(given: int | None, default: int) -> int:
 
     Raises:
         UsageError: ``$BANDITS_WORKERS`` is not a whole number from 1 to 1024 (one line
-            naming it and what it must be).
+            naming it and what it must be), whether or not ``--workers`` is given: a
+            setting that is wrong is said, not silently passed over.
     """
-    if given is not None:
-        return given
     env = os.environ.get("BANDITS_WORKERS", "").strip()
-    if not env:
-        return default
-    if not env.isdecimal() or not 1 <= int(env) <= MAX_WORKERS:
+    if env and (not env.isdecimal() or not 1 <= int(env) <= MAX_WORKERS):
         raise UsageError(f"environment variable BANDITS_WORKERS={env!r} must be a whole "
                          f"number of worker processes from 1 to {MAX_WORKERS:,}; set it so, "
                          "or unset it to use the default")
-    return int(env)
+    if given is not None:
+        return given
+    return int(env) if env else default
 
 
 # ------------------------------------------------------------ shared by every worker

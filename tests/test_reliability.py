@@ -308,8 +308,24 @@ def test_a_temporary_left_by_a_killed_write_is_removed_on_the_next_start(tmp_pat
                           capture_output=True, text=True, check=True).stdout.strip()
     stale = out / f".checkpoint.pt.{dead}.tmp"
     stale.write_bytes(b"x" * 1000)
+    (out / outputs.LOCK).write_text(f"{outputs.CLAIM}{dead}\n")  # a killed run's claim
     assert main(["--resume", str(out), "--steps", "15"]) == 0
     assert not stale.exists()
+
+
+def test_a_users_file_named_like_a_temporary_stays_when_the_folder_is_refused(tmp_path,
+                                                                              capsys):
+    from bandits.run import main
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    users = out / f".metrics.csv.{dead}.tmp"  # no killed run's claim beside it: the user's
+    users.write_text("mine")
+    assert main([*TINY, "--steps", "3", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert users.read_text() == "mine"
 
 
 @pytest.mark.parametrize("module", ["run", "sweep", "plot", "diagnose", "bench", "regression",

@@ -81,6 +81,8 @@ def test_worker_count(monkeypatch):
     monkeypatch.setenv("BANDITS_WORKERS", "many")
     with pytest.raises(UsageError, match="BANDITS_WORKERS='many'"):
         runner.worker_count(None, 1)  # checked even when one part leaves no choice
+    with pytest.raises(UsageError, match="BANDITS_WORKERS='many'"):
+        runner.worker_count(2, 8)  # and when --workers is given
 
 
 def test_one_divergence_for_both_commands():
