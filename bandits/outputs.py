@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from bandits import startup
 from bandits.files import written_by
 
 
@@ -136,8 +137,15 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
             raise OutputDirError(f"cannot write to output directory {path}: "
                                  f"{e.strerror}") from None
     _claims[key] = (fd, ours)
+    startup.on_stop(release_all)  # a SIGTERM leaves no claim behind
     if left:  # a killed run's folder: what its writes left is the project's to remove
         remove_stale_temporaries(key, outputs)
+
+
+def release_all() -> None:
+    """Give up every claim this process holds (:func:`release_dir`)."""
+    for key in list(_claims):
+        release_dir(key)
 
 
 def holds_own_lock(path: Path) -> bool:

@@ -23,6 +23,16 @@ from bandits import kernels
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command with one line saying so (:func:`interruptible`)."""
 
+_ON_STOP: list = []  # what a stopping signal does before the command ends (on_stop)
+
+
+def on_stop(undo) -> None:
+    """Call ``undo()`` when SIGTERM or SIGHUP ends the command (:func:`interruptible`):
+    for example, give up an output folder's claim so that no lock file stays behind.
+    Once per callable; its errors are ignored (the command is ending)."""
+    if undo not in _ON_STOP:
+        _ON_STOP.append(undo)
+
 
 def start(prog: str) -> None:
     """What the command ``prog`` does first, before its slow imports: its signal handlers
@@ -45,6 +55,11 @@ def interruptible(prog: str) -> None:
             os.write(2, f"{prog}: stopped by signal {signal.Signals(signum).name}\n".encode())
         except OSError:  # no terminal left to say it on (SIGHUP)
             pass
+        for undo in reversed(_ON_STOP):
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - ending anyway: nothing more to do
+                pass
         signal.signal(signum, signal.SIG_DFL)  # end as the signal itself would have
         signal.raise_signal(signum)
         os._exit(128 + signum)  # not reached

@@ -434,3 +434,19 @@ def test_a_sweep_starts_with_a_line_saying_what_runs(tmp_path, capsys):
                        "--steps", "5", "--seeds", "2"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"bandits.sweep: 2 points over lr (2), 2 seeds, 5 steps each, 1 worker -> {out}"
+
+
+def test_sigterm_leaves_no_claim_behind(tmp_path):
+    out = tmp_path / "reg"
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.regression", "--out", str(out)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while not (out / outputs.LOCK).exists() and proc.poll() is None:
+        assert time.monotonic() < deadline, "the command never claimed its folder"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert "stopped by signal SIGTERM" in err
+    assert not (out / outputs.LOCK).exists()
