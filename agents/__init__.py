@@ -35,7 +35,7 @@ from agents import (
 from agents.base import Agent, AgentSpec, CommonSettings, Member
 from agents.graph_capture import capture_updates
 from agents.neural import NeuralAgent
-from bandits.config import compose
+from bandits.core.config import compose
 
 # The registry: every agent's spec, declared in its own module (a new agent: its module,
 # with its SPECS, and one line here), in the order --help lists them.

@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bandits.buffer import ReplayBuffer
-from bandits.config import COUNT, OPEN, setting
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import COUNT, OPEN, setting
 
 
 @dataclass
@@ -129,7 +129,7 @@ class AgentSpec:
             ``context_dim`` features and ``n_actions`` actions (one line), or None;
             asked before anything is allocated.
         settings: The dataclasses of the agent's own settings (each field made with
-            :func:`bandits.config.setting`: a flag of ``bandits.run``, with its help and
+            :func:`bandits.core.config.setting`: a flag of ``bandits.run``, with its help and
             range), beside :class:`CommonSettings`. Agents may share one (``bbb`` and
             ``bbb-lrt``); each setting has one owner.
         columns: Per-step quantities of the agent (:meth:`Agent.step_values` gives them),

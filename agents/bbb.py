@@ -64,7 +64,7 @@ from bandits.bayes import (
     posterior_grads,
     sample_weights,
 )
-from bandits.config import OPEN, SIGMA, setting
+from bandits.core.config import OPEN, SIGMA, setting
 
 
 class BBBAgent(NeuralAgent):

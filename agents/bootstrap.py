@@ -22,8 +22,8 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
-from bandits.buffer import ReplayBuffer
-from bandits.config import setting
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import setting
 
 
 class BootstrapAgent(NeuralAgent):

@@ -17,7 +17,7 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
-from bandits.config import OPEN, setting
+from bandits.core.config import OPEN, setting
 
 
 class DropoutAgent(NeuralAgent):

@@ -20,7 +20,7 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
-from bandits.config import setting
+from bandits.core.config import setting
 
 
 class EpsilonGreedyAgent(NeuralAgent):

@@ -45,8 +45,8 @@ import torch
 from torch import Tensor
 
 from agents.base import Agent, AgentSpec
-from bandits.buffer import ReplayBuffer
-from bandits.config import POSITIVE, setting
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import POSITIVE, setting
 
 
 def cholesky_rank_one_update(L: Tensor, x: Tensor) -> Tensor:

@@ -28,7 +28,7 @@ from torch import Tensor
 from agents.base import Agent
 from agents.graph_capture import CapturedUpdates
 from bandits.bayes import MLP, FlatMLP
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 LIKELIHOODS = ("fixed", "learned")
 

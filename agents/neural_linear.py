@@ -22,8 +22,8 @@ from torch import Tensor
 from agents.base import AgentSpec
 from agents.greedy import EpsilonGreedyAgent
 from agents.linear import BayesLinearRegression, PosteriorSettings, thompson_draw
-from bandits.buffer import ReplayBuffer
-from bandits.config import COUNT, setting
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import COUNT, setting
 
 
 class NeuralLinearAgent(EpsilonGreedyAgent):

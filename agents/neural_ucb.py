@@ -44,8 +44,8 @@ from torch import Tensor
 from agents.base import AgentConfig, AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
-from bandits.buffer import ReplayBuffer
-from bandits.config import OPEN, setting
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import OPEN, setting
 
 UCB_LAMBDA_RANGE = (1e-6, 1e6)
 """The accepted ``ucb_lambda``: the design starts at ``lambda I`` (its inverse at

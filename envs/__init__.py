@@ -38,7 +38,7 @@ from typing import Any
 
 import gymnasium
 
-from bandits.config import OPEN, setting
+from bandits.core.config import OPEN, setting
 from envs.spec import EnvSpec
 
 

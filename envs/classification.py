@@ -11,7 +11,7 @@ Data sets are :class:`LabelledData` entries of :data:`DATASETS`, by name:
 
 - ``"mushroom"``: UCI Mushroom (:func:`envs.mushroom.load_mushroom`), 117 one-hot features,
   2 arms: 0 = poisonous, 1 = edible;
-- ``"mnist"``: the 60,000 MNIST training images (:func:`bandits.idx.load_mnist`), 784 pixels
+- ``"mnist"``: the 60,000 MNIST training images (:func:`bandits.core.idx.load_mnist`), 784 pixels
   divided by 126 (Blundell et al.'s MNIST scaling; ``normalize="l2"`` gives the NeuralUCB
   and NeuralTS papers' unit-norm contexts), 10 arms: the digit.
 
@@ -42,8 +42,8 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from bandits.data import DataNotFoundError
-from bandits.idx import load_mnist, preprocess
+from bandits.core.data import DataNotFoundError
+from bandits.core.idx import load_mnist, preprocess
 from envs.core import BanditEnv, BanditProblem, Rounds
 from envs.mushroom import load_mushroom
 from envs.vector import BanditVectorEnv
@@ -98,7 +98,7 @@ def load(name: str, data_dir: str | os.PathLike | None = None
 
     Raises:
         ValueError: An unknown name, a loader that raises (but for a data file not found,
-            :class:`bandits.data.DataNotFoundError`, raised as it is), or a loader whose
+            :class:`bandits.core.data.DataNotFoundError`, raised as it is), or a loader whose
             result does not match its entry (not a pair of arrays, shapes, features that
             are not real numbers, labels outside ``0 .. K-1``); one line naming the data set.
     """

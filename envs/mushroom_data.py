@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bandits.data import ChecksumError, DataFile, content_sha256, resolve
+from bandits.core.data import ChecksumError, DataFile, content_sha256, resolve
 
 MUSHROOM_FILE = DataFile(
     dataset="mushroom",
@@ -129,7 +129,7 @@ def load_mushroom(
 ) -> tuple[NDArray[np.float32], NDArray[np.bool_]]:
     """Load and encode the UCI mushroom data.
 
-    The file is found by :func:`bandits.data.resolve`: ``data_dir``, else
+    The file is found by :func:`bandits.core.data.resolve`: ``data_dir``, else
     ``$BANDITS_DATA_DIR``, else the cache, else downloaded (checksum checked) into the cache.
     The encoded arrays are cached in-process per file (path, size and modification time), so
     creating many envs is cheap; they are returned read-only so no caller can change what
@@ -149,11 +149,11 @@ def load_mushroom(
         ``i`` is line ``i + 1`` of the file.
 
     Raises:
-        bandits.data.DataNotFoundError: The file is nowhere and could not be downloaded.
+        bandits.core.data.DataNotFoundError: The file is nowhere and could not be downloaded.
         MushroomFormatError: The file is malformed: an empty row, a row without 23
             columns (as the last row of a file cut short), an unknown class letter or
             attribute value, or not 8124 rows. Nothing is cached or returned then.
-        bandits.data.ChecksumError: ``verify`` and the file is well formed but not the
+        bandits.core.data.ChecksumError: ``verify`` and the file is well formed but not the
             published one.
     """
     path = resolve(MUSHROOM_FILE, data_dir).resolve()

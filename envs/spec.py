@@ -35,7 +35,7 @@ class EnvSpec:
         columns: ``info`` keys recorded at every step of every run, each a column of
             ``metrics.csv`` after the regret's (one number per run and step).
         settings: The dataclasses of the env's own settings (fields made with
-            :func:`bandits.config.setting`: flags of ``bandits.run``), each passed to the
+            :func:`bandits.core.config.setting`: flags of ``bandits.run``), each passed to the
             env as the keyword its field's ``option`` metadata names (else its own name).
     """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bandits import kernels
+from bandits.core import kernels
 
 kernels.pin()  # before anything imports torch, as every entry point does: the same bytes
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from agents import AGENTS, AgentConfig, make_agent
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 D, A, R = 6, 3, 4
 
@@ -222,13 +222,14 @@ def test_weight_decay_shrinks_a_point_estimate_network_and_leaves_bbb_alone():
 
 def test_every_agent_is_declared_once_by_its_own_module_and_read_from_its_spec():
     import agents
-    from bandits import parallel, plot, settings
+    from bandits.records import figures
+    from bandits.simulator import parallel, settings
 
     assert list(agents.AGENTS) == list(agents.SPECS)
     for name, spec in agents.SPECS.items():
         assert spec.name == name and issubclass(spec.cls, agents.Agent)
         assert spec.cls.__module__ == f"agents.{spec.cls.__module__.rsplit('.', 1)[-1]}"
-        assert plot.COLORS[name] == spec.color and plot.LABELS[name] == spec.label
+        assert figures.COLORS[name] == spec.color and figures.LABELS[name] == spec.label
     # the workers balance by each spec's cost; the memory estimate counts its networks
     assert parallel.assign([["bootstrap"], ["greedy"], ["eps1"]], 2) == [
         ["bootstrap"], ["greedy", "eps1"]]

@@ -23,7 +23,7 @@ import torch
 import envs
 from agents import AgentConfig, make_agent
 from agents.neural_ucb import UCB_LAMBDA_RANGE, design_size
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 from bandits.run import main
 from envs import classification
 from envs.classification import ClassificationEnv
@@ -242,7 +242,7 @@ def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, 
 STUCK = """
 import runpy, sys, time
 from pathlib import Path
-from bandits import files
+from bandits.core import files
 
 ready = Path(sys.argv[1])
 
@@ -368,7 +368,7 @@ def test_term_and_hup_say_so_and_leave_no_worker(sig, tmp_path):
 def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
     """`nohup cmd &`: the command keeps running when the terminal goes."""
     code = ("import os, signal, time\n"
-            "from bandits.startup import interruptible\n"
+            "from bandits.core.startup import interruptible\n"
             "interruptible('bandits.x')\n"
             "os.kill(os.getpid(), signal.SIGHUP)\n"
             "time.sleep(0.2)\n"
@@ -386,8 +386,8 @@ def test_a_hangup_ignored_at_start_stays_ignored(tmp_path):
     (["--agent", "linucb", "--lin-lambda", "0.5"], "--lin-lambda"),
 ])
 def test_a_setting_no_listed_agent_reads_is_refused_in_one_line(argv, flag):
-    from bandits.config import UsageError
-    from bandits.settings import parse_config
+    from bandits.core.config import UsageError
+    from bandits.simulator.settings import parse_config
 
     with pytest.raises(UsageError) as e:
         parse_config(argv)
@@ -397,7 +397,7 @@ def test_a_setting_no_listed_agent_reads_is_refused_in_one_line(argv, flag):
 
 
 def test_a_setting_an_agent_reads_or_its_preset_gives_is_accepted():
-    from bandits.settings import parse_config
+    from bandits.simulator.settings import parse_config
 
     assert parse_config(["--agent", "bootstrap", "--heads", "3"]).heads == 3
     assert parse_config(["--agent", "linucb", "greedy", "--lr", "0.01"]).lr == 0.01

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 
 def _fill(buf: ReplayBuffer, start: int, n: int) -> None:
@@ -134,7 +134,7 @@ def test_a_compact_buffer_refuses_a_context_outside_its_table_and_a_missing_item
 
 def test_a_mushroom_run_keeps_rows_in_its_buffer_and_its_checkpoint(mushroom_data_dir,
                                                                      tmp_path):
-    from bandits import checkpoint
+    from bandits.core import checkpoint
     from bandits.run import main
 
     out = tmp_path / "run"

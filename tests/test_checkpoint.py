@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from bandits import checkpoint
-from bandits.checkpoint import CheckpointError
+from bandits.core import checkpoint
+from bandits.core.checkpoint import CheckpointError
 
 
 def test_round_trip_and_kind(tmp_path):

@@ -16,7 +16,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs
-from bandits.run import main as run_main
+from bandits.simulator.run import main as run_main
 from envs import classification
 from envs.classification import ClassificationEnv, ClassificationVectorEnv
 
@@ -86,7 +86,7 @@ def test_mushroom_classes_labels_are_edibility(mushroom_data_dir):
 
 
 def test_mnist_is_ten_arms_over_the_training_images(mnist_data_dir):
-    from bandits.idx import load_mnist, preprocess
+    from bandits.core.idx import load_mnist, preprocess
 
     data = load_mnist(mnist_data_dir)
     venv = envs.make_vec("mnist", 2, data_dir=mnist_data_dir)
@@ -202,7 +202,7 @@ def test_normalize_runs_on_a_classification_bandit_and_is_refused_elsewhere(
 
 
 def test_a_setting_added_later_leaves_the_identity_of_older_runs_as_it_was():
-    from bandits.resume import identity
+    from bandits.simulator.resume import identity
 
     shipped = json.loads((Path(__file__).parents[1] / "results" / "mushroom"
                           / "paper-horizon" / "config.json").read_text())  # made before it

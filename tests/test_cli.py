@@ -1,5 +1,5 @@
 """One CLI style: every entry point declares its settings as a dataclass of
-bandits.config.setting fields; sweep, bench, plot and diagnose keep their flags, defaults
+bandits.core.config.setting fields; sweep, bench, plot and diagnose keep their flags, defaults
 and argparse's own errors."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from bandits import bench, diagnose, plot, sweep
-from bandits.config import build_parser, setting
+from bandits.analysis import diagnose, plot
+from bandits.core.config import build_parser, setting
+from bandits.experiments import sweep
+from bandits.tools import bench
 
 
 @dataclass

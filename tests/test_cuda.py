@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from agents import AgentConfig, make_agent
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 from bandits.run import main
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")

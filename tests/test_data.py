@@ -1,4 +1,4 @@
-"""Tests for :mod:`bandits.data`: where a data file is looked for, in which order,
+"""Tests for :mod:`bandits.core.data`: where a data file is looked for, in which order,
 and the download into the cache with its checksum. The network is never used:
 ``urllib.request.urlopen`` is replaced in every test (see ``_no_network``).
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bandits import data
-from bandits.data import (
+from bandits.core import data
+from bandits.core.data import (
     ENV_CACHE_DIR,
     ENV_DATA_DIR,
     DataFile,

@@ -2,7 +2,7 @@
 
 import torch
 
-from bandits import denormals
+from bandits.core import denormals
 
 
 def test_flushed_turns_flushing_on_and_puts_the_earlier_setting_back():
@@ -21,8 +21,8 @@ def test_flushed_turns_flushing_on_and_puts_the_earlier_setting_back():
 
 
 def test_the_simulator_flushes_while_it_runs_and_only_then(tmp_path):
-    from bandits.loop import simulate
-    from bandits.settings import parse_config
+    from bandits.simulator.loop import simulate
+    from bandits.simulator.settings import parse_config
 
     seen = []
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bandits import diagnose
-from bandits.hooks import Probe
-from bandits.regret import RegretLog, phase_length
+from bandits.analysis import diagnose
+from bandits.records.regret import RegretLog, phase_length
 from bandits.run import main
+from bandits.simulator.hooks import Probe
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
         "--updates-per-step", "1", "--no-progress", "--agent", "bbb", "greedy", "eps5",
@@ -170,7 +170,7 @@ def test_diagnose_refuses_a_damaged_file_in_one_line(tiny_run, tmp_path, capsys,
 
 @pytest.mark.parametrize("how", ["cut", "cut mid-row", "nan", "binary", "column"])
 def test_plot_refuses_a_damaged_metrics_file_in_one_line(tiny_run, tmp_path, capsys, how):
-    from bandits import plot
+    from bandits.analysis import plot
 
     path = _damaged_copy(tiny_run, tmp_path / "run", "metrics.csv", how)
     assert plot.main([str(tmp_path / "run")]) == 2

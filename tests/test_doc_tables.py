@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import doc_tables, neural_tables
+from bandits.tools import doc_tables, neural_tables
 
 REPO = Path(__file__).resolve().parents[1]
 NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
@@ -116,12 +116,12 @@ def test_an_unknown_block_name_is_an_error(tmp_path):
 
 
 def _pinned_or_skip(shipped: Path) -> None:
-    """The byte-for-byte promise holds under the pinned kernels (bandits.kernels) on x86-64
+    """The byte-for-byte promise holds under the pinned kernels (bandits.core.kernels) on x86-64
     with AVX2: skip elsewhere; the shipped result must have been made under the pin, and
     this process (conftest.py pins before torch loads) must run under it."""
     import json
 
-    from bandits import kernels
+    from bandits.core import kernels
 
     if not kernels.applies():
         pytest.skip("the same bytes are promised under the pinned kernels on x86-64 only "
@@ -145,7 +145,7 @@ def _has_avx2() -> bool:
 
 @pytest.mark.slow
 def test_the_shipped_regression_reruns_to_the_same_numbers(tmp_path):
-    from bandits.regression import main as regression
+    from bandits.tools.regression import main as regression
 
     _pinned_or_skip(REPO / "results/regression/config.json")
     assert regression(["--out", str(tmp_path / "r")]) == 0
@@ -155,7 +155,7 @@ def test_the_shipped_regression_reruns_to_the_same_numbers(tmp_path):
 
 @pytest.mark.slow
 def test_the_default_command_reruns_to_the_shipped_quick_result(tmp_path, mushroom_data_dir):
-    from bandits.run import main as run
+    from bandits.simulator.run import main as run
 
     _pinned_or_skip(REPO / "results/mushroom/quick/config.json")
     out = tmp_path / "quick"

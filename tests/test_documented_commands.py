@@ -56,8 +56,8 @@ def test_the_pages_document_the_shipped_runs():
 @pytest.mark.parametrize("where,command,run", COMMANDS,
                          ids=[f"{w}:{r.relative_to(REPO)}" for w, _, r in COMMANDS])
 def test_a_documented_command_makes_the_run_it_documents(where, command, run):
-    from bandits.resume import RUN
-    from bandits.settings import parse_config
+    from bandits.simulator.resume import RUN
+    from bandits.simulator.settings import parse_config
 
     recorded = json.loads((run / "config.json").read_text())
     if recorded.get("device") == "cuda":

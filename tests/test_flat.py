@@ -7,7 +7,7 @@ import torch
 from agents import AgentConfig, make_agent, make_agents
 from bandits.bayes import FlatMLP, GaussianPrior, ScaleMixturePrior, make_mlp
 from bandits.bayes.flat import ArmGroups, block_outer_sums
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 D, A, R = 5, 3, 4
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bandits import idx
-from bandits.data import ChecksumError, DataNotFoundError
-from bandits.idx import IDXError, load_mnist, parse_idx, preprocess, read_idx
+from bandits.core import idx
+from bandits.core.data import ChecksumError, DataNotFoundError
+from bandits.core.idx import IDXError, load_mnist, parse_idx, preprocess, read_idx
 
 
 def idx_bytes(arr: np.ndarray, type_code: int = 0x08) -> bytes:

@@ -43,7 +43,7 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
         "bandits.run",
         "bandits.mnist",
         "bandits.plot",
-        "bandits.outputs",
+        "bandits.core.outputs",
         "agents",
         "envs",
         "matplotlib",
@@ -54,35 +54,65 @@ def test_importing_bandits_does_not_import_the_runner(tmp_path):
     assert json.loads(_run(code, tmp_path)) == []
 
 
-# The floors of the layout (README, "Layout"): a module imports only the floors above it.
-APPLICATIONS = ["bandits.run", "bandits.sweep", "bandits.parallel", "bandits.mnist",
-                "bandits.bench", "bandits.plot", "bandits.diagnose"]
-# The simulator's own floors: settings, then the hooks, then the loop, then the command
-# line (bandits.run) and the parallel runner; the sweep: grid, then its results, then the
-# command line.
-RUNNER = ["bandits.settings", "bandits.hooks", "bandits.loop", "bandits.parallel", "bandits.run"]
-FLOORS = {
-    "bandits.bayes": ["agents", "envs", "bandits.buffer", "bandits.outputs", *APPLICATIONS],
-    "bandits.buffer": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
-    "bandits.data": ["agents", "envs", "bandits.outputs", *APPLICATIONS],
-    "bandits.idx": ["agents", "envs", "torch", "bandits.outputs", *APPLICATIONS],
-    "envs": ["agents", "bandits.bayes", "bandits.outputs", *APPLICATIONS],
-    "agents": ["envs", "bandits.outputs", *APPLICATIONS],
-    "bandits.mnist": ["agents", "envs", "bandits.run", "bandits.sweep", "bandits.parallel"],
-    **{m: RUNNER[i + 1:] + ["bandits.sweep"] for i, m in enumerate(RUNNER[:3])},
-    "bandits.parallel": ["bandits.run", "bandits.sweep"],
-    "bandits.run": ["bandits.grid", "bandits.sweep_results", "bandits.sweep"],
-    "bandits.grid": ["bandits.sweep_results", "bandits.sweep"],
-    "bandits.sweep_results": ["bandits.sweep"],
-}
+# The layers (docs/layout.md): the folders of the project, each importing only the
+# layers before it, never a folder of its own layer. The commands (bandits.run and the
+# other thin modules beside the folders) and the package's __init__ are the last.
+LAYERS = [
+    ["bandits.bayes"],
+    ["bandits.core"],
+    ["agents", "envs", "bandits.mnist"],
+    ["bandits.records"],
+    ["bandits.simulator"],
+    ["bandits.analysis"],
+    ["bandits.experiments"],
+    ["bandits.tools", "bandits.studies"],
+]
+COMMANDS = ["bandits.run", "bandits.sweep", "bandits.plot", "bandits.diagnose",
+            "bandits.bench", "bandits.regression", "bandits.gradient_variance",
+            "bandits.doc_tables"]
+
+
+def _folder_of(module: str) -> str:
+    """The folder (a package of LAYERS) a module belongs to, or the module itself."""
+    return next((f for layer in LAYERS for f in layer
+                 if module == f or module.startswith(f + ".")), module)
+
+
+def _layer_of(module: str) -> int:
+    folder = _folder_of(module)
+    return next((i for i, layer in enumerate(LAYERS) if folder in layer), len(LAYERS))
+
+
+def test_every_module_of_the_project_is_in_a_layer_or_is_a_command():
+    loose = {m for m in _import_graph() if _layer_of(m) == len(LAYERS)}
+    assert loose == {"bandits", *COMMANDS}
+
+
+def test_each_layer_imports_only_the_layers_before_it():
+    wrong = sorted((m, t) for m, targets in _import_graph().items() for t in targets
+                   if _folder_of(t) != _folder_of(m) and _layer_of(t) >= _layer_of(m)
+                   and not (m == "bandits" and t == "bandits.simulator.api"))  # LAZY
+    assert wrong == []
+
+
+def test_the_layer_check_finds_an_import_upwards():
+    assert _layer_of("bandits.core.buffer") < _layer_of("agents.bbb") < \
+        _layer_of("bandits.simulator.loop") < _layer_of("bandits.run")
+    assert _folder_of("envs.mushroom") != _folder_of("agents.bbb")
+    assert _layer_of("envs.mushroom") == _layer_of("agents.bbb")  # one layer: refused too
 
 
 @pytest.mark.slow
-def test_each_floor_imports_only_the_floors_above_it(tmp_path):
-    for module, below in FLOORS.items():
-        code = (f"import importlib, json, sys; importlib.import_module({module!r}); "
-                f"print(json.dumps([m for m in {below!r} if m in sys.modules]))")
-        assert json.loads(_run(code, tmp_path)) == [], module
+def test_importing_a_layer_loads_no_later_layer(tmp_path):
+    graph = _import_graph()
+    for i, layer in enumerate(LAYERS[:-1]):
+        modules = sorted(m for m in graph if _layer_of(m) == i)
+        later = sorted({_folder_of(m) for m in graph if _layer_of(m) > i} - {"bandits"})
+        code = (f"import importlib, json, sys, bandits; root = set(sys.modules); "  # and the
+                f"[importlib.import_module(m) for m in {modules!r}]; "  # root's own imports
+                f"print(json.dumps([m for m in sys.modules if m not in root and (m in "
+                f"{later!r} or any(m.startswith(f + '.') for f in {later!r}))]))")
+        assert json.loads(_run(code, tmp_path)) == [], layer
 
 
 # Imports inside a function, each with its reason; any other is refused (a function-level
@@ -90,8 +120,9 @@ def test_each_floor_imports_only_the_floors_above_it(tmp_path):
 LAZY = {
     ("bandits/mnist/__init__.py", "bandits.mnist.cli"): "the command turns Ctrl-C on first",
     ("envs/__init__.py", "envs.classification"): "import envs loads no data module",
-    ("bandits/__init__.py", "bandits.api"): "import bandits loads no torch: bandits.simulate "
-                                            "loads the simulator when called",
+    ("bandits/__init__.py", "bandits.simulator.api"): "import bandits loads no torch: "
+                                                      "bandits.simulate loads the simulator "
+                                                      "when called",
 }
 
 
@@ -114,7 +145,7 @@ def test_no_module_imports_the_project_inside_a_function():
 
 # Packages whose modules count as one node of the folder graph (the other modules of
 # bandits/ are each their own node).
-FOLDERS = ("bandits.bayes", "bandits.mnist", "bandits.studies", "agents", "envs")
+FOLDERS = tuple(f for layer in LAYERS for f in layer)
 
 
 def _import_graph() -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""The pinned math kernels (bandits.kernels): set by every entry point before torch loads,
+"""The pinned math kernels (bandits.core.kernels): set by every entry point before torch loads,
 recorded in config.json, left to the libraries with BANDITS_NATIVE_KERNELS=1, and a
 variable the user set is kept as it is."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from bandits import kernels
+from bandits.core import kernels
 
 ROOT = Path(__file__).parents[1]
-PROBE = ("from bandits import kernels; kernels.pin(); import json, torch; "
+PROBE = ("from bandits.core import kernels; kernels.pin(); import json, torch; "
          "print(json.dumps(kernels.record()))")
 x86 = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
                          reason="the pin is set on x86-64 only")
@@ -53,7 +53,7 @@ def test_a_variable_the_user_set_is_kept_and_the_record_says_it_is_not_the_pin()
 
 @x86
 def test_a_pin_after_torch_loaded_is_not_taken_for_one():
-    code = ("import torch; from bandits import kernels; kernels.pin(); import json; "
+    code = ("import torch; from bandits.core import kernels; kernels.pin(); import json; "
             "print(json.dumps(kernels.record()))")
     done = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True,
                           text=True, timeout=120, check=True)

@@ -11,7 +11,7 @@ from agents.linear import (
     inverse_factor_rank_one_update,
     inverse_rank_one_update,
 )
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 
 def test_rank_one_update_equals_a_fresh_cholesky():
@@ -129,7 +129,7 @@ def test_neurallinear_features_are_the_last_hidden_layer():
 def test_linucb_learns_a_linear_problem_well_below_uniform():
     # reward = z[0] for action 0 and 1 - z[0] for action 1, no noise
     from agents import make_agent
-    from bandits.buffer import ReplayBuffer
+    from bandits.core.buffer import ReplayBuffer
 
     runs, d = 3, 4
     agent = make_agent("linucb", d, 2, runs, 0, AgentConfig(ucb_alpha=0.5))
@@ -150,7 +150,7 @@ def test_linucb_learns_a_linear_problem_well_below_uniform():
 
 def test_linucb_batched_equals_each_run_alone():
     from agents import make_agent
-    from bandits.buffer import ReplayBuffer
+    from bandits.core.buffer import ReplayBuffer
 
     runs, d = 3, 5
     rng = np.random.default_rng(1)
@@ -335,7 +335,7 @@ def test_bench_agents_per_step_times_every_agent_on_mnist_shaped_contexts(tmp_pa
     import pandas as pd
 
     from agents import AGENTS
-    from bandits import bench
+    from bandits.tools import bench
 
     out = tmp_path / "bench"
     assert bench.main(["--agents-per-step", "--runs", "1", "--updates", "1", "--rounds", "1",
@@ -354,7 +354,7 @@ def test_bench_agents_per_step_under_the_papers_setup_projects_their_schedule(tm
 
     import pandas as pd
 
-    from bandits import bench
+    from bandits.tools import bench
 
     out = tmp_path / "bench"
     assert bench.main(["--agents-per-step", "--papers-setup", "--runs", "1", "--updates", "1",

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bandits.memory import MEMORY_COLUMNS, memory_frame
-from bandits.regret import phase_length
+from bandits.records.memory import MEMORY_COLUMNS, memory_frame
+from bandits.records.regret import phase_length
 
 
 def _brute_force(agents, seeds, action, reward, item, optimal, buffer_size):
@@ -81,7 +81,7 @@ def _memorising_run(steps=3000, items=1000, seed=0):
 
 
 def test_memorisation_puts_a_memorising_agents_bites_on_mushrooms_last_paying_high():
-    from bandits.memory import memorisation, memorisation_summary
+    from bandits.records.memory import memorisation, memorisation_summary
 
     item, optimal, action, reward = _memorising_run()
     memory = memory_frame(["greedy"], [0, 1], action, reward, item, optimal, 10_000)
@@ -99,7 +99,7 @@ def test_memorisation_puts_a_memorising_agents_bites_on_mushrooms_last_paying_hi
 
 
 def test_memorisation_takes_random_exploration_out():
-    from bandits.diagnose import memorisation
+    from bandits.analysis.diagnose import memorisation
 
     # 5 % greedy eating 2.5 % of every category: all of it random exploration
     rows = [{"agent": "eps5", "seed": s, "start": 1, "end": 100, "edible": False,
@@ -111,7 +111,7 @@ def test_memorisation_takes_random_exploration_out():
 
 
 def test_diagnose_writes_the_memorisation_table_of_a_mushroom_run(tmp_path, mushroom_data_dir):
-    from bandits import diagnose
+    from bandits.analysis import diagnose
     from bandits.run import main
 
     out = tmp_path / "run"
@@ -130,7 +130,7 @@ def test_diagnose_refuses_a_memory_record_cut_short_and_never_reports_a_stale_ta
         tmp_path, mushroom_data_dir, capsys):
     import shutil
 
-    from bandits import diagnose
+    from bandits.analysis import diagnose
     from bandits.run import main
 
     out = tmp_path / "run"

@@ -733,7 +733,7 @@ def test_a_killed_worker_or_ctrl_c_ends_in_one_line_and_resumes(mnist_data_dir, 
 @pytest.mark.slow
 def test_bench_mnist_workers_times_each_worker_count_and_checks_the_bytes(mnist_data_dir,
                                                                          monkeypatch):
-    from bandits import bench
+    from bandits.tools import bench
 
     monkeypatch.setenv("BANDITS_DATA_DIR", str(mnist_data_dir))
     df = bench.mnist_workers([1, 2], rounds=1, extra=TINY_MNIST[:8] + ["--epochs", "1"])

@@ -17,7 +17,7 @@ import torch
 
 from bandits import mnist
 from bandits.bayes import ScaleMixturePrior
-from bandits.config import UsageError
+from bandits.core.config import UsageError
 from bandits.mnist import cli, config, train
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import BatchedClassifiers, RunSpec

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bandits import mnist
-from bandits.files import write_csv
+from bandits.core.files import write_csv
 from bandits.mnist.gather import MODELS_FILE, read_models
 from bandits.mnist.model_files import read_csv_rows
 from bandits.mnist.report import report

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import envs
-from bandits.data import DataNotFoundError
+from bandits.core.data import DataNotFoundError
 from envs.mushroom import (
     ATTRIBUTES,
     FEATURE_NAMES,
@@ -294,7 +294,7 @@ def test_reward_constants_are_arguments(mushroom_data_dir):
 @pytest.mark.parametrize("change", ["label", "feature"])
 def test_a_changed_but_well_formed_file_is_refused_wherever_it_is_found(
         tmp_path, mushroom_data_dir, change):
-    from bandits.data import ChecksumError
+    from bandits.core.data import ChecksumError
 
     lines = (mushroom_data_dir / "mushroom" / FILE).read_text().splitlines()
     fields = lines[10].split(",")

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from agents import AgentConfig, make_agent
-from bandits.buffer import ReplayBuffer
+from bandits.core.buffer import ReplayBuffer
 
 D = 4
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bandits import parallel
 from bandits.run import main
+from bandits.simulator import parallel
 
 ROOT = Path(__file__).parents[1]
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
@@ -51,7 +51,7 @@ def test_populations_are_balanced_and_kept_whole():
 
 
 def test_the_default_is_the_cores_at_most_one_per_population(monkeypatch):
-    from bandits.run import parse_config
+    from bandits.simulator.run import parse_config
 
     monkeypatch.delenv("BANDITS_WORKERS")
     monkeypatch.setattr(parallel, "available_cores", lambda: 8)
@@ -140,7 +140,7 @@ def test_divergence_in_a_worker_is_reported(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_bench_scaling_writes_its_table(tmp_path, mushroom_data_dir, monkeypatch):
-    from bandits import bench
+    from bandits.tools import bench
 
     monkeypatch.setenv("BANDITS_DATA_DIR", str(mushroom_data_dir))
     # horizons far enough apart that the steps' time outweighs start-up noise on a busy
@@ -158,7 +158,7 @@ def test_bench_scaling_writes_its_table(tmp_path, mushroom_data_dir, monkeypatch
 @pytest.mark.slow
 def test_bench_default_command_times_each_worker_count_and_checks_the_bytes(
         mushroom_data_dir, monkeypatch):
-    from bandits import bench
+    from bandits.tools import bench
 
     monkeypatch.setenv("BANDITS_DATA_DIR", str(mushroom_data_dir))
     df = bench.default_command([1, 2], rounds=1,
@@ -170,7 +170,7 @@ def test_bench_default_command_times_each_worker_count_and_checks_the_bytes(
 def test_a_pool_worker_prints_no_traceback_for_a_ctrl_c_in_a_callback(monkeypatch):
     import types
 
-    from bandits.processes import _unraisable
+    from bandits.core.processes import _unraisable
     reported = []
     monkeypatch.setattr(sys, "__unraisablehook__", reported.append)
     interrupt = types.SimpleNamespace(exc_type=KeyboardInterrupt)

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bandits import plot
+from bandits.analysis import plot
+from bandits.records import figures
 
 
 def _metrics(agents=("bbb", "greedy"), seeds=(0, 1, 2), steps=(1, 5, 10)) -> pd.DataFrame:
@@ -66,7 +67,7 @@ def test_combined_colors_styles_labels(tmp_path):
     m1 = _metrics(agents=("bbb", "greedy", "mystery", "other"))
     m2 = _metrics(agents=("bbb", "greedy", "mystery", "other"))
     metrics = pd.concat([m1.assign(run="a"), m2.assign(run="b")], ignore_index=True)
-    fig = plot.regret_figure(metrics)
+    fig = figures.regret_figure(metrics)
     try:
         ax = fig.axes[0]
         lines, bands = ax.lines, ax.collections
@@ -76,18 +77,18 @@ def test_combined_colors_styles_labels(tmp_path):
         by_label = {ln.get_label(): ln for ln in lines}
         bbb_a = by_label["Bayes by Backprop (Thompson) [a] (n=3)"]
         bbb_b = by_label["Bayes by Backprop (Thompson) [b] (n=3)"]
-        assert _same_color(bbb_a.get_color(), plot.COLORS["bbb"])
-        assert _same_color(bbb_b.get_color(), plot.COLORS["bbb"])
+        assert _same_color(bbb_a.get_color(), figures.COLORS["bbb"])
+        assert _same_color(bbb_b.get_color(), figures.COLORS["bbb"])
         assert bbb_a.get_linestyle() != bbb_b.get_linestyle()
-        assert _same_color(by_label["greedy [b] (n=3)"].get_color(), plot.COLORS["greedy"])
+        assert _same_color(by_label["greedy [b] (n=3)"].get_color(), figures.COLORS["greedy"])
         # agents without a COLORS entry: distinct colours, shared across runs
         mys = [by_label[f"mystery [{r}] (n=3)"].get_color() for r in "ab"]
         oth = [by_label[f"other [{r}] (n=3)"].get_color() for r in "ab"]
         assert _same_color(*mys) and _same_color(*oth)
         assert not _same_color(mys[0], oth[0])
         for c in (mys[0], oth[0]):
-            assert not _same_color(c, plot.COLORS["bbb"])
-            assert not _same_color(c, plot.COLORS["greedy"])
+            assert not _same_color(c, figures.COLORS["bbb"])
+            assert not _same_color(c, figures.COLORS["greedy"])
     finally:
         plot.plt.close(fig)
 
@@ -107,14 +108,14 @@ def test_combined_cli(tmp_path, capsys):
     assert plot.main([str(d1), str(d2), "--expected"]) == 0
     assert (tmp_path / "expected_regret_r1+r2.png").is_file()
     many = [_run_dir(tmp_path / f"a-rather-long-run-name-{k}") for k in range(8)]
-    assert plot.combined_name(many, "regret").name == (
+    assert figures.combined_name(many, "regret").name == (
         "regret_" + "+".join(d.name for d in many[:4]) + "+4-more.png")
 
 
 def test_linestyles_cycle():
     metrics = pd.concat([_metrics(agents=("bbb",)).assign(run=str(i)) for i in range(5)],
                         ignore_index=True)
-    fig = plot.regret_figure(metrics)
+    fig = figures.regret_figure(metrics)
     try:
         styles = [ln.get_linestyle() for ln in fig.axes[0].lines]
     finally:
@@ -125,17 +126,17 @@ def test_linestyles_cycle():
 def test_redraw_title(tmp_path, monkeypatch):
     d = _run_dir(tmp_path / "run", seeds=(3, 4), steps=(1, 7, 42))
     titles = []
-    real = plot.regret_figure
+    real = figures.regret_figure
 
     def spy(*args, **kw):
         fig = real(*args, **kw)
         titles.append(fig.axes[0].get_title())
         return fig
 
-    monkeypatch.setattr(plot, "regret_figure", spy)
+    monkeypatch.setattr(figures, "regret_figure", spy)
     assert plot.main([str(d)]) == 0
     assert titles[-1] == "mushroom: 2 seeds, 42 steps"  # as bandits.run draws it
-    assert plot.run_title(d, pd.read_csv(d / "metrics.csv")) == "mushroom: 2 seeds, 42 steps"
+    assert figures.run_title(d, pd.read_csv(d / "metrics.csv")) == "mushroom: 2 seeds, 42 steps"
     (d / "config.json").unlink()
     assert plot.main([str(d)]) == 0
     assert titles[-1] == ""
@@ -175,7 +176,8 @@ def test_write_error_keeps_old_file(tmp_path, capsys, monkeypatch):
     def fail(*args, **kw):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(plot, "save_figure", fail)
+    monkeypatch.setattr(figures, "save_figure", fail)  # one run's figure: the run's own
+    monkeypatch.setattr(plot, "save_figure", fail)  # drawing; several runs': the command's
     assert plot.main([str(d)]) == 2
     line = _error_line(capsys)
     assert f"cannot write {d / 'regret.png'}: No space left on device" in line
@@ -201,7 +203,7 @@ def test_no_metrics(tmp_path, capsys):
 
 
 def test_plot_regret_as_run_calls_it(tmp_path):
-    plot.plot_regret(_metrics(), tmp_path / "regret.png", log_y=True, title="t: 3 seeds")
+    figures.plot_regret(_metrics(), tmp_path / "regret.png", log_y=True, title="t: 3 seeds")
     assert (tmp_path / "regret.png").is_file() and (tmp_path / "regret.pdf").is_file()
 
 
@@ -209,7 +211,7 @@ def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_ranks_the_le
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from bandits.plot import regret_figure
+    from bandits.records.figures import regret_figure
 
     rng = np.random.default_rng(0)
     steps = np.arange(1, 201)
@@ -240,7 +242,7 @@ def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_ranks_the_le
 def test_a_combined_figure_puts_its_legend_below_the_axes():
     import matplotlib.pyplot as plt
 
-    from bandits.plot import regret_figure
+    from bandits.records.figures import regret_figure
 
     metrics = pd.concat([_metrics().assign(run="20261126-101010-mushroom-quick"),
                          _metrics().assign(run="20261126-111111-mushroom-quick")])
@@ -258,12 +260,12 @@ def test_a_combined_figure_puts_its_legend_below_the_axes():
 def test_panels_draw_each_run_in_its_own_titled_panel(tmp_path):
     import pandas as pd
 
-    from bandits import plot
+    from bandits.records import figures
 
     rows = [{"agent": a, "seed": s, "step": t, "cumulative_regret": float(t * (1 + s + i))}
             for i, a in enumerate(["bbb", "greedy"]) for s in range(3) for t in (1, 5, 10)]
     frames = [pd.DataFrame(rows), pd.DataFrame(rows)]
-    fig = plot.panels_figure(frames, ["the paper's", "with a memory"], log_y=True,
+    fig = figures.panels_figure(frames, ["the paper's", "with a memory"], log_y=True,
                              labels=[{"bbb": "Bayes by Backprop (mean of 2 samples)"}, {}])
     try:
         axes = fig.get_axes()
@@ -280,7 +282,7 @@ def test_panels_draw_each_run_in_its_own_titled_panel(tmp_path):
 
 
 def test_panels_need_a_title_per_run(tmp_path, capsys):
-    from bandits import plot
+    from bandits.analysis import plot
 
     d = tmp_path / "run"
     d.mkdir()

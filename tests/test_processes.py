@@ -1,4 +1,4 @@
-"""The one worker pool (bandits.processes.run_jobs): results in order, a job that raises,
+"""The one worker pool (bandits.core.processes.run_jobs): results in order, a job that raises,
 a worker that dies, retries, and Ctrl-C passed on once to every worker."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from bandits.processes import how_it_ended, one_line, run_jobs
+from bandits.core.processes import how_it_ended, one_line, run_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +61,7 @@ def test_how_a_worker_ended_in_words():
 PARENT = """
 import json, os, signal, sys, time
 from pathlib import Path
-from bandits.processes import JobsInterrupted, ctrl_c_on, parent_stopped, run_jobs
+from bandits.core.processes import JobsInterrupted, ctrl_c_on, parent_stopped, run_jobs
 
 def wait_for_ctrl_c(k):
     signal.signal(signal.SIGINT, signal.default_int_handler)

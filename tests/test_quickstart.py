@@ -37,8 +37,8 @@ def test_the_readme_quickstart_runs_and_ranks_the_agents(mushroom_data_dir, tmp_
 
 def test_the_software_is_citable_and_its_version_is_shown_and_recorded(tmp_path):
     import bandits
-    from bandits.files import package_versions
-    from bandits.settings import build_parser
+    from bandits.core.files import package_versions
+    from bandits.simulator.settings import build_parser
 
     cff = (REPO / "CITATION.cff").read_text(encoding="utf-8")
     assert "cff-version:" in cff and f"version: {bandits.__version__}" in cff

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from bandits.regression import MODELS, main
+from bandits.tools.regression import MODELS, main
 
 FAST = ["--steps", "60", "--samples", "10", "--heldout", "50", "--hidden", "16"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import checkpoint, files, outputs
-from bandits.config import with_flags
+from bandits.core import checkpoint, claims, files, outputs
+from bandits.core.config import with_flags
 from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",
@@ -118,7 +118,7 @@ def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
 
 def test_a_full_disk_while_gathering_the_workers_files_is_one_line(tmp_path, capsys,
                                                                     monkeypatch):
-    from bandits import parallel
+    from bandits.simulator import parallel
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "metrics.csv"))
@@ -174,7 +174,7 @@ def test_two_runs_started_at_once_into_one_directory(tmp_path):
     assert codes == [0, 2], done
     err = next(e for code, e in done if code == 2).strip()
     assert ("another run is writing" in err or "not empty" in err) and len(err.splitlines()) == 1
-    from bandits.outputs import LOCK
+    from bandits.core.outputs import LOCK
 
     assert not (out / LOCK).exists()
 
@@ -183,7 +183,7 @@ def test_a_claimed_directory_is_refused_even_with_overwrite(tmp_path, capsys):
     out = tmp_path / "busy"
     out.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from bandits.outputs import claim_dir; "
+        [sys.executable, "-c", "import sys, time; from bandits.core.outputs import claim_dir; "
          f"claim_dir({str(out)!r}); print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -257,7 +257,7 @@ def test_argparse_and_usage_errors_share_one_prefix(capsys):
 
 
 def test_a_second_ctrl_c_during_the_final_writes_keeps_every_output(tmp_path, monkeypatch):
-    from bandits import loop
+    from bandits.simulator import loop
 
     out = tmp_path / "run"
     original = loop.write_outputs
@@ -308,7 +308,7 @@ def test_a_temporary_left_by_a_killed_write_is_removed_on_the_next_start(tmp_pat
                           capture_output=True, text=True, check=True).stdout.strip()
     stale = out / f".checkpoint.pt.{dead}.tmp"
     stale.write_bytes(b"x" * 1000)
-    (out / outputs.LOCK).write_text(f"{outputs.CLAIM}{dead}\n")  # a killed run's claim
+    (out / claims.LOCK).write_text(f"{claims.CLAIM}{dead}\n")  # a killed run's claim
     assert main(["--resume", str(out), "--steps", "15"]) == 0
     assert not stale.exists()
 
@@ -341,7 +341,7 @@ def test_every_help_starts_with_a_whole_sentence(module):
 
 
 def test_bench_writes_outside_the_shipped_results_by_default(tmp_path, monkeypatch):
-    from bandits import bench
+    from bandits.tools import bench
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "results" / "bench").mkdir(parents=True)
@@ -362,7 +362,7 @@ def test_a_sweep_directory_is_claimed_and_workers_are_bounded_by_memory(tmp_path
     out = tmp_path / "s"
     out.mkdir()
     holder = subprocess.Popen(  # another sweep is writing here
-        [sys.executable, "-c", "import sys; from pathlib import Path; from bandits.outputs "
+        [sys.executable, "-c", "import sys; from pathlib import Path; from bandits.core.outputs "
          f"import claim_dir; claim_dir(Path({str(out)!r})); print('held', flush=True); "
          "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         cwd=ROOT)
@@ -406,13 +406,13 @@ def test_an_interrupt_while_starting_is_one_line_and_exit_130(tmp_path, module, 
     assert proc.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
     assert "interrupted" in stderr
-    assert not out.exists() or not any(p.name != outputs.LOCK for p in out.iterdir())
+    assert not out.exists() or not any(p.name != claims.LOCK for p in out.iterdir())
 
 
 def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory(
         tmp_path, capsys, monkeypatch):
-    from bandits import loop
-    from bandits import run as runner
+    from bandits.simulator import loop
+    from bandits.simulator import run as runner
 
     def interrupted(cfg):
         raise KeyboardInterrupt
@@ -426,7 +426,7 @@ def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory
 
 
 def test_a_sweep_starts_with_a_line_saying_what_runs(tmp_path, capsys):
-    from bandits.sweep import main as sweep_main
+    from bandits.experiments.sweep import main as sweep_main
 
     out = tmp_path / "s"
     assert sweep_main(["--set", "lr=0.001,0.002", "--out", str(out), "--workers", "1",
@@ -442,11 +442,11 @@ def test_sigterm_leaves_no_claim_behind(tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.monotonic() + 120
-    while not (out / outputs.LOCK).exists() and proc.poll() is None:
+    while not (out / claims.LOCK).exists() and proc.poll() is None:
         assert time.monotonic() < deadline, "the command never claimed its folder"
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM, err
     assert "stopped by signal SIGTERM" in err
-    assert not (out / outputs.LOCK).exists()
+    assert not (out / claims.LOCK).exists()

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from bandits import checkpoint
+from bandits.core import checkpoint
 from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",

@@ -167,7 +167,7 @@ def test_help_states_defaults():
 
 
 def test_plot_redraws_from_csv(tmp_path):
-    from bandits.plot import main as plot_main
+    from bandits.analysis.plot import main as plot_main
 
     out = tmp_path / "r"
     assert main([*TINY, "--agent", "uniform", "greedy", "--out", str(out)]) == 0
@@ -210,7 +210,7 @@ def test_sweep_refuses_a_setting_set_twice(tmp_path, capsys):
 
 
 def test_the_closing_ranking_states_standard_errors_and_separation():
-    from bandits.regret import ranking
+    from bandits.records.regret import ranking
 
     rows = []
     for seed in range(5):
@@ -225,7 +225,7 @@ def test_the_closing_ranking_states_standard_errors_and_separation():
 
 
 def test_a_summary_of_agents_at_different_steps_ranks_nothing(tmp_path, capsys):
-    from bandits.run import print_summary
+    from bandits.simulator.run import print_summary
 
     pd.DataFrame({"agent": ["bbb", "eps1"], "steps": [53, 32], "seeds": 2,
                   "cumulative_regret_mean": [10.0, 20.0],
@@ -257,10 +257,10 @@ def test_errors_that_say_what_is_wrong(args, message, tmp_path, capsys):
 
 
 def test_a_users_hook_looks_after_every_step_and_changes_nothing(tmp_path):
-    """A hook of one's own (bandits.hooks.Hook) goes into simulate without editing the
+    """A hook of one's own (bandits.simulator.hooks.Hook) goes into simulate without editing the
     loop; looking changes no number of the run."""
-    from bandits.loop import simulate
-    from bandits.settings import parse_config
+    from bandits.simulator.loop import simulate
+    from bandits.simulator.settings import parse_config
 
     class MeanLoss:  # a toy per-step metric: each population's mean training loss
         def __init__(self):

@@ -1,4 +1,4 @@
-"""What the simulator and the MNIST trainer share (bandits.runner): a run's identity, the
+"""What the simulator and the MNIST trainer share (bandits.core.runner): a run's identity, the
 resume's checks, the worker count and divergence, one implementation for both."""
 
 from __future__ import annotations
@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bandits import hooks, runner
-from bandits.config import UsageError
+from bandits.core import runner
+from bandits.core.config import UsageError
 from bandits.mnist import train
 from bandits.mnist.training_state import TRAINING
-from bandits.resume import RUN
+from bandits.simulator import hooks
+from bandits.simulator.resume import RUN
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 

@@ -9,8 +9,8 @@ import torch
 
 import agents.neural
 from agents import AgentConfig, make_agent
-from bandits.buffer import ReplayBuffer
-from bandits.run import main as run_main
+from bandits.core.buffer import ReplayBuffer
+from bandits.simulator.run import main as run_main
 
 D, A, RUNS, N = 3, 2, 2, 10
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits import run as runner
-from bandits.config import with_flags
-from bandits.sweep import main, make_points, parse_sets
+from bandits.core.config import with_flags
+from bandits.experiments.sweep import main, make_points, parse_sets
+from bandits.simulator import run as runner
 
 ROOT = Path(__file__).parents[1]
 BASE = ["--", "--env", "wheel", "--agent", "bbb", "greedy", "--seeds", "2", "--steps", "15",
@@ -116,7 +116,7 @@ def test_grid_file(tmp_path):
     spec = tmp_path / "grid.toml"
     spec.write_text('[base]\nagent = ["bbb"]\nseeds = 3\n[grid]\nprior = ["mixture", "gaussian"]\n'
                     'init_sigma = [0.01, 0.02]\n')
-    from bandits.sweep import load_spec
+    from bandits.experiments.sweep import load_spec
 
     base, grid = load_spec(spec)
     points = make_points(base, grid, tmp_path)
@@ -158,7 +158,7 @@ def crash_once(point):
     """A sweep task whose worker dies (os._exit) the first time it runs a point."""
     import os
 
-    from bandits.sweep import run_point
+    from bandits.experiments.sweep import run_point
 
     marker = Path(point.out + ".crashed")
     if not marker.exists():
@@ -170,7 +170,7 @@ def crash_once(point):
 
 @pytest.mark.slow
 def test_a_dead_worker_is_retried(tmp_path):
-    from bandits.sweep import _local, _Progress
+    from bandits.experiments.sweep import _local, _Progress
 
     points = make_points({"env": "wheel", "agent": ["greedy"], "seeds": 2, "steps": 15,
                           "hidden": [8], "batch_size": 8, "updates_per_step": 1},
@@ -375,7 +375,7 @@ def test_the_summary_has_the_second_half_regret_per_step_from_the_phases(small_s
 def test_redraw_collects_the_points_again_where_they_are_there(small_sweep, tmp_path):
     import shutil
 
-    from bandits.sweep import redraw
+    from bandits.experiments.sweep import redraw
 
     copy = tmp_path / "copy"
     shutil.copytree(small_sweep, copy)

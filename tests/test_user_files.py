@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from bandits import bench, outputs, plot
 from bandits import mnist as mnist_cli
-from bandits.run import OUTPUTS, main
+from bandits.analysis import plot
+from bandits.core import claims, outputs
+from bandits.simulator.run import OUTPUTS, main
+from bandits.tools import bench
 
 ROOT = Path(__file__).parents[1]
 TINY = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
@@ -141,7 +143,7 @@ def test_run_and_mnist_never_overwrite_each_others_outputs(mnist_data_dir, tmp_p
 
 
 def test_written_by_tells_the_command_from_its_files(tmp_path):
-    from bandits import checkpoint
+    from bandits.core import checkpoint
 
     (tmp_path / "a.json").write_text(json.dumps({"command": "python -m bandits.bench --x"}))
     (tmp_path / "b.json").write_text(json.dumps({"model": "bbb", "arch": "mlp",
@@ -203,16 +205,16 @@ def test_a_users_lock_and_temporary_survive_a_refused_and_an_overwriting_run(
         tmp_path, capsys, content, in_process):
     out = tmp_path / "run"
     out.mkdir()
-    (out / outputs.LOCK).write_text(content)
+    (out / claims.LOCK).write_text(content)
     draft = out / f".draft.{_dead_pid()}.tmp"  # named like a temporary of a dead process
     draft.write_text("a user's draft")
     args = [*TINY, "--agent", "greedy", "--out", str(out)]
     code, err = _run_here_or_in_a_process(args, in_process)
     assert code == 2 and "not empty" in _one_line(err or capsys.readouterr().err)
-    assert (out / outputs.LOCK).read_text() == content and draft.read_text() == "a user's draft"
+    assert (out / claims.LOCK).read_text() == content and draft.read_text() == "a user's draft"
     code, err = _run_here_or_in_a_process([*args, "--overwrite"], in_process)
     assert code == 0, err
-    assert (out / outputs.LOCK).read_text() == content and draft.read_text() == "a user's draft"
+    assert (out / claims.LOCK).read_text() == content and draft.read_text() == "a user's draft"
     assert (out / "metrics.csv").is_file()
 
 
@@ -220,12 +222,12 @@ def test_a_claim_records_its_process_and_a_killed_ones_is_taken_over_and_removed
     out = tmp_path / "run"
     out.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from bandits.outputs import claim_dir; "
+        [sys.executable, "-c", "import time; from bandits.core.outputs import claim_dir; "
          f"claim_dir({str(out)!r}); print('held', flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE, text=True, env=ENV)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert (out / outputs.LOCK).read_text() == f"{outputs.CLAIM}{holder.pid}\n"
+        assert (out / claims.LOCK).read_text() == f"{claims.CLAIM}{holder.pid}\n"
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
@@ -235,7 +237,7 @@ def test_a_claim_records_its_process_and_a_killed_ones_is_taken_over_and_removed
     draft = out / f".draft.{dead}.tmp"
     draft.write_text("a user's draft")
     assert main([*TINY, "--agent", "greedy", "--overwrite", "--out", str(out)]) == 0
-    assert not (out / outputs.LOCK).exists()  # the killed claim was the project's: removed
+    assert not (out / claims.LOCK).exists()  # the killed claim was the project's: removed
     assert not stale.exists() and draft.read_text() == "a user's draft"
 
 
@@ -311,7 +313,7 @@ def test_bandits_workers_abc_from_a_real_process(tmp_path):
 
 
 def test_an_empty_bandits_workers_is_unset(monkeypatch):
-    from bandits.processes import requested_workers
+    from bandits.core.processes import requested_workers
 
     monkeypatch.setenv("BANDITS_WORKERS", "")
     assert requested_workers(None, 7) == 7

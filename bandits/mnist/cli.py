@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 
-from bandits import checkpoint
-from bandits.config import Parser, UsageError
-from bandits.config import build_parser as build_settings_parser
+from bandits.core import checkpoint
+from bandits.core.config import Parser, UsageError
+from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.processes import ctrl_c_on
+from bandits.core.runner import DIVERGED_STATUS, Diverged
 from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
 from bandits.mnist.figures import redraw
@@ -34,8 +36,6 @@ from bandits.mnist.report import report
 from bandits.mnist.speed import bench
 from bandits.mnist.train import Interrupted, run, threads
 from bandits.mnist.training_state import CHECKPOINTS, TRAINING
-from bandits.processes import ctrl_c_on
-from bandits.runner import DIVERGED_STATUS, Diverged
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
@@ -61,11 +61,11 @@ DESCRIPTION = "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Table
 def _parser_of(cls: type, names: Sequence[str] | None, command: str
                ) -> argparse.ArgumentParser:
     """The parser of ``command``: one kebab-case flag per field of ``cls`` (only those in
-    ``names``, if given) by :func:`bandits.config.build_parser`: a setting that is on by
+    ``names``, if given) by :func:`bandits.core.config.build_parser`: a setting that is on by
     default (``download``, ``progress``) becomes a ``--no-...`` flag whose help says what
     giving it does, one that is off by default (``plots``, ``quick``) a ``--...`` switch,
     a grid setting takes one or more values. Only the flags given are in the parsed
-    namespace; parse errors raise :class:`bandits.config.UsageError`."""
+    namespace; parse errors raise :class:`bandits.core.config.UsageError`."""
     if names is not None:
         cls = dataclasses.make_dataclass(cls.__name__, [
             (f.name, f.type, dataclasses.field(default=f.default,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from bandits.files import write_atomic, write_csv
+from bandits.core.files import write_atomic, write_csv
 from bandits.mnist.config import Config, run_label, setting_name, varying
 from bandits.mnist.markdown import fmt, mean_std, pipe_table
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bandits.bayes import ESTIMATORS, make_lenet5
-from bandits.config import OPEN, check_choices, check_ranges, flag, setting
-from bandits.files import machine_memory
+from bandits.core.config import OPEN, check_choices, check_ranges, flag, setting
+from bandits.core.files import machine_memory
 from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
 
 ARCHS = ("mlp", "lenet5")
@@ -156,7 +156,7 @@ class Config:
 
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run (naming the flag and a fix), and
-        :class:`bandits.config.UsageError` on a number outside its field's range."""
+        :class:`bandits.core.config.UsageError` on a number outside its field's range."""
         check_choices(self, ValueError)  # each field's own (setting(choices=...))
         for name in GRID_FIELDS:
             values = grid_values(self, name)

@@ -1,6 +1,6 @@
 """The MNIST data: its IDX files, the paper's preprocessing and the splits.
 
-The files are read and checked by :mod:`bandits.idx` (the IDX format, the four
+The files are read and checked by :mod:`bandits.core.idx` (the IDX format, the four
 files, their checksums), whose names this module re-exports.
 
 The protocol of Blundell et al. (2015), section 5.1 (:func:`load_splits`): pixels
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from bandits.idx import (  # noqa: F401  (re-exported: the benchmark's data names)
+from bandits.core.idx import (  # noqa: F401  (re-exported: the benchmark's data names)
     IDX_DTYPES,
     IMAGES_MAGIC,
     LABELS_MAGIC,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from bandits.files import save_figure
+from bandits.core.files import save_figure
 from bandits.mnist.config import GRID_FIELDS, Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import (

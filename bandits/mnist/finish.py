@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
-from bandits.files import machine, write_atomic, write_csv, write_json
+from bandits.core.files import machine, write_atomic, write_csv, write_json
 from bandits.mnist.classifiers import BatchedClassifiers, seed_streams, seeded_generator
 from bandits.mnist.config import Config, run_label
 from bandits.mnist.data import Split

@@ -11,7 +11,7 @@ import math
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from bandits.files import write_atomic
+from bandits.core.files import write_atomic
 from bandits.mnist.model_files import read_csv
 
 MODELS_FILE = "models.jsonl"

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bandits import checkpoint
 from bandits.bayes import MLP, snr
-from bandits.files import write_csv
+from bandits.core import checkpoint
+from bandits.core.files import write_csv
 from bandits.mnist.evaluate import is_bayesian
 from bandits.mnist.markdown import pipe_table
 
@@ -38,7 +38,7 @@ def command_line(argv: Sequence[str]) -> str:
     return " ".join(out)
 
 
-# a model's trained weights, ``raw/model.pt``: a checkpoint file (bandits.checkpoint) of
+# a model's trained weights, ``raw/model.pt``: a checkpoint file (bandits.core.checkpoint) of
 # this kind whose identity is the model's settings, so that a redraw refuses another
 # model's weights or a damaged file
 MODEL_KIND = "bandits.mnist/model"
@@ -102,7 +102,7 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:
-    """Read a CSV of numbers written by :func:`bandits.files.write_csv`."""
+    """Read a CSV of numbers written by :func:`bandits.core.files.write_csv`."""
     with open(path) as f:
         return [{k: float(v) for k, v in r.items()} for r in csv.DictReader(f)]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bandits.files import write_atomic, write_csv
+from bandits.core.files import write_atomic, write_csv
 from bandits.mnist.figures import plot_snr, plot_test_errors, plot_weight_hists
 from bandits.mnist.gather import MODELS_FILE, gather, read_models, write_models
 from bandits.mnist.rows import best_bbb, models_table, rows_table

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from bandits.files import machine, write_csv, write_json
+from bandits.core.files import machine, write_csv, write_json
+from bandits.core.outputs import output_dir, release_dir
 from bandits.mnist.autograd_baseline import train_epoch
 from bandits.mnist.config import BenchConfig
 from bandits.mnist.data import load_splits
@@ -24,7 +25,6 @@ from bandits.mnist.model_files import command_line
 from bandits.mnist.priors import make_prior
 from bandits.mnist.tables import speed_markdown
 from bandits.mnist.train import build_classifiers
-from bandits.outputs import output_dir, release_dir
 
 
 def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:

@@ -55,8 +55,12 @@ from typing import Any
 
 import torch
 
-from bandits import checkpoint
-from bandits.files import write_csv, write_json
+from bandits.core import checkpoint
+from bandits.core.files import write_csv, write_json
+from bandits.core.outputs import output_dir
+from bandits.core.processes import JobsInterrupted, parent_stopped, run_jobs
+from bandits.core.runner import Diverged
+from bandits.core.runner import worker_count as worker_count_of
 from bandits.mnist.autograd_nets import AutogradNets
 from bandits.mnist.classifiers import (
     BatchedClassifiers,
@@ -79,10 +83,6 @@ from bandits.mnist.training_state import (
     identity,
     save_checkpoint,
 )
-from bandits.outputs import output_dir
-from bandits.processes import JobsInterrupted, parent_stopped, run_jobs
-from bandits.runner import Diverged
-from bandits.runner import worker_count as worker_count_of
 
 
 class Interrupted(Exception):
@@ -347,7 +347,7 @@ def _train_in_worker(job: TrainingJob, resumed: bool) -> list[dict[str, Any]]:
 def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
                 ) -> list[list[dict[str, Any]]]:
     """Every batch of ``jobs`` in the shared pool of ``workers`` processes
-    (:func:`bandits.processes.run_jobs`); their summaries in order. Ctrl-C is passed on
+    (:func:`bandits.core.processes.run_jobs`); their summaries in order. Ctrl-C is passed on
     once to every worker (each stops where it is and keeps its last checkpoint) and ends
     in :class:`Interrupted`; a worker that dies ends the run with a ``ValueError`` of one
     line (every checkpoint written stays good), never a hang."""

@@ -12,11 +12,11 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bandits import checkpoint
+from bandits.core import checkpoint
+from bandits.core.runner import RunKind
 from bandits.mnist.classifiers import BatchedClassifiers
 from bandits.mnist.config import Config
 from bandits.mnist.model_files import MODEL_FILE, saved_config
-from bandits.runner import RunKind
 
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
 # settings; their settings, and so their fingerprints, held bench's and the others')
@@ -40,7 +40,7 @@ OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NA
            "fig3_weights.png", "fig4_snr.png")
 
 
-# the trainer's kind of run (see bandits.runner): --threads and the run's id are recorded
+# the trainer's kind of run (see bandits.core.runner): --threads and the run's id are recorded
 # in config.json but do not decide the results
 TRAINING = RunKind("bandits.mnist", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
                    not_settings=frozenset({"threads", "run_id"}))

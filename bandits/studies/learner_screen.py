@@ -44,7 +44,7 @@ machine and wall time).
 from __future__ import annotations
 
 if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.startup import start
+    from bandits.core.startup import start
 
     start("bandits.studies.learner_screen")
 
@@ -64,11 +64,11 @@ import torch
 
 from agents import AgentConfig, make_agent
 from agents.neural import NeuralAgent
-from bandits.buffer import ReplayBuffer
-from bandits.config import OPEN, UsageError, check_ranges, first_paragraph, setting
-from bandits.config import build_parser as build_settings_parser
-from bandits.files import machine, write_atomic, write_csv, write_json
-from bandits.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import OPEN, UsageError, check_ranges, first_paragraph, setting
+from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.files import machine, write_atomic, write_csv, write_json
+from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.studies.learners import GRID, LEARNERS, MAIN, METRICS, REFERENCES, Learner
 from bandits.studies.screen_tables import markdown, summarise
 from envs.mushroom_data import load_mushroom

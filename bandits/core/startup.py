@@ -1,0 +1,73 @@
+"""The first thing an entry point does when run as a command, before its slow imports.
+
+Importing torch, pandas and matplotlib takes seconds. A Ctrl-C in those seconds would
+print a long ``KeyboardInterrupt`` traceback, and in a process started with SIGINT
+ignored (a shell script's ``cmd &``) it would be lost: the command would run to its end.
+:func:`interruptible` turns SIGINT on at once, whatever the starting shell did: until
+the command's own handling takes over (its ``main``), an interrupt ends the process
+with one line and exit status 130, before anything is written.
+
+SIGTERM and SIGHUP (``kill``, a closed terminal) end the command as they always did,
+killed by that signal (a shell reports 128 + its number; the workers end with their
+parent), but first say so in one line. A signal the command was started with ignored
+(``nohup`` ignores SIGHUP) stays ignored. This module imports only the standard
+library (and :mod:`bandits.core.kernels`, which does too). :func:`start` does both things an
+entry point does first: the signals, and the kernels pinned before torch loads.
+"""
+
+import os
+import signal
+
+from bandits.core import kernels
+
+STOPPING = (signal.SIGTERM, signal.SIGHUP)
+"""The signals that end a command with one line saying so (:func:`interruptible`)."""
+
+_ON_STOP: list = []  # what a stopping signal does before the command ends (on_stop)
+
+
+def on_stop(undo) -> None:
+    """Call ``undo()`` when SIGTERM or SIGHUP ends the command (:func:`interruptible`):
+    for example, give up an output folder's claim so that no lock file stays behind.
+    Once per callable; its errors are ignored (the command is ending)."""
+    if undo not in _ON_STOP:
+        _ON_STOP.append(undo)
+
+
+def start(prog: str) -> None:
+    """What the command ``prog`` does first, before its slow imports: its signal handlers
+    (:func:`interruptible`) and the math kernels pinned (:func:`bandits.core.kernels.pin`)."""
+    interruptible(prog)
+    kernels.pin()
+
+
+def interruptible(prog: str) -> None:
+    """Install the start-up SIGINT handler of the command ``prog`` and its SIGTERM and
+    SIGHUP handlers (see the module docstring). Only the main thread can: elsewhere
+    nothing changes."""
+
+    def stop(signum, frame):  # noqa: ARG001 - the signal handler's signature
+        os.write(2, f"{prog}: interrupted while starting; nothing was written\n".encode())
+        os._exit(130)
+
+    def stopped(signum, frame):  # noqa: ARG001 - the signal handler's signature
+        try:
+            os.write(2, f"{prog}: stopped by signal {signal.Signals(signum).name}\n".encode())
+        except OSError:  # no terminal left to say it on (SIGHUP)
+            pass
+        for undo in reversed(_ON_STOP):
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - ending anyway: nothing more to do
+                pass
+        signal.signal(signum, signal.SIG_DFL)  # end as the signal itself would have
+        signal.raise_signal(signum)
+        os._exit(128 + signum)  # not reached
+
+    try:
+        signal.signal(signal.SIGINT, stop)
+        for sig in STOPPING:
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                signal.signal(sig, stopped)
+    except ValueError:  # not the main thread
+        pass

@@ -1,0 +1,244 @@
+"""Regret figures of a run's ``metrics.csv``: the drawing the simulator writes with its
+outputs (``regret.png``, :func:`plot_regret`) and ``python -m bandits.plot`` redraws
+(:mod:`bandits.analysis.plot`). One statistic per line and band (the median with the
+seeds' 25-75 % band on a log axis, the mean with +-1 standard error on a linear one),
+each agent's colour and label from its spec, the legend in ranking order. Every figure is
+written atomically (:func:`bandits.core.files.save_figure`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from agents import SPECS  # noqa: E402
+from bandits.core.files import save_figure  # noqa: E402
+from bandits.records.regret import METRICS_COLUMNS  # noqa: E402
+from bandits.records.tables import header, read_run_table  # noqa: E402
+
+# Stable colours and labels per agent, from the agents' own specs, so every figure of the
+# project reads the same way.
+COLORS = {name: spec.color for name, spec in SPECS.items()}
+LABELS = {name: spec.label for name, spec in SPECS.items()}
+CROWDED = 6
+"""More agents than this in one figure: the legend goes beside the axes."""
+
+# On a log axis the band is the seeds' interquartile range (it lives on a log scale, as a
+# mean minus one std does not) and the y axis starts here when the regret grows past 10x it.
+LOG_FLOOR = 100.0
+# Line style of the i-th run in a combined figure (the same agent in several runs).
+LINESTYLES = ("-", "--", ":", "-.")
+# The columns plot_regret needs besides the plotted one.
+KEY_COLUMNS = ("agent", "seed", "step")
+DPI = 150
+
+
+def _agent_colors(agents: Sequence[str]) -> dict[str, str]:
+    """A colour per agent: COLORS where it has one; the others get distinct colours of the
+    default cycle, those no agent of this figure already uses first."""
+    colors = {a: COLORS[a] for a in agents if a in COLORS}
+    cycle = [matplotlib.colors.to_hex(c)
+             for c in plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])]
+    used = {matplotlib.colors.to_hex(c) for c in colors.values()}
+    free = [c for c in cycle if c not in used] or cycle
+    i = 0
+    for a in agents:
+        if a not in colors:
+            colors[a] = free[i % len(free)]
+            i += 1
+    return colors
+
+
+def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
+          labels: dict[str, str] | None) -> tuple[list, float]:
+    """Each (run,) agent of ``metrics`` as a line and band on ``ax``; returns the lines
+    in ranking order (lowest at the last step first) and the highest line's top."""
+    has_run = "run" in metrics.columns
+    agents = list(dict.fromkeys(metrics["agent"].astype(str)))
+    colors = _agent_colors(agents)
+    runs = list(dict.fromkeys(metrics["run"].astype(str))) if has_run else [None]
+    keys = ["run", "agent"] if has_run else ["agent"]
+    handles, top = [], 0.0
+    for key, df in metrics.groupby(keys, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        run, agent = (str(key[0]), str(key[1])) if has_run else (None, str(key[0]))
+        wide = df.pivot(index="step", columns="seed", values=column).sort_index()
+        n = wide.shape[1]
+        if log_y:  # one statistic: the median and the seeds' middle half
+            mid = wide.median(axis=1)
+            lo, hi = wide.quantile(0.25, axis=1), wide.quantile(0.75, axis=1)
+        else:  # the mean and its standard error over the seeds
+            mid = wide.mean(axis=1)
+            se = (wide.std(axis=1, ddof=1) / n ** 0.5).fillna(0.0)
+            lo, hi = mid - se, mid + se
+        label = (labels or {}).get(agent, LABELS.get(agent, agent)) + (
+            f" [{run}]" if run is not None else "")
+        style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
+        (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
+                          label=f"{label} (n={n})")
+        ax.fill_between(mid.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
+        handles.append((float(mid.iloc[-1]), len(handles), line))  # the ranking at the end
+        top = max(top, float(mid.max()))
+    ax.set_xlabel("step")
+    if log_y:
+        ax.set_yscale("log")
+        if top > 10 * LOG_FLOOR:
+            ax.set_ylim(bottom=LOG_FLOOR)
+    ax.grid(True, alpha=0.3, which="both" if log_y else "major")
+    return [h for _, _, h in sorted(handles, key=lambda t: t[:2])], top
+
+
+def _statistic(log_y: bool) -> str:
+    return ("line: median over seeds; band: 25-75 % of seeds" if log_y
+            else "line: mean over seeds; band: ±1 standard error") + \
+        "; legend: lowest at the end first"
+
+
+def _ylabel(column: str) -> str:
+    return "cumulative regret" if column == "cumulative_regret" else \
+        "cumulative expected regret"
+
+
+def regret_figure(
+    metrics: pd.DataFrame,
+    log_y: bool = False,
+    column: str = "cumulative_regret",
+    title: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> Figure:
+    """The figure of :func:`plot_regret`, not saved (the caller closes it).
+
+    ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
+    figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
+    agent's colour and the run's line style. On a linear axis the line is the mean over
+    seeds with a band of +-1 standard error; on a log axis (which starts at
+    :data:`LOG_FLOOR` once the regret passes ten times it) the median with the seeds'
+    interquartile range. The legend lists the lines in the order of their values at the
+    last step, lowest first (the ranking).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    lines, _ = _draw(ax, metrics, log_y, column, labels)
+    ax.set_ylabel(_ylabel(column))
+    if "run" in metrics.columns:  # long run names: below the axes, never over the data
+        fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
+        fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
+                   fontsize=8, ncol=1)
+    elif len(lines) > CROWDED:  # many agents: beside the axes, never over the data
+        fig.set_size_inches(8.4, 4.2)
+        fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside right upper",
+                   fontsize=8)
+    else:
+        ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.text(0.01, 0.99, _statistic(log_y), transform=ax.transAxes,
+            ha="left", va="top", fontsize=7, color="0.4")
+    return fig
+
+
+def panels_figure(frames: Sequence[pd.DataFrame], titles: Sequence[str], log_y: bool = False,
+                  column: str = "cumulative_regret",
+                  labels: Sequence[dict[str, str] | None] = ()) -> Figure:
+    """One panel per run, side by side on one y axis, each titled, each agent in its
+    colour in every panel (:func:`plot_regret`'s lines and bands)."""
+    n = len(frames)
+    fig, axes = plt.subplots(1, n, figsize=(5.0 * n, 4.4), sharey=True, constrained_layout=True)
+    for k, (ax, metrics, title) in enumerate(zip(axes, frames, titles)):
+        lines, _ = _draw(ax, metrics, log_y, column, labels[k] if k < len(labels) else None)
+        ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="lower right",
+                  fontsize=8)
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel(_ylabel(column))
+    fig.suptitle(_statistic(log_y), fontsize=8, color="0.4")
+    return fig
+
+
+def plot_regret(
+    metrics: pd.DataFrame,
+    path: Path,
+    log_y: bool = False,
+    column: str = "cumulative_regret",
+    title: str | None = None,
+    pdf_twin: bool = True,
+    labels: dict[str, str] | None = None,
+) -> None:
+    """Cumulative regret against step: per agent the mean over seeds with a band of +-1
+    standard error, or on a log axis the median with the seeds' 25-75 % band.
+
+    Args:
+        metrics: Rows of ``metrics.csv`` (columns ``agent, seed, step, <column>``; an
+            optional ``run`` column for combined figures, see :func:`regret_figure`).
+        path: Output image; a ``.pdf`` twin is written beside a ``.png`` (unless
+            ``pdf_twin`` is false: a file named by the user is the only one written).
+            Both are written atomically.
+        log_y: Logarithmic y axis (as the paper's Figure 6).
+        column: Which cumulative quantity to draw.
+        title: Figure title.
+        labels: The agents' legend labels where not their specs' (:func:`run_labels`).
+
+    Raises:
+        OSError: A file cannot be written (it is then left as it was).
+    """
+    path = Path(path)
+    fig = regret_figure(metrics, log_y, column, title, labels)
+    twin = pdf_twin and path.suffix == ".png"
+    targets = [path] + ([path.with_suffix(".pdf")] if twin else [])
+    try:
+        for target in targets:
+            try:
+                save_figure(fig, target, dpi=DPI)
+            except OSError as e:  # name the target, not save_figure's temporary file
+                raise OSError(e.errno, e.strerror or str(e), str(target)) from e
+    finally:
+        plt.close(fig)
+
+
+def run_labels(settings: dict) -> dict[str, str]:
+    """Legend labels that depend on a run's settings: BBB acting on the mean of several
+    weight samples is not Thompson sampling, and says so."""
+    samples = settings.get("act_samples", 1) or 1
+    return {"bbb": f"Bayes by Backprop (mean of {samples} samples)"} if samples > 1 else {}
+
+
+def read_metrics(run_dir: Path, column: str = "cumulative_regret") -> pd.DataFrame:
+    """Read ``run_dir/metrics.csv`` for drawing ``column``, checked whole
+    (:func:`bandits.records.tables.read_run_table`; one-line :class:`ValueError` otherwise)."""
+    f = Path(run_dir) / "metrics.csv"
+    present = header(f)
+    numeric = ["step", column, *[c for c in METRICS_COLUMNS[3:] if c in present and c != column]]
+    metrics = read_run_table(f, [*KEY_COLUMNS, column], numeric=numeric, grid=["step"])
+    if metrics.duplicated(list(KEY_COLUMNS)).any():  # the rest is read_run_table's
+        raise ValueError(f"{f} repeats (agent, seed, step) rows")
+    return metrics
+
+
+def run_title(run_dir: Path, metrics: pd.DataFrame) -> str | None:
+    """The title the run drew (``ENV: N seeds, T steps``), or None without a readable
+    ``run_dir/config.json`` naming the env."""
+    try:
+        env = json.loads((Path(run_dir) / "config.json").read_text()).get("env")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not env:
+        return None
+    return f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
+
+
+def combined_name(dirs: Sequence[Path], stem: str) -> Path:
+    """The default file of several runs' figure: beside the first, named for the runs
+    (``regret_a+b.png``; long lists of names end in ``+N-more``)."""
+    names = [d.resolve().name for d in dirs]
+    joined = "+".join(names)
+    if len(joined) > 120:
+        kept = [n for k, n in enumerate(names) if len("+".join(names[:k + 1])) <= 100]
+        joined = "+".join(kept or names[:1]) + f"+{len(names) - max(len(kept), 1)}-more"
+    return dirs[0].resolve().parent / f"{stem}_{joined}.png"
+
+

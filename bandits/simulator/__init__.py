@@ -1,0 +1,8 @@
+"""The bandit simulator, on the foundation, the agents, the environments and the records:
+a run's settings (:mod:`~bandits.simulator.settings`), its identity and resume
+(:mod:`~bandits.simulator.resume`), the loop (env -> agent.act -> env.step -> buffer ->
+agent.update, :mod:`~bandits.simulator.loop`) with its hooks, its populations in worker
+processes (:mod:`~bandits.simulator.parallel`), the command
+(:mod:`~bandits.simulator.run`) and :func:`bandits.simulate`
+(:mod:`~bandits.simulator.api`).
+"""

@@ -1,0 +1,47 @@
+"""The simulator from Python: :func:`simulate`, what ``python -m bandits.run`` does, with
+its settings as keywords."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bandits.core import kernels
+
+kernels.pin()  # before torch loads (effective where nothing imported it before)
+
+import pandas as pd  # noqa: E402
+
+from bandits.records.regret import ranking  # noqa: E402
+from bandits.simulator.run import start  # noqa: E402
+from bandits.simulator.settings import config_from  # noqa: E402
+
+
+def simulate(out: Path | str | None = None, **settings: Any):
+    """Run agents on a bandit and return their ranking by cumulative regret.
+
+    ``settings`` are the flags of ``python -m bandits.run`` as keywords, with their
+    defaults for the rest: ``agent=["bbb", "greedy"]``, ``env="mushroom"``,
+    ``steps=2000``, ``seeds=3``, ``data_dir=...`` (else ``$BANDITS_DATA_DIR``, the cache,
+    a download). The run writes every output of the command into ``out`` (default: a new
+    directory under ``runs/``) and runs in this process, without a progress bar unless
+    ``no_progress=False``.
+
+    Returns:
+        A pandas DataFrame, one row per agent, lowest mean first: ``agent``, the mean,
+        standard error, min and max of the final cumulative regret over the seeds, and
+        ``next``, the paired difference to the next agent over the same seeds.
+
+    Raises:
+        bandits.core.config.UsageError: A bad setting (one line saying which and why).
+        RuntimeError: The run did not finish (its one line says why).
+    """
+    given = {"no_progress": True, "workers": 1, **settings}
+    if out is not None:
+        given["out"] = out
+    cfg = config_from(given)
+    shown = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+    outcome = start(cfg, f"bandits.simulate({shown})")
+    if outcome.status != 0 or outcome.out is None:
+        raise RuntimeError(outcome.message or f"the run ended with status {outcome.status}")
+    return ranking(pd.read_csv(outcome.out / "metrics.csv"))

@@ -1,0 +1,94 @@
+"""The simulator's kind of run (:data:`RUN`, a :class:`bandits.core.runner.RunKind`): the
+files a run writes (:data:`OUTPUTS`), the flags allowed beside ``--resume``
+(:data:`RESUME_FLAGS`), a run's identity (the fingerprint of the settings that decide its
+results) and the settings of the run a checkpoint continues."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import envs
+from bandits.core.config import UsageError
+from bandits.core.config import given_flags as flags_named
+from bandits.core.runner import RunKind
+from bandits.simulator.settings import CHECKPOINT_KIND, Config, build_parser, validate
+
+# flags that may be given beside --resume: they do not change the results
+RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
+                "log_y", "progress_file")
+
+
+def given_flags(argv: Sequence[str] | None) -> set[str]:
+    """The settings named on the command line (not filled by a default)."""
+    return flags_named(build_parser, argv)
+
+
+# settings added after runs were made and checkpointed, each with the value runs made
+# before it had (before --normalize, the data set's own features; before --order,
+# examples drawn with replacement): at that value it is
+# left out of the identity, so those runs keep theirs and resume. A setting goes here when
+# it is added, never later (a run that recorded it at its default would change identity).
+ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding": "onehot",
+                               "optimizer": "adam", "fit": "steps", "fit_tolerance": 1e-3,
+                               "weight_decay_per_datum": False, "train_always_until": 0,
+                               "mean_decay": 0.0}
+
+PARTS = "parts"
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory
+RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv",
+             "config.json", "regret.png", "regret.pdf", "expected_regret.png",
+             "expected_regret.pdf", "checkpoint.pt", "diagnosis.csv", "diagnosis_seeds.csv",
+             "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "exploration.csv")
+# and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
+# its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
+OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
+           *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
+
+# the simulator's kind of run (see bandits.core.runner)
+RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
+              added_later=ADDED_LATER,
+              settings=lambda: [f.name for f in dataclasses.fields(Config)])
+
+
+def identity(config: dict[str, Any]) -> str:
+    """A fingerprint of the settings that decide a run's results (all but the output
+    directory and the flags allowed beside ``--resume``), from ``config.json``'s values.
+    Two runs with the same identity and steps produce the same bytes."""
+    return RUN.identity(config)
+
+
+def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
+    """The parsed command line of a ``--resume`` and the flags given on it (which
+    :func:`bandits.simulator.run.resume` checks)."""
+    return vars(build_parser().parse_args(argv)), given_flags(argv)
+
+
+def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
+    """The config of the run to resume in ``out`` (its config.json, with ``changes``:
+    --steps and the other flags of :data:`RESUME_FLAGS`) and what
+    :func:`bandits.simulator.loop.simulate` needs to continue it. ``changes`` are taken as
+    checked (:meth:`bandits.core.runner.RunKind.refuse_changes`, done once by
+    :func:`bandits.simulator.run.resume`)."""
+    state = RUN.own_checkpoint(out)  # this directory's own, and intact
+    saved = state["config"]  # config.json as it was when the checkpoint was written
+    settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
+    settings.update(changes)
+    settings.update(resume=out, out=out, overwrite=True)
+    try:
+        cfg = Config(**settings)
+        cfg.hidden = tuple(cfg.hidden)
+        cfg.data_dir = None if cfg.data_dir is None else Path(cfg.data_dir)
+    except TypeError as e:
+        raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
+                         ) from None
+    if cfg.env not in envs.ENV_IDS:
+        raise UsageError(f"the run in {out} is on the data set {cfg.env!r}, which a script "
+                         "registered (envs.register_dataset) and this process does not know; "
+                         f"resume it from a script that registers {cfg.env!r} first, then "
+                         f"calls bandits.run.main(['--resume', '{out}'])")
+    validate(cfg)
+    RUN.check_continues("steps", cfg.steps, int(state["steps_done"]), "steps", out)
+    return cfg, {"state": state, "config": saved}

@@ -1,0 +1,154 @@
+"""The bandit simulator: agents act, learn from a replay buffer, and are scored by regret.
+
+    python -m bandits.run --agent bbb [greedy eps1 ...] --env mushroom|wheel|mushroom-classes|mnist
+        --seeds N --steps T --preset quick|long|paper --device cpu|cuda --out DIR
+
+One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`` ->
+``agent.update`` (:func:`interact`); around it, hooks that look at the models
+(:class:`Probe`), show progress, watch for divergence (:class:`DivergenceWatch`),
+write checkpoints (:class:`Checkpoints`) and stop cleanly on Ctrl-C. The agents are
+those of :data:`agents.AGENTS`. Every agent's ``--seeds`` runs are one batched model
+through the runs dimension, and agents that differ only in how they act (greedy,
+eps1, eps5) share one population and one training step (see
+:func:`agents.make_agents`); every run of every agent sees the same contexts and reward
+draws for its seed (common random numbers). Populations may run in worker processes
+(:mod:`bandits.simulator.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
+``memory.csv`` (:mod:`bandits.records.memory`), ``probes.csv``, ``config.json``, ``regret.png``
+(see the README).
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bandits.core.config import UsageError
+from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.processes import ctrl_c_on
+from bandits.records.regret import summary_text
+from bandits.simulator import parallel
+from bandits.simulator.loop import Outcome, simulate, write_outputs
+from bandits.simulator.resume import (
+    RESUME_FLAGS,
+    RUN,
+    given_flags,
+    identity,
+    resume_config,
+    resume_flags,
+)
+from bandits.simulator.settings import PRESETS, Config, build_parser, config_from, parse_config
+
+# what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
+# name patterns (a run in workers also writes into parts/): an --overwrite removes these
+# first, so that no output of an earlier run survives, and nothing else (bandits.simulator.resume)
+OUTPUTS = RUN.outputs
+
+
+def prepare_out_dir(cfg: Config) -> Path:
+    """Create (or check) the output directory; never overwrite without --overwrite."""
+    try:
+        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS,
+                          kind="bandits.run")
+    except OutputDirError as e:
+        raise UsageError(str(e)) from None
+
+
+def header(cfg: Config, out: Path, workers: int) -> str:
+    """The line a run starts with: what runs, with the numbers that decide its cost."""
+    fits = {"steps": f"{cfg.updates_per_step} updates of {cfg.batch_size}",
+            "epochs": f"epochs of {cfg.batch_size}s over the buffer to a loss of "
+                      f"{cfg.fit_tolerance:g} (at most {cfg.updates_per_step} updates)",
+            "full": f"{cfg.updates_per_step} updates on the whole buffer"}
+    when = "per step"
+    if cfg.train_every > 1:
+        when += (f" to step {cfg.train_always_until:,}, then every {cfg.train_every}"
+                 if cfg.train_always_until else f" (every {cfg.train_every} steps)")
+    updates = f"{fits[cfg.fit]} {when}"
+    return (f"bandits.run: preset {cfg.preset}: {' '.join(cfg.agent)} on {cfg.env}, "
+            f"{cfg.steps:,} steps x {cfg.seeds} seed{'s' if cfg.seeds > 1 else ''}, {updates}, "
+            f"buffer {cfg.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
+            f"device {cfg.device} -> {out}")
+
+
+def print_summary(out: Path) -> None:
+    """Print :func:`summary_text` of the run in ``out`` (nothing if it has no summary)."""
+    text = summary_text(out)
+    if text:
+        print("\n" + text)
+        print(f"outputs in {out}")
+
+
+def start(cfg: Config, command: str) -> Outcome:
+    """A new run of ``cfg`` into its output directory, in
+    :func:`bandits.simulator.parallel.worker_count` processes; ``command`` is recorded in
+    ``config.json``. Bad input raises :class:`UsageError` and leaves no empty directory
+    behind."""
+    workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
+    out = prepare_out_dir(cfg)
+    try:
+        print(header(cfg, out, workers), flush=True)
+        if workers > 1:
+            return parallel.run(cfg, out, command)
+        return simulate(cfg, out, command=command)
+    except (UsageError, KeyboardInterrupt):
+        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
+        raise
+    finally:
+        release_dir(out)
+
+
+def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
+    """Continue the run in ``out`` from its checkpoint, with ``changes`` (settings of
+    :data:`RESUME_FLAGS` only: ``{"steps": 50000}`` extends it)."""
+    RUN.refuse_changes(changes)  # the one check of what a --resume adds
+    if parallel.is_parallel_run(out):
+        return parallel.resume(out, changes, command)
+    cfg, state = resume_config(out, changes)
+    with RUN.claimed(out):
+        return simulate(cfg, out, state, command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = "python -m bandits.run " + shlex.join(argv)
+    try:
+        with ctrl_c_on():  # from here on, a Ctrl-C outside the loop's own handling
+            return _main(argv, command)
+    except KeyboardInterrupt:
+        print("bandits.run: interrupted while starting; no step was run (a checkpoint "
+              "already in the directory stays good)", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str], command: str) -> int:
+    try:
+        if "resume" in given_flags(argv):
+            args, given = resume_flags(argv)
+            outcome = resume(Path(args["resume"]), {k: args[k] for k in given - {"resume"}},
+                             command)
+        else:
+            outcome = start(parse_config(argv), command)
+    except UsageError as e:
+        print(f"bandits.run: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the disk or the file system, not the settings: one line
+        where = f": {e.filename}" if e.filename else ""
+        print(f"bandits.run: error: {e.strerror or e}{where} (every file is written whole "
+              "or not at all: what was there before stays; free space and run again, or "
+              "--resume where a checkpoint was written)", file=sys.stderr)
+        return 2
+    if outcome.out is not None:
+        print_summary(outcome.out)
+    if outcome.message:
+        print(f"bandits.run: {outcome.message}", file=sys.stderr)
+    return outcome.status
+
+
+__all__ = ["OUTPUTS", "PRESETS", "RESUME_FLAGS", "Config", "Outcome", "UsageError", "build_parser",
+           "config_from", "given_flags", "header", "identity", "main", "parse_config",
+           "prepare_out_dir", "print_summary", "resume", "simulate", "start", "summary_text",
+           "write_outputs"]
+

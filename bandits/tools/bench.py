@@ -1,0 +1,382 @@
+"""Training-speed benchmark of the bandit agents: the fused population step against the
+per-agent loop it replaced.
+
+    python -m bandits.bench [--runs 5] [--updates 64] [--device cpu|cuda] [--out results/bench]
+
+Both train the paper's four agents (bbb, greedy, eps1, eps5) with ``--runs`` seeds each on
+the Mushroom reward network (117 context features + 2 one-hot actions, 2 x 100 ReLU,
+minibatch 64, a full buffer of 4096):
+
+* **per-agent loop** (the simulator's training step before the fused one, kept here as
+  the baseline): four populations, one after another, each update through the library's
+  layers (:func:`bandits.bayes.make_mlp`, the Monte Carlo complexity cost by autograd,
+  fused Adam) with the minibatch drawn per update and the loss read back to the host
+  after every update;
+* **fused step** (:meth:`agents.neural.NeuralAgent.update`, what ``bandits.run`` does):
+  two populations (BBB; greedy, 1 % and 5 % greedy as one), ``--updates`` updates per
+  call without waiting for the device, as one captured CUDA graph on a GPU.
+
+Both are measured in the same process, interleaved in rounds (median), so machine noise
+hits both alike: the ratios are the result. The projection of the paper protocol
+(50,000 steps x 64 updates, 4 agents x ``--runs`` seeds; the paper's 5 by default) uses
+the measured fused rate and counts training only (acting and the environment add
+little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.json`` to ``--out``.
+
+``--agents-per-step`` instead times one step (act, store, ``--updates`` updates) of every
+agent alone on MNIST-shaped random contexts (784 features, 10 actions, ``--runs`` seeds),
+interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.json``;
+with ``--papers-setup`` under the NeuralUCB and NeuralTS papers' MNIST set-up, with the
+projected minutes of a 10,000-round run of their training schedule.
+
+``--kernels`` times what the pinned kernels (:mod:`bandits.core.kernels`) cost: the default
+command and the fused step, each under the pin and with the libraries' own kernels,
+interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from agents import AGENTS, AgentConfig, make_agents
+from bandits.bayes import ScaleMixturePrior, make_mlp
+from bandits.core import kernels
+from bandits.core.buffer import ReplayBuffer
+from bandits.core.config import (
+    UsageError,
+    check_ranges,
+    first_paragraph,
+    setting,
+)
+from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.files import machine, package_versions, write_csv, write_json
+from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
+from bandits.core.processes import available_cores, stop_on_ctrl_c
+from bandits.tools.bench_agents import agents_per_step, refused, sync
+from bandits.tools.bench_commands import (
+    MNIST_WORKERS_COMMAND,
+    PAPER_STEPS,
+    NotMeasured,
+    default_command,
+    kernels_cost,
+    mnist_workers,
+    scaling,
+)
+
+CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
+PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
+PAPER_UPDATES = 64  # the paper's updates per step
+# the flags' ranges: beyond them a run of the benchmark would not fit in memory (every run
+# of every agent keeps full buffers of 4,096 items) or would not end in hours
+MAX_RUNS, MAX_UPDATES, MAX_ROUNDS = 100, 10_000, 1_000
+
+
+def full_buffer(runs: int, device: str) -> ReplayBuffer:
+    """A full buffer of Mushroom-like items (binary contexts, rewards 0 / 5 / -35)."""
+    rng = np.random.default_rng(0)
+    buf = ReplayBuffer(BUFFER, runs, CONTEXT_DIM, device=device)
+    for _ in range(BUFFER):
+        buf.add(rng.integers(0, 2, (runs, CONTEXT_DIM)), rng.integers(0, N_ACTIONS, runs),
+                rng.choice([0.0, 5.0, -35.0], runs))
+    return buf
+
+
+def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[], None]:
+    """One update of each agent in ``names``, the way the simulator trained before the
+    fused step."""
+    cfg = AgentConfig()
+    eye = torch.eye(N_ACTIONS, device=device)
+    lanes = []
+    for name in names:
+        bayesian = AGENTS[name][0].name == "bbb"
+        prior = ScaleMixturePrior(cfg.prior_pi, cfg.prior_sigma1, cfg.prior_sigma2)
+        gen = torch.Generator(device=device).manual_seed(0)
+        model = make_mlp(CONTEXT_DIM + N_ACTIONS, cfg.hidden, 1, runs=runs, bayesian=bayesian,
+                         prior=prior, init_sigma=cfg.init_sigma, generator=gen, device=device)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, fused=True)
+        lanes.append((bayesian, model, opt, gen, full_buffer(runs, device)))
+
+    def step() -> None:
+        for bayesian, model, opt, gen, buf in lanes:
+            batch = buf.sample(cfg.batch_size, gen)
+            x = torch.cat([batch.contexts, eye[batch.actions]], dim=-1)
+            pred = model(x).squeeze(-1)
+            if bayesian:
+                nll = 0.5 * ((batch.rewards - pred) / cfg.noise_sigma) ** 2
+                loss = (model.complexity_cost("mc") / len(buf) + nll.mean(dim=1)).sum()
+            else:
+                loss = ((batch.rewards - pred) ** 2).mean(dim=1).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            float(loss.detach())  # the loss went back to the host after every update
+    return step
+
+
+def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
+               ) -> dict[str, Callable[[], None]]:
+    """``updates`` updates of each population of the four agents, as ``bandits.run`` does."""
+    pops = make_agents(PAPER_AGENTS, CONTEXT_DIM, N_ACTIONS, runs, lambda n: [0, len(n)],
+                       AgentConfig(), device, cuda_graph=cuda_graph)
+    steps = {}
+    for pop in pops:
+        buf = full_buffer(pop.runs, device)
+        steps["+".join(pop.names)] = (lambda p=pop, b=buf: p.update(b, updates))
+    return steps
+
+
+def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
+    """Seconds per update of every agent's runs, each variant timed over ``updates``
+    updates per round, interleaved over ``rounds`` rounds (median)."""
+    variants: dict[str, tuple[Callable[[], None], int]] = {}
+    for key, fn in fused_step(runs, updates, device).items():
+        variants[f"per-agent loop {key}"] = (per_agent_loop(runs, device, key.split("+")), updates)
+        variants[f"fused {key}"] = (fn, 1)
+    loops = [fn for k, (fn, _) in variants.items() if k.startswith("per-agent")]
+    fused = [fn for k, (fn, _) in variants.items() if k.startswith("fused")]
+    variants["per-agent loop (all agents)"] = (lambda: [fn() for fn in loops], updates)
+    variants["fused (all agents)"] = (lambda: [fn() for fn in fused], 1)
+    for fn, calls in variants.values():  # warm-up (and CUDA graph capture)
+        for _ in range(3 * calls):
+            fn()
+    sync(device)
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(rounds):
+        for key, (fn, calls) in variants.items():
+            sync(device)
+            tic = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            sync(device)
+            times[key].append((time.perf_counter() - tic) / updates)
+    return pd.DataFrame([
+        {"variant": k, "runs_per_agent": runs, "seconds_per_update": float(np.median(t)),
+         "updates_per_second": 1.0 / float(np.median(t))}
+        for k, t in times.items()
+    ])
+
+
+@dataclass
+class Settings:
+    """The settings of the benchmark; each field is a flag of ``python -m bandits.bench``."""
+
+    runs: int = setting(5, "runs (seeds) per agent", range=(1, MAX_RUNS))
+    updates: int = setting(64, "updates per fused call (the paper's updates per step), timed "
+                           "per round", range=(1, MAX_UPDATES))
+    rounds: int = setting(5, "interleaved rounds (median taken)", range=(1, MAX_ROUNDS))
+    device: str = setting("cpu", "torch device", choices=["cpu", "cuda"])
+    threads: int | None = setting(None, "torch CPU threads (0: torch's default)", type=int,
+                                  range=(0, 1024))
+    matmul_precision: str = setting(
+        "highest", "torch.set_float32_matmul_precision for the timed updates ('medium' lets "
+        "a CPU with AVX-512 BF16 multiply in bfloat16)", choices=["highest", "high", "medium"])
+    out: Path | None = setting(None, "output directory (default: a new directory under runs/; "
+                               "the shipped reference results are rewritten only when named "
+                               "here)", type=Path)
+    overwrite: bool = setting(False, "allow writing into an existing non-empty --out (the "
+                              "earlier files of the mode run are replaced, nothing else: "
+                              "another mode's stay)")
+    scaling: bool = setting(False, "instead: time `bandits.run --preset paper` end to end "
+                            "with 1, 2, ... workers (up to the cores) and project the paper "
+                            "protocol; writes scaling.csv and scaling.json")
+    scaling_steps: list[int] = setting([10, 60], "the two horizons whose difference is timed "
+                                       "(--scaling)", nargs=2, type=int,
+                                       range=(1, PAPER_STEPS))
+    mnist_workers: bool = setting(False, "instead: time `python -m bandits.mnist` training "
+                                  "two settings (two seeds each, 3 epochs on 20,000 images) "
+                                  "end to end with 1, 2, ... workers and check its tables are "
+                                  "the same bytes; writes mnist_workers.csv and .json (needs "
+                                  "the MNIST data)")
+    default_command: bool = setting(False, "instead: time the default `python -m bandits.run` "
+                                    "end to end with 1, 2, ... workers and check its CSVs are "
+                                    "the same bytes; writes default_command.csv and .json")
+    agents_per_step: bool = setting(False, "instead: time one step (act, then --updates "
+                                    "updates) of every agent alone on MNIST-shaped random "
+                                    "contexts (784 features, 10 actions, --runs seeds); "
+                                    "writes agents_per_step.csv and .json")
+    kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
+                            "default command and the fused step each with and without the pin "
+                            "(bandits.core.kernels), interleaved over --rounds")
+    papers_setup: bool = setting(False, "with --agents-per-step: the NeuralUCB and NeuralTS "
+                                 "papers' MNIST set-up (disjoint inputs, one hidden layer of "
+                                 "100, nu = lambda = 1e-5, unit-norm contexts, a buffer of "
+                                 "10,000 holding 2,000 rounds), and the projected minutes of "
+                                 "a 10,000-round run of their schedule")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.bench``; its errors are argparse's (the usage,
+    one line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.bench", first_paragraph(__doc__),
+                                 parser_class=argparse.ArgumentParser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.bench", lambda: _bench(argv))
+
+
+def _bench(argv: Sequence[str] | None) -> int:
+    p = build_parser()
+    args = Settings(**vars(p.parse_args(argv)))
+    try:  # before the output directory is touched
+        check_ranges(args)
+        if args.papers_setup and not args.agents_per_step:
+            raise UsageError("--papers-setup times the agents per step: give it with "
+                             "--agents-per-step")
+        if args.scaling_steps[0] >= args.scaling_steps[1]:
+            raise UsageError("--scaling-steps takes two horizons, the shorter first, got "
+                             f"{' '.join(map(str, args.scaling_steps))}")
+    except UsageError as e:
+        p.exit(2, f"bandits.bench: error: {e}\n")
+    try:
+        # each of the mode's two files is replaced atomically once measured: an interrupted
+        # bench leaves the earlier ones as they were
+        args.out = output_dir(args.out, "bench", args.overwrite, mode_outputs(args),
+                              kind="bandits.bench", clear=False)
+    except OutputDirError as e:
+        p.exit(2, f"bandits.bench: error: {e}\n")
+    try:
+        code = _main(p, args, argv)
+    except NotMeasured as e:
+        print(f"bandits.bench: error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        remove_if_unused(args.out)
+    print(f"outputs in {args.out}")
+    return code
+
+
+# what bench writes into --out, each mode its own two files (an --overwrite replaces the
+# files of the mode run, nothing else: another mode's results in the same --out stay)
+MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels")
+OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
+
+
+def mode_outputs(args: Settings) -> tuple[str, str]:
+    """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
+    the default timing, else those named for its flag (``scaling.csv``, ...)."""
+    if args.kernels:
+        mode = "kernels"
+    elif args.mnist_workers:
+        mode = "mnist_workers"
+    elif args.default_command:
+        mode = "default_command"
+    elif args.scaling:
+        mode = "scaling"
+    elif args.agents_per_step:
+        mode = "agents_per_step"
+    else:
+        mode = "bench"
+    return f"{mode}.csv", f"{mode}.json"
+
+
+def _main(p: argparse.ArgumentParser, args: Settings,
+          argv: Sequence[str] | None) -> int:
+    if args.kernels:
+        start = time.perf_counter()
+        df = kernels_cost(args.rounds)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "kernels.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine("cpu"), "pin": kernels.PIN,
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "kernels.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
+    if args.default_command or args.mnist_workers:
+        start = time.perf_counter()
+        cores = list(range(1, available_cores() + 1))
+        if args.mnist_workers:
+            df, name = mnist_workers(cores, args.rounds), "mnist_workers"
+            what = {"timed": "python -m bandits.mnist " + " ".join(MNIST_WORKERS_COMMAND[1:])}
+        else:
+            df, name = default_command(cores, args.rounds), "default_command"
+            what = {"preset": "quick (the default)"}
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / f"{name}.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine("cpu"), **what,
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / f"{name}.json")
+        print(df.to_string(index=False))
+        return 0
+    if args.scaling:
+        start = time.perf_counter()
+        workers = list(range(1, available_cores() + 1))
+        df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "scaling.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine(args.device),
+                    "device": args.device, "preset": "paper (4 agents x 5 seeds, 64 updates)",
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "scaling.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.set_float32_matmul_precision(args.matmul_precision)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
+    start = time.perf_counter()
+    if args.agents_per_step:
+        df = agents_per_step(args.runs, args.updates, args.rounds, args.device,
+                             papers_setup=args.papers_setup)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "agents_per_step.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "device": args.device, "device_name": machine(args.device),
+                    "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
+                    "updates_per_step": args.updates, "rounds": args.rounds,
+                    "setup": "papers" if args.papers_setup else "this project's defaults",
+                    "left_out": refused(list(AGENTS), args.papers_setup),
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "agents_per_step.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
+    df = measure(args.runs, args.updates, args.rounds, args.device)
+    t = dict(zip(df["variant"], df["seconds_per_update"]))
+    before, now = t["per-agent loop (all agents)"], t["fused (all agents)"]
+    run_updates = args.runs * len(PAPER_AGENTS)  # run-updates per update of all agents
+    agents_in = df["variant"].str.count(r"\+") + 1
+    agents_in[df["variant"].str.endswith("(all agents)")] = len(PAPER_AGENTS)
+    df["seconds_per_run_update"] = df["seconds_per_update"] / (agents_in * args.runs)
+    speedups = {f"speedup_{k.split()[-1]}": t[f"per-agent loop {k}"] / t[f"fused {k}"]
+                for k in ("bbb", "greedy+eps1+eps5")}
+    summary = {
+        **speedups,
+        "per_run_update_seconds_before": before / run_updates,
+        "per_run_update_seconds_fused": now / run_updates,
+        "speedup_fused_over_per_agent_loop": before / now,
+        # 50,000 steps x 64 updates of the 4 agents with --runs seeds (the paper: 5)
+        "paper_protocol_minutes_projected": PAPER_STEPS * PAPER_UPDATES * now / 60,
+        "paper_protocol_minutes_projected_before": PAPER_STEPS * PAPER_UPDATES * before / 60,
+    }
+    device_name = machine(args.device)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(df, args.out / "bench.csv")
+    write_json({"command": "python -m bandits.bench " + " ".join(sys.argv[1:] if argv is None
+                                                                 else argv),
+                "device": args.device, "device_name": device_name,
+                "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
+                "updates_per_call": args.updates,
+                "wall_seconds": round(time.perf_counter() - start, 1), **summary,
+                "versions": package_versions()}, args.out / "bench.json")
+    print(f"device: {device_name}")
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.5g}"))
+    for k, v in summary.items():
+        print(f"{k}: {v:.4g}")
+    return 0
+

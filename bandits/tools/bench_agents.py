@@ -1,0 +1,138 @@
+"""The cost per step of every agent alone for ``python -m bandits.bench
+--agents-per-step``: act, store the interaction, then the minibatch updates, on
+MNIST-shaped random contexts (784 features, 10 actions), with this project's settings or
+(``--papers-setup``) the NeuralUCB and NeuralTS papers'."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from agents import AGENTS, SPECS, AgentConfig, make_agent
+from bandits.core import denormals
+from bandits.core.buffer import ReplayBuffer
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+MNIST_DIM, MNIST_ACTIONS, MNIST_BUFFER = 784, 10, 4096
+
+PAPERS_SETUP = {"encoding": "disjoint", "hidden": (100,), "nu": 1e-5, "ucb_lambda": 1e-5,
+                "weight_decay": 1e-5}
+"""The agents' settings of the NeuralUCB and NeuralTS papers' MNIST set-up (as in
+``results/neural-bandits``): disjoint inputs, one hidden layer of 100, nu = lambda = 1e-5,
+with contexts of unit L2 norm and a buffer of 10,000 (:func:`agents_per_step`,
+``papers_setup``)."""
+PAPERS_BUFFER, PAPERS_HELD = 10_000, 2_000
+TRAIN_ALWAYS_UNTIL, TRAIN_EVERY, HORIZON = 2_000, 100, 10_000
+"""The papers' schedule that the projection counts: training after every round to round
+2,000, then after every 100th, over 10,000 rounds (2,080 training calls)."""
+
+
+def settings(papers_setup: bool) -> AgentConfig:
+    """The agents' settings of the timing: this project's defaults or the papers'."""
+    return AgentConfig(**PAPERS_SETUP) if papers_setup else AgentConfig()
+
+
+def refused(names: Sequence[str], papers_setup: bool, context_dim: int = MNIST_DIM,
+            n_actions: int = MNIST_ACTIONS) -> dict[str, str]:
+    """The agents of ``names`` that cannot run with these settings, each with the reason
+    (``bbb-lrt`` under the papers' disjoint inputs); :func:`agents_per_step` leaves them out."""
+    cfg = settings(papers_setup)
+    reasons = {name: SPECS[name].check(dataclasses.replace(cfg, **SPECS[name].overrides),
+                                       context_dim, n_actions) for name in names}
+    return {name: why for name, why in reasons.items() if why}
+
+
+def agents_per_step(runs: int, updates: int, rounds: int, device: str,
+                    names: Sequence[str] = tuple(AGENTS), context_dim: int = MNIST_DIM,
+                    n_actions: int = MNIST_ACTIONS, papers_setup: bool = False
+                    ) -> pd.DataFrame:
+    """Seconds per step of each agent in ``names`` alone, ``runs`` seeds, on random
+    MNIST-like contexts (a fifth of the pixels lit, pixels / 126 as the environment scales
+    them) with a reward of 1 for a random label: ``act``, the interaction stored, then
+    ``update`` with ``updates`` minibatch updates (learning agents). Each agent plays two
+    steps first (warm-up), then one step per round, interleaved over ``rounds``; the
+    medians of the act, update and step times. The buffer starts empty, like a run's;
+    ``neurallinear``'s refit from the whole buffer (every ``refresh_every`` updates) falls
+    outside these few steps. Agents that cannot run with the settings (:func:`refused`) are
+    left out.
+
+    With ``papers_setup`` the agents take :data:`PAPERS_SETUP`, each context is scaled to
+    unit L2 norm, and the buffer of 10,000 already holds 2,000 rounds (the size it has
+    when the every-round training ends); ``minutes_per_papers_run`` projects a 10,000-round
+    run of the papers' schedule (10,000 acts, 2,080 training calls) from the medians."""
+    with denormals.flushed():  # as the simulator runs
+        return _agents_per_step(runs, updates, rounds, device, names, context_dim, n_actions,
+                                papers_setup)
+
+
+def _agents_per_step(runs: int, updates: int, rounds: int, device: str, names: Sequence[str],
+                     context_dim: int, n_actions: int, papers_setup: bool) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    cfg = settings(papers_setup)
+    left_out = refused(names, papers_setup, context_dim, n_actions)
+    names = [name for name in names if name not in left_out]
+    capacity = PAPERS_BUFFER if papers_setup else MNIST_BUFFER
+
+    def contexts_now() -> np.ndarray:
+        lit = rng.random((runs, context_dim)) < 0.2
+        c = lit * rng.integers(1, 256, (runs, context_dim)) / 126
+        if papers_setup:
+            c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+        return c.astype(np.float32)
+
+    lanes = []
+    for name in names:
+        agent = make_agent(name, context_dim, n_actions, runs, 0, cfg, device)
+        buf = ReplayBuffer(capacity, runs, context_dim, device=device)
+        for _ in range(PAPERS_HELD if papers_setup else 0):
+            buf.add(contexts_now(), torch.as_tensor(rng.integers(0, n_actions, runs)),
+                    (rng.random(runs) < 0.1) * 1.0)
+        lanes.append((name, agent, buf))
+
+    def step(agent, buf) -> tuple[float, float]:
+        contexts = contexts_now()
+        sync(device)
+        tic = time.perf_counter()
+        actions = agent.act(contexts)
+        actions_np = actions.cpu().numpy()
+        sync(device)
+        act = time.perf_counter() - tic
+        buf.add(contexts, actions, (actions_np == rng.integers(0, n_actions, runs)) * 1.0)
+        tic = time.perf_counter()
+        if agent.learns:
+            agent.update(buf, updates)
+        sync(device)
+        return act, time.perf_counter() - tic
+
+    for _, agent, buf in lanes:
+        for _ in range(2):
+            step(agent, buf)
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in lanes}
+    for _ in range(rounds):
+        for name, agent, buf in lanes:
+            times[name].append(step(agent, buf))
+    rows = []
+    for name, t in times.items():
+        act, update = np.array(t).T
+        per_step = float(np.median(act + update))
+        rows.append({"agent": name, "runs": runs, "context_dim": context_dim,
+                     "actions": n_actions, "updates_per_step": updates,
+                     "seconds_act": float(np.median(act)),
+                     "seconds_update": float(np.median(update)),
+                     "seconds_per_step": per_step,
+                     "minutes_per_10000_steps": per_step * 10_000 / 60})
+        if papers_setup:
+            calls = TRAIN_ALWAYS_UNTIL + (HORIZON - TRAIN_ALWAYS_UNTIL) // TRAIN_EVERY
+            rows[-1]["minutes_per_papers_run"] = (
+                float(np.median(act)) * HORIZON + float(np.median(update)) * calls) / 60
+    return pd.DataFrame(rows)

@@ -1,0 +1,167 @@
+"""End-to-end timings of whole commands for ``python -m bandits.bench``: the paper
+preset's seconds per step with each number of workers (``--scaling``), the default
+command's wall time (``--default-command``) and an MNIST training command's
+(``--mnist-workers``), each checked to give the same bytes for every worker count, and
+what the pinned kernels cost (``--kernels``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bandits.core import kernels
+from bandits.core.config import with_flags
+
+PAPER_STEPS = 50_000  # the paper's horizon (Blundell et al. 2015, section 5.3)
+
+
+class NotMeasured(Exception):
+    """A timing came out as noise (one line says which and what to change)."""
+
+
+def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str,
+            out: Path) -> pd.DataFrame:
+    """End to end: ``bandits.run --preset paper`` (the paper's four agents, 64 updates per
+    step) with each number of ``workers``, at two horizons; the difference between the
+    two wall times is the time of the steps alone (start-up, data loading and output
+    writing cancel). Interleaved over ``rounds``, median taken. Returns one row per
+    number of workers with the seconds per step, the speed-up over one worker and the
+    projection of the paper protocol (50,000 steps)."""
+    times: dict[tuple[int, int], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for w in workers:
+                for n in steps:
+                    d = Path(tmp) / f"w{w}-s{n}-r{r}"
+                    cmd = [sys.executable, "-m", "bandits.run", "--preset", "paper", "--steps",
+                           str(n), "--workers", str(w), "--device", device, "--no-progress",
+                           "--checkpoint-every", "1e9", "--out", str(d)]
+                    tic = time.perf_counter()
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                                   env={**os.environ, "BANDITS_WORKERS": str(w)})
+                    times.setdefault((w, n), []).append(time.perf_counter() - tic)
+    rows = []
+    for w in workers:
+        per_step = (np.median(times[(w, steps[1])]) - np.median(times[(w, steps[0])])) / (
+            steps[1] - steps[0])
+        if per_step <= 0:  # start-up noise larger than the steps' time: nothing measured
+            raise NotMeasured(
+                f"with {w} worker(s) the {steps[1]}-step run took no longer than the "
+                f"{steps[0]}-step one ({np.median(times[(w, steps[1])]):.2f} s against "
+                f"{np.median(times[(w, steps[0])]):.2f} s): the machine is too busy to time "
+                "it; give --scaling-steps further apart or more --rounds")
+        rows.append({"workers": w, "seconds_per_step": per_step,
+                     "paper_protocol_hours_projected": per_step * PAPER_STEPS / 3600})
+    df = pd.DataFrame(rows)
+    df["speedup_over_1_worker"] = df["seconds_per_step"].iloc[0] / df["seconds_per_step"]
+    return df
+
+
+def default_command(workers: list[int], rounds: int, extra: Sequence[str] = ()
+                    ) -> pd.DataFrame:
+    """End to end: the default ``python -m bandits.run`` (the ``quick`` preset) with each
+    number of ``workers``, interleaved over ``rounds``; the wall time of the whole
+    command (start-up, data, training, outputs), its median, and whether every CSV is
+    the same bytes as with one worker. ``extra``: flags added to the command (tests)."""
+    return _timed_by_workers(with_flags(["bandits.run", "--no-progress"], extra),
+                             ["metrics.csv", "summary.csv", "phases.csv", "memory.csv",
+                              "probes.csv"],
+                             workers, rounds)
+
+
+# A grid of two BBB settings (each a batch of two seeds) on part of MNIST: the unit
+# that --workers splits.
+MNIST_WORKERS_COMMAND = ["bandits.mnist", "--prior", "mixture", "gaussian", "--seeds", "2",
+                         "--hidden", "400", "--epochs", "3", "--train-size", "20000",
+                         "--no-progress"]
+
+
+def mnist_workers(workers: list[int], rounds: int, extra: Sequence[str] = ()
+                  ) -> pd.DataFrame:
+    """End to end: ``python -m bandits.mnist`` training two settings (two seeds each) with
+    each number of ``workers``, interleaved over ``rounds``; whether ``models.csv`` and
+    ``settings.csv`` are the same bytes as with one worker. ``extra``: flags added."""
+    return _timed_by_workers(with_flags(MNIST_WORKERS_COMMAND, extra),
+                             ["models.csv", "settings.csv"],
+                             workers, rounds)
+
+
+def _timed_by_workers(command: list[str], files: list[str], workers: list[int], rounds: int
+                      ) -> pd.DataFrame:
+    """``python -m <command> --workers W --out DIR`` for each W, interleaved over
+    ``rounds``: the median wall time and whether ``files`` are the bytes of one worker."""
+    times: dict[int, list[float]] = {}
+    same: dict[int, bool] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for w in workers:
+                d = Path(tmp) / f"w{w}-r{r}"
+                cmd = [sys.executable, "-m", *command, "--workers", str(w), "--out", str(d)]
+                tic = time.perf_counter()
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                times.setdefault(w, []).append(time.perf_counter() - tic)
+                base = Path(tmp) / "w1-r0"
+                same[w] = same.get(w, True) and all(
+                    (d / f).read_bytes() == (base / f).read_bytes() for f in files)
+    rows = [{"workers": w, "wall_seconds_median": float(np.median(times[w])),
+             "wall_seconds": " ".join(f"{t:.1f}" for t in times[w]),
+             "same_bytes_as_1_worker": same[w]} for w in workers]
+    df = pd.DataFrame(rows)
+    df["speedup_over_1_worker"] = df["wall_seconds_median"].iloc[0] / df["wall_seconds_median"]
+    return df
+
+
+def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
+    """What the pinned kernels (:mod:`bandits.core.kernels`) cost: the default ``python -m
+    bandits.run`` end to end, and the fused training step (``python -m bandits.bench``'s
+    seconds per run-update), each under the pin and with the libraries' own kernels
+    (``BANDITS_NATIVE_KERNELS=1``), interleaved over ``rounds``, median taken. One row per
+    command with both times and ``pinned_over_native``; the default command's CSVs are
+    compared too (``same_bytes``: whether the pin changes nothing on this processor).
+    ``extra``: flags added to the default command (tests)."""
+    native_env = {k: v for k, v in os.environ.items() if k not in kernels.PIN}
+    envs = {"pinned": {**native_env, **kernels.PIN}, "native": {**native_env, kernels.NATIVE: "1"}}
+    files = ["metrics.csv", "summary.csv", "phases.csv"]
+    run_times: dict[str, list[float]] = {"pinned": [], "native": []}
+    step_times: dict[str, list[float]] = {"pinned": [], "native": []}
+    same = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for name, env in envs.items():
+                d = Path(tmp) / f"{name}-{r}"
+                cmd = [sys.executable, "-m", *with_flags(["bandits.run", "--no-progress"],
+                                                         extra), "--out", str(d)]
+                tic = time.perf_counter()
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+                run_times[name].append(time.perf_counter() - tic)
+                b = Path(tmp) / f"bench-{name}-{r}"
+                subprocess.run([sys.executable, "-m", "bandits.bench", "--rounds", "3",
+                                "--out", str(b)], check=True, stdout=subprocess.DEVNULL,
+                               env=env)
+                bench = json.loads((b / "bench.json").read_text())
+                step_times[name].append(bench["per_run_update_seconds_fused"])
+            first = Path(tmp) / f"pinned-{r}"
+            same = same and all((first / f).read_bytes() == (Path(tmp) / f"native-{r}" / f)
+                                .read_bytes() for f in files)
+    rows = []
+    for what, times, unit in (("python -m bandits.run (the default command)", run_times,
+                               "wall seconds"),
+                              ("fused training step (bandits.bench)", step_times,
+                               "seconds per run-update")):
+        pinned, native = float(np.median(times["pinned"])), float(np.median(times["native"]))
+        rows.append({"command": what, "unit": unit, "pinned": pinned, "native": native,
+                     "pinned_over_native": pinned / native,
+                     "pinned_each": " ".join(f"{t:.4g}" for t in times["pinned"]),
+                     "native_each": " ".join(f"{t:.4g}" for t in times["native"])})
+    df = pd.DataFrame(rows)
+    df["same_bytes"] = [same, None]
+    return df

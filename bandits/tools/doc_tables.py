@@ -1,0 +1,362 @@
+"""``python -m bandits.doc_tables [--check]``: the result tables of the README and the docs,
+written from the shipped result files, so that no number there can drift from its data.
+
+A generated table sits between two marker lines in a Markdown file::
+
+    <!-- generated: NAME -->
+    | ... the table ... |
+    <!-- end generated -->
+
+and NAME is one of :data:`GENERATORS`, each a function of the repository's root that reads
+the shipped files (``summary.csv``, ``diagnosis_seeds.csv``, ``table1.csv``,
+``tables.md``) and returns the table. The command rewrites every marked block of
+:data:`FILES`; with ``--check`` it writes nothing and exits 1, naming the blocks, when a
+block differs from what its files give (CI runs it so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bandits.records.regret import ranking, summary_text
+from bandits.tools import memory_tables, neural_tables
+from bandits.tools.table_cells import NAMES, TableError, bold_if, next_label, read_table
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
+         "results/mushroom/README.md",
+         "results/regression/README.md", "results/mushroom/memory-20k/README.md",
+         "results/mushroom/memory-horizon/README.md", "results/neural-bandits/README.md",
+         "results/neural-bandits/mnist-reference/README.md",
+         "results/neural-bandits/mushroom-grid/README.md",
+         "results/neural-bandits/mnist-nu/README.md")
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
+                   re.S)
+
+LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
+          "eps5": "5 % greedy"}
+ORDER = ("bbb", "greedy", "eps1", "eps5")
+# Blundell et al. (2015), Table 1: test error (%) with two hidden layers of 400 and 1200
+PAPER_TABLE1 = {"sgd": ("SGD (plain MLP)", 1.83, 1.88),
+                "dropout": ("Dropout (p = 0.5)", 1.51, 1.36),
+                "bbb-gaussian": ("BBB, Gaussian prior", 1.82, 2.04),
+                "bbb-mixture": ("BBB, scale-mixture prior", 1.36, 1.32)}
+# Blundell et al. (2015), Table 2: test error (%) of the 2 x 1200 network after pruning
+PAPER_TABLE2 = {"0%": 1.24, "50%": 1.24, "75%": 1.24, "95%": 1.29, "98%": 1.39}
+
+
+def _labels(run: Path) -> dict[str, str]:
+    """The agents' labels, BBB's saying how it acted (``config.json``'s ``act_samples``)."""
+    samples = json.loads((run / "config.json").read_text(encoding="utf-8"))["act_samples"]
+    # one weight sample acted on is Thompson sampling; the mean of several is not
+    return {**LABELS, "bbb": "BBB (Thompson sampling)" if samples == 1 else
+            f"BBB (mean of {samples} samples)"}
+
+
+def figure6(root: Path) -> str:
+    """Final cumulative regret (mean +- s.e., median) and the expected regret per step
+    over the last 10,000 steps, per agent, of ``results/mushroom/paper-horizon``."""
+    run = root / "results/mushroom/paper-horizon"
+    numbers = ["cumulative_regret", "expected_regret_per_step_last", "last_steps", "steps"]
+    seeds = read_table(run / "diagnosis_seeds.csv", ["agent", *numbers], numbers)
+    labels = _labels(run)
+    g = seeds.groupby("agent")
+    if g.size().nunique() != 1 or set(g.size().index) != set(ORDER):
+        raise TableError(f"{run / 'diagnosis_seeds.csv'}: every agent of {', '.join(ORDER)} "
+                         "needs its rows for the same seeds")
+    final, late = g["cumulative_regret"], g["expected_regret_per_step_last"]
+    n = int(g.size().iloc[0])
+    low_mean, low_median, low_late = final.mean().idxmin(), final.median().idxmin(), \
+        late.mean().idxmin()
+    last = int(seeds["last_steps"].iloc[0])
+    steps = int(seeds["steps"].iloc[0])
+    head = ("| Final cumulative regret, mean +- s.e. (median) | "
+            + " | ".join(labels[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
+    row1 = f"| ours, {n} seeds | " + " | ".join(
+        f"{bold_if(f'{final.mean()[a]:.0f}', a == low_mean)} +- "
+        f"{final.std()[a] / math.sqrt(n):.0f} "
+        f"({bold_if(f'{final.median()[a]:.0f}', a == low_median)})" for a in ORDER) + " |"
+    row2 = (f"| expected regret per step, steps {steps - last + 1:,}-{steps:,} | " + " | ".join(
+        f"{bold_if(f'{late.mean()[a]:.3f}', a == low_late)} +- "
+        f"{late.std()[a] / math.sqrt(n):.3f}" for a in ORDER) + " |")
+    paper = ("| paper (Figure 6 and its text, 5 runs) | lowest, \"almost flat\" | eats nothing "
+             "for about 1,000 steps, then does much better | (not described) | \"appears to "
+             "over-explore\" |")
+    return "\n".join([head, row1, row2, paper]) + "\n"
+
+
+def quick_output(root: Path) -> str:
+    """What the default command printed at its end (``results/mushroom/quick``), as a
+    code block."""
+    _quick_summary(root)  # its summary.csv, checked
+    text = summary_text(root / "results/mushroom/quick")
+    if not text:
+        raise TableError(f"{root / 'results/mushroom/quick'}: no run's summary there")
+    return "```text\n" + text + "\n```\n"
+
+
+def _quick_summary(root: Path) -> pd.DataFrame:
+    numbers = ["cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
+               "cumulative_regret_max", "cumulative_expected_regret_mean"]
+    return read_table(root / "results/mushroom/quick/summary.csv", ["agent", *numbers],
+                      numbers)
+
+
+def _quick_ranking(root: Path) -> pd.DataFrame:
+    """The default command's agents ranked by final cumulative regret over its seeds, with
+    the paired difference to the next (:func:`bandits.records.regret.ranking`), and each agent's
+    mean expected regret from ``summary.csv``."""
+    run = root / "results/mushroom/quick"
+    metrics = read_table(run / "metrics.csv", ["agent", "seed", "step", "cumulative_regret"],
+                         ["cumulative_regret"])
+    table = ranking(metrics)
+    expected = _quick_summary(root).set_index("agent")["cumulative_expected_regret_mean"]
+    if set(table["agent"]) != set(expected.index):
+        raise TableError(f"{run}: metrics.csv and summary.csv list other agents")
+    return table.assign(expected=table["agent"].map(expected))
+
+
+def quick(root: Path) -> str:
+    """The default command's final cumulative regret, mean +- s.e. over its seeds."""
+    table = _quick_ranking(root).set_index("agent")
+    labels = _labels(root / "results/mushroom/quick")
+    low = table["mean"].idxmin()
+    head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
+    mean, se = table["mean"].map("{:.0f}".format), table["s.e."]
+    row = "| " + " | ".join(f"{bold_if(mean[a], a == low)} +- {se[a]:.0f}"
+                            for a in ORDER) + " |"
+    return head + "\n" + row + "\n"
+
+
+def quick_detail(root: Path) -> str:
+    """The default command's agents, lowest mean final regret first: mean +- s.e. over the
+    seeds, min, max, the paired difference to the next agent over the same seeds, and the
+    mean expected regret."""
+    table = _quick_ranking(root)
+    labels = _labels(root / "results/mushroom/quick")
+    low_e = table["expected"].min()
+    lines = ["| agent | mean +- s.e. | min | max | paired difference to the next | "
+             "expected regret, mean |", "| --- | ---: | ---: | ---: | --- | ---: |"]
+    for i, r in table.iterrows():
+        nxt = next_label(r["next"])
+        mean = f"{r['mean']:.0f}"
+        lines.append(
+            f"| {labels.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} +- "
+            f"{r['s.e.']:.0f} | {r['min']:.0f} | {r['max']:.0f} | {nxt} | "
+            + bold_if(f"{r.expected:.0f}", r.expected == low_e) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _chosen(path: Path) -> pd.DataFrame:
+    t = pd.read_csv(path)
+    return t[t["chosen"]].set_index("method")
+
+
+def table1(root: Path) -> str:
+    """The row validation chooses for each method at 2 x 400 and 2 x 1200 (test error
+    mean +- std over seeds), beside the paper's Table 1."""
+    narrow = _chosen(root / "results/mnist/2x400/table1.csv")
+    wide = _chosen(root / "results/mnist/2x1200/table1.csv")
+
+    def cell(r, epochs_usual: int | None) -> str:
+        notes = []
+        if int(r.seeds) != 3:
+            notes.append(f"{int(r.seeds)} seeds")
+        if epochs_usual is not None and int(r.epochs) != epochs_usual:
+            notes.append(f"{int(r.epochs)} epochs")
+        text = f"{r.test_error_mean:.2f} +- {r.test_error_std:.2f}"
+        return text + (f" ({', '.join(notes)})" if notes else "")
+
+    def span(t: pd.DataFrame) -> str:
+        lo, hi = int(t["epochs"].min()), int(t["epochs"].max())
+        return f"{lo}-{hi} epochs" if lo != hi else f"{lo} epochs"
+
+    lines = [f"| Method | 2 x 400, {span(narrow)} | paper | 2 x 1200, {span(wide)} | paper |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for method, (label, p400, p1200) in PAPER_TABLE1.items():
+        lines.append(f"| {label} | {cell(narrow.loc[method], None)} | {p400} | "
+                     f"{cell(wide.loc[method], 600)} | {p1200} |")
+    return "\n".join(lines) + "\n"
+
+
+def table2(root: Path) -> str:
+    """Pruning the chosen 2 x 1200 scale-mixture network (the report's Table 2 of it, in
+    ``results/mnist/2x1200/tables.md``), beside the paper's Table 2."""
+    text = (root / "results/mnist/2x1200/tables.md").read_text(encoding="utf-8")
+    chosen = _chosen(root / "results/mnist/2x1200/table1.csv").loc["bbb-mixture", "run"]
+    section = text.split(f"## Table 2: pruning by signal-to-noise ratio ({chosen},")[1]
+    rows = re.findall(r"^\| (\d+%) \| ([\d,]+) \| ([\d.]+ \+- [\d.]+) \|", section, re.M)
+    rows = rows[:len(PAPER_TABLE2)]
+    if [r[0] for r in rows] != list(PAPER_TABLE2):
+        raise ValueError(f"tables.md: Table 2 of {chosen} does not list {list(PAPER_TABLE2)}")
+
+    def size(n: int) -> str:
+        return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.0f} k"
+
+    errors = [float(r[2].split()[0]) for r in rows]
+    best = min(errors[3:])  # the paper's point: what heavy pruning keeps
+    lines = ["| Removed | " + " | ".join(r[0].replace("%", " %") for r in rows) + " |",
+             "| --- |" + " ---: |" * len(rows),
+             "| Weights left | " + " | ".join(size(int(r[1].replace(",", ""))) for r in rows)
+             + " |",
+             "| ours | " + " | ".join(
+                 bold_if(r[2], i == 3 and errors[i] == best) for i, r in enumerate(rows))
+             + " |",
+             "| paper | " + " | ".join(f"{v:.2f}" for v in PAPER_TABLE2.values()) + " |"]
+    return "\n".join(lines) + "\n"
+
+
+def regression(root: Path) -> str:
+    """The toy regression's measures inside / outside the training range
+    (``results/regression/regression.csv``)."""
+    numbers = ["rmse_inside", "rmse_outside"]
+    t = read_table(root / "results/regression/regression.csv",
+                   ["model", *numbers, "coverage_95_inside", "coverage_95_outside",
+                    "std_ratio_outside_to_inside"], numbers).set_index("model")
+    names = {"mlp": "MLP (point estimate)", "bbb-fixed": "BBB, noise fixed at 3",
+             "bbb-learned": "BBB, noise learned", "dropout": "MC dropout, noise learned"}
+    best_cov = (t["coverage_95_inside"] - 0.95).abs().idxmin()
+    best_ratio = t["std_ratio_outside_to_inside"].idxmax()
+
+    def pair(r, key: str, fmt: str) -> str:
+        a, b = r[f"{key}_inside"], r[f"{key}_outside"]
+        return "-" if pd.isna(a) else f"{a:{fmt}} / {b:{fmt}}"
+
+    lines = ["| model | RMSE | held-out log-lik. per point | 95 % band covers | predictive std "
+             "| std outside / inside |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for model, label in names.items():
+        r = t.loc[model]
+        cover = "-" if pd.isna(r.coverage_95_inside) else (
+            bold_if(f"{r.coverage_95_inside:.3f}", model == best_cov)
+            + f" / {r.coverage_95_outside:.3f}")
+        ratio = "-" if pd.isna(r.std_ratio_outside_to_inside) else bold_if(
+            f"{r.std_ratio_outside_to_inside:.1f}", model == best_ratio)
+        lines.append(f"| {label} | {pair(r, 'rmse', '.3g')} | {pair(r, 'log_likelihood', '.2f')} "
+                     f"| {cover} | {pair(r, 'predictive_std', '.3g')} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def showdown(root: Path, brief: bool = False) -> str:
+    """Every agent of ``results/mushroom/showdown``: final cumulative regret over the seeds
+    and the paired difference to the next agent, as the run ranks them
+    (:func:`bandits.records.regret.ranking`)."""
+    metrics = pd.read_csv(root / "results/mushroom/showdown/metrics.csv")
+    table = ranking(metrics)
+    uniform = table.set_index("agent").at["uniform", "mean"]
+    lines = (["| agent | mean | s.e. | relative to uniform | next |",
+              "| --- | ---: | ---: | ---: | --- |"] if brief else
+             ["| agent | mean | s.e. | min | max | relative to uniform | next |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"])
+    for i, r in table.iterrows():
+        nxt = next_label(r["next"])
+        rel = "1" if r.agent == "uniform" else f"{r['mean'] / uniform:.3f}"
+        mean = f"{r['mean']:.0f}"
+        spread = "" if brief else f" {r['min']:.0f} | {r['max']:.0f} |"
+        lines.append(f"| {NAMES.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} | "
+                     f"{r['s.e.']:.0f} |{spread} {bold_if(rel, i == 0)} | {nxt} |")
+    return "\n".join(lines) + "\n"
+
+
+GENERATORS: dict[str, Callable[[Path], str]] = {
+    "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
+    "regression": regression,
+    "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
+    "quick-output": quick_output,
+    "table2": table2, **neural_tables.GENERATORS, **memory_tables.GENERATORS,
+}
+
+
+START = re.compile(r"<!-- generated: (?P<name>[^ ]*) -->")
+END = "<!-- end generated -->"
+
+
+def check_markers(text: str, name: str) -> None:
+    """Every ``generated`` marker line followed by its ``end generated`` line before the
+    next one, each on a line of its own.
+
+    Raises:
+        TableError: A block without its end, an end without its block, a marker not on a
+            line of its own.
+    """
+    open_at = None
+    for i, line in enumerate(text.splitlines(), 1):
+        has_start, has_end = "<!-- generated" in line, "<!-- end generated" in line
+        if has_start and not START.fullmatch(line.strip()) or has_end and line.strip() != END:
+            raise TableError(f"{name}:{i}: a table marker is damaged: {line.strip()[:60]!r}")
+        if has_start:
+            if open_at is not None:
+                raise TableError(f"{name}:{open_at}: a generated block has no "
+                                 f"'{END}' before the next one (line {i})")
+            open_at = i
+        elif has_end:
+            if open_at is None:
+                raise TableError(f"{name}:{i}: '{END}' without a generated block above it")
+            open_at = None
+    if open_at is not None:
+        raise TableError(f"{name}:{open_at}: a generated block has no '{END}'")
+
+
+def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str]]:
+    """``text`` with every marked block rewritten, and the names of those that changed.
+
+    Raises:
+        TableError: A damaged marker, or a file a table is written from.
+        ValueError: An unknown table name.
+    """
+    check_markers(text, name)
+    changed: list[str] = []
+
+    def fill(m: re.Match) -> str:
+        name = m["name"]
+        if name not in GENERATORS:
+            raise ValueError(f"unknown generated table {name!r}; known: {', '.join(GENERATORS)}")
+        try:
+            body = GENERATORS[name](root)
+        except (OSError, KeyError, IndexError) as e:  # a file missing, or not what it was
+            raise TableError(f"table {name!r}: {type(e).__name__}: {e}") from None
+        if body != m["body"]:
+            changed.append(name)
+        return m.group(1) + body + m.group(4)
+
+    return BLOCK.sub(fill, text), changed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bandits.doc_tables",
+                                description=__doc__.split("\n\n")[0].replace("\n", " "))
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when a table differs from its files")
+    p.add_argument("--root", type=Path, default=ROOT, help="the repository's root")
+    args = p.parse_args(argv)
+    stale = []
+    rewritten = {}
+    for name in FILES:  # every file checked before any is written
+        path = args.root / name
+        try:
+            old = path.read_text(encoding="utf-8")
+            new, changed = regenerate(old, args.root, name)
+        except (OSError, ValueError) as e:
+            print(f"bandits.doc_tables: error: {name}: {e}", file=sys.stderr)
+            return 2
+        stale += [f"{name}: {c}" for c in changed]
+        if changed:
+            rewritten[path] = new
+    if not args.check:
+        for path, new in rewritten.items():
+            path.write_text(new, encoding="utf-8")
+    if stale:
+        verb = "differ from their files" if args.check else "rewritten"
+        print(f"bandits.doc_tables: {verb}: " + "; ".join(stale),
+              file=sys.stderr if args.check else sys.stdout)
+        return 1 if args.check else 0
+    print("bandits.doc_tables: every generated table matches its files")
+    return 0
+

@@ -1,0 +1,123 @@
+"""The generated tables (:mod:`bandits.tools.doc_tables`) of Figure 6 with the learner with a
+memory: the 20,000-step comparison of the paper's set-up and the memory settings on the
+same seeds (``memory-20k``), and the 50,000-step run of the winner (``figure6-memory``),
+each read from the runs' exact per-phase records (``phases.csv``)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from bandits.tools.table_cells import bold_if, read_table
+
+ORDER = ("bbb", "greedy", "eps1", "eps5")
+LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
+          "eps5": "5 % greedy"}
+EPSILON = {"eps1": 0.01, "eps5": 0.05}
+# what a random action costs on Mushroom: it is wrong half the time, and a wrong one costs
+# 5 on the 4208 edible mushrooms (left) and 15 in expectation on the 3916 poisonous ones
+RANDOM_ACTION_COST = (4208 * 5 + 3916 * 15) / 8124 / 2  # 4.91
+SETTINGS = {  # the 20,000-step comparison: name -> (run, label)
+    "paper": ("results/mushroom/paper-horizon",
+              "the paper's set-up (buffer 4,096, no decay, BBB acting on 2 samples)"),
+    "memory-16k": ("results/mushroom/memory-20k/memory-16k",
+                   "memory: decay 1, buffer 16,384"),
+    "memory-50k": ("results/mushroom/memory-horizon", "memory: decay 1, buffer 50,000"),
+}
+
+
+def at_step(run: Path, step: int, late: int) -> pd.DataFrame:
+    """Per agent and seed: the cumulative regret at ``step`` and the expected regret per
+    step over the ``late`` steps before it (``phases.csv``, whose windows must meet
+    ``step`` and ``step - late``).
+
+    Raises:
+        ValueError: The run is shorter than ``step``, or its windows do not meet them.
+    """
+    numbers = ["start", "end", "regret", "expected_regret"]
+    phases = read_table(run / "phases.csv", ["agent", "seed", *numbers], numbers)
+    ends = set(phases["end"])
+    if step not in ends or (step - late) not in ends:
+        raise ValueError(f"{run / 'phases.csv'}: no phase ends at step {step} and at "
+                         f"{step - late}")
+    rows = []
+    for (agent, seed), g in phases.groupby(["agent", "seed"], sort=False):
+        upto = g[g["end"] <= step]
+        tail = upto[upto["start"] > step - late]
+        rows.append({"agent": agent, "seed": seed, "regret": upto["regret"].sum(),
+                     "late": tail["expected_regret"].sum() / late})
+    return pd.DataFrame(rows)
+
+
+def _cell(values: pd.Series, digits: int, best: bool = False, median: bool = True) -> str:
+    n = len(values)
+    se = values.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+    text = f"{bold_if(f'{values.mean():.{digits}f}', best)} +- {se:.{digits}f}"
+    return text + (f" ({values.median():.{digits}f})" if median else "")
+
+
+def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
+    """Each setting's cumulative regret at ``step`` (mean +- s.e. (median) over its seeds)
+    and expected regret per step over the ``late`` steps before, per agent; then BBB's
+    paired difference between the two memory settings (the winner rule)."""
+    tables = {name: at_step(root / run, step, late) for name, (run, _) in SETTINGS.items()}
+    means = {name: t.groupby("agent")["regret"].mean() for name, t in tables.items()}
+    lows = {a: min(means, key=lambda n, a=a: means[n][a]) for a in ORDER}
+    seeds = {name: t["seed"].nunique() for name, t in tables.items()}
+    head = ("| setting | seeds | " + " | ".join(LABELS[a] for a in ORDER)
+            + " |\n| --- | ---: |" + " ---: |" * len(ORDER))
+    lines = [head]
+    for name, (_run, label) in SETTINGS.items():
+        g = tables[name].groupby("agent")
+        lines.append(f"| {label} | {seeds[name]} | " + " | ".join(
+            _cell(g.get_group(a)["regret"], 0, lows[a] == name) for a in ORDER) + " |")
+    lines.append(f"| *expected regret per step, steps {step - late + 1:,}-{step:,}* | | | | | |")
+    late_lows = {a: min(tables, key=lambda n, a=a: tables[n].groupby("agent")["late"]
+                        .mean()[a]) for a in ORDER}
+    for name, (_run, label) in SETTINGS.items():
+        g = tables[name].groupby("agent")
+        lines.append(f"| {label} | {seeds[name]} | " + " | ".join(
+            _cell(g.get_group(a)["late"], 3, late_lows[a] == name, median=False)
+            for a in ORDER) + " |")
+    a, b = (tables[n][tables[n].agent == "bbb"].set_index("seed")["regret"]
+            for n in ("memory-16k", "memory-50k"))
+    diff = (a - b).dropna()
+    se = diff.std(ddof=1) / math.sqrt(len(diff))
+    lines.append("")
+    lines.append(f"BBB, buffer 16,384 minus buffer 50,000, paired over {len(diff)} seeds: "
+                 f"**{diff.mean():.0f} +- {se:.0f}**.")
+    return "\n".join(lines) + "\n"
+
+
+def figure6_memory(root: Path, run: str = "results/mushroom/memory-horizon",
+                   late: int = 10_000) -> str:
+    """The winner's final cumulative regret (mean +- s.e. (median)) and expected regret
+    per step over the last ``late`` steps per agent, with what exploration alone costs
+    the epsilon-greedy agents and their late regret as a multiple of it."""
+    phases_end = int(pd.read_csv(root / run / "phases.csv")["end"].max())
+    t = at_step(root / run, phases_end, late)
+    g = t.groupby("agent")
+    low_mean = g["regret"].mean().idxmin()
+    low_median = g["regret"].median().idxmin()
+    low_late = g["late"].mean().idxmin()
+    n = int(g.size().iloc[0])
+    head = ("| Final cumulative regret, mean +- s.e. (median) | "
+            + " | ".join(LABELS[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
+    final = {a: g.get_group(a)["regret"] for a in ORDER}
+    row1 = f"| learner with a memory, {n} seeds | " + " | ".join(
+        bold_if(f"{final[a].mean():.0f}", a == low_mean)
+        + f" +- {final[a].std(ddof=1) / math.sqrt(n):.0f} ("
+        + bold_if(f"{final[a].median():.0f}", a == low_median) + ")" for a in ORDER) + " |"
+    row2 = (f"| expected regret per step, steps {phases_end - late + 1:,}-{phases_end:,} | "
+            + " | ".join(_cell(g.get_group(a)["late"], 3, a == low_late, median=False)
+                         for a in ORDER) + " |")
+    floors = {a: EPSILON[a] * RANDOM_ACTION_COST for a in EPSILON}
+    row3 = ("| exploration's own cost per step (late regret / it) | | | "
+            + " | ".join(f"{floors[a]:.3f} ({g.get_group(a)['late'].mean() / floors[a]:.1f}x)"
+                         for a in ("eps1", "eps5")) + " |")
+    return "\n".join([head, row1, row2, row3]) + "\n"
+
+
+GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory}
