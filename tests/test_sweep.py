@@ -387,3 +387,17 @@ def test_redraw_collects_the_points_again_where_they_are_there(small_sweep, tmp_
     shutil.rmtree(copy / "points")  # shipped: no points, the table as it is
     redraw(copy)
     pd.testing.assert_frame_equal(pd.read_csv(copy / "sweep.csv"), full)
+
+
+def test_a_grid_of_a_million_points_is_refused_with_its_size_before_anything_is_made(
+        tmp_path, capsys):
+    values = {name: ",".join(str(v) for v in range(1, 101))
+              for name in ("hidden", "batch_size", "updates_per_step")}
+    out = tmp_path / "huge"
+    args = [a for name, v in values.items() for a in ("--set", f"{name}={v}")]
+    assert main([*args, "--out", str(out), "--no-progress", *BASE]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1,000,000 points (100 x 100 x 100)" in err[0]
+    assert "--max-points" in err[0] and not out.exists()
+    assert main([*args, "--max-points", "0", "--out", str(out), *BASE]) == 2
+    assert "--max-points must be in [1" in capsys.readouterr().err

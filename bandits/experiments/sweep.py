@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -46,7 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from bandits.core import kernels
-from bandits.core.config import UsageError, first_paragraph, given_values, setting
+from bandits.core.config import (
+    UsageError,
+    check_ranges,
+    first_paragraph,
+    given_values,
+    setting,
+)
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory, write_json
 from bandits.core.outputs import OutputDirError, claim_dir, release_dir
@@ -167,6 +174,9 @@ class Settings:
     redraw: Path | None = setting(None, "rebuild the summary and plot of DIR from its "
                                   "sweep.csv, then exit", type=Path, metavar="DIR")
     no_progress: bool = setting(False, "hide the progress bar")
+    max_points: int = setting(10_000, "the most points a sweep starts (a larger grid is "
+                              "refused with its size: raise this to run it)",
+                              range=(1, 10**12))
     overwrite: bool = setting(False, "rerun points whose directory holds a run of other "
                               "settings, and rewrite the tables of a sweep directory made "
                               "with another grid (without it such a sweep is refused)")
@@ -255,6 +265,10 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
         raise SweepError("--out DIR is required: the sweep's directory")
     if args.workers < 1:
         raise SweepError(f"--workers must be a positive integer, got {args.workers}")
+    try:
+        check_ranges(args)  # every range the flags declare
+    except UsageError as e:
+        raise SweepError(str(e)) from None
     memory = machine_memory("cpu")
     if args.backend == "local" and memory and args.workers * WORKER_BYTES > 0.8 * memory:
         raise SweepError(f"--workers {args.workers} would need about "
@@ -269,6 +283,14 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
     grid.update(parse_sets(args.set))
     if not grid:
         raise SweepError("nothing to sweep: give --grid SPEC.toml with a [grid] table or --set")
+    size = math.prod(len(v) for v in grid.values())
+    if size > args.max_points:  # before a single point is made: a typo can ask for millions
+        seeds, steps = base.get("seeds") or 1, base.get("steps")
+        work = f", {size * seeds * steps:,} interactions in all" if steps else ""
+        shape = " x ".join(str(len(v)) for v in grid.values())
+        raise SweepError(f"this grid has {size:,} points ({shape}){work}, more than --max-points "
+                         f"{args.max_points:,}; sweep fewer values, or raise --max-points "
+                         "to run it")
     out = args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
