@@ -273,9 +273,9 @@ def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsy
         torch.set_num_threads(threads)
     assert code == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "torch threads: 1; --threads N changes it"
-    assert lines[1].startswith("bandits.mnist: 1 model (1 batch of seeds: ")
-    assert "1 epochs of 64 images" in lines[1] and lines[1].endswith(f"-> {out}")
+    assert lines[0].startswith("bandits.mnist: 1 model (1 batch of seeds: ")
+    assert "1 epochs of 64 images" in lines[0] and lines[0].endswith(f"-> {out}")
+    assert "device cpu, 1 torch thread (--threads)" in lines[0]
     assert lines[-1] == f"outputs in {out}"
     assert (out / "summary.json").is_file()
     # a readable closing summary, not a JSON dump
@@ -505,3 +505,19 @@ def test_overwrite_removes_an_earlier_runs_model_files_so_report_counts_only_the
     report(tmp_path / "exp")
     rows = read_csv_rows(tmp_path / "exp" / "table1.csv")
     assert [int(r["seeds"]) for r in rows] == [2]
+
+
+def test_a_refused_training_prints_only_its_error(tmp_path, capsys, mnist_data_dir):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    threads = torch.get_num_threads()
+    try:
+        code = mnist.main(["--data-dir", str(mnist_data_dir), "--train-size", "64",
+                           "--test-size", "32", "--hidden", "8", "--epochs", "1",
+                           "--threads", "1", "--no-progress", "--out", str(out)])
+    finally:
+        torch.set_num_threads(threads)
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""  # no threads line before the error
+    assert len(captured.err.strip().splitlines()) == 1 and (out / "notes.txt").exists()

@@ -296,10 +296,10 @@ def _run_command(argv: list[str]) -> int:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available to this torch "
                          f"{torch.__version__}; use --device cpu")
-    default = " (torch's default)" if not n_threads else ""
-    print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
-          flush=True)
     if command in ("bench", "adam-probe"):
+        default = " (torch's default)" if not n_threads else ""
+        print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
+              flush=True)
         (bench if command == "bench" else probe)(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0

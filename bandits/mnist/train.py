@@ -206,11 +206,13 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
         command = f"{resume['command']} (resumed with: {command})"
     label = run_label(cfg) if len(models) == 1 else f"{run_label(cfg)} x{len(models)}"
     fields = varying(models)
+    n_threads = torch.get_num_threads()  # in this process; each worker sets its own
     print(f"bandits.mnist: {len(models)} model{'s' if len(models) > 1 else ''} "
           f"({len(groups)} batch{'es' if len(groups) > 1 else ''} of seeds: "
           f"{run_label(cfg)}), {cfg.epochs} epochs of "
           f"{len(splits['train'].y):,} images, batch {cfg.batch_size}, "
-          f"{workers} worker{'s' if workers > 1 else ''}, device {cfg.device} -> {out}",
+          f"{workers} worker{'s' if workers > 1 else ''}, device {cfg.device}, "
+          f"{n_threads} torch thread{'s' if n_threads > 1 else ''} (--threads) -> {out}",
           flush=True)
     jobs = [TrainingJob(cfg, [models[i] for i in g], [dirs[i] for i in g], path, command,
                   label if len(groups) == 1 else
