@@ -55,7 +55,7 @@ def test_the_home_page_shows_the_headline_and_lists_every_page(site: Path) -> No
                  "mnist-2x1200", "regression", "library", "speed", "experiments", "tests",
                  "layout"):
         assert f"{page}.md" in nav and f'href="{page}/"' in home, page
-    assert "stylesheets/extra.css" in home  # long command lines and signatures wrap
+    assert "stylesheets/extra.css" in home  # the site's own styles: wide code scrolls
 
 
 def test_a_list_goes_on_after_an_indented_table_and_numbers_stay_whole(site: Path) -> None:
@@ -63,3 +63,29 @@ def test_a_list_goes_on_after_an_indented_table_and_numbers_stay_whole(site: Pat
     assert "<li>\n<p><strong>Table 2 for the model chosen on validation</strong>" in page
     assert "<li>\n<p><strong>Speed.</strong>" in page
     assert "1.35&nbsp;+-&nbsp;0.06" in page and "<td>1.35 +- 0.06" not in page
+
+
+def test_every_list_starts_after_a_blank_line() -> None:
+    # Python-Markdown reads a list that follows a paragraph line as part of the paragraph
+    import re
+
+    pages = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "results").rglob("*.md")]
+    glued = []
+    for page in pages:
+        lines, code = page.read_text(encoding="utf-8").split("\n"), False
+        for i, line in enumerate(lines):
+            code = code != line.lstrip().startswith("```")
+            before = lines[i - 1] if i else ""
+            if (not code and re.match(r"(- |\* |\d+\. )", line) and before.strip()
+                    and not re.match(r"\s*(- |\* |\d+\. )", before)
+                    and not before.startswith((" ", "|", "#", "<!--"))):
+                glued.append(f"{page.relative_to(ROOT)}:{i + 1}")
+    assert glued == []
+
+
+def test_pages_fetch_no_web_fonts_and_name_each_module_once(site: Path) -> None:
+    for page in ("index.html", "api/bayes/index.html", "layout/index.html"):
+        html = (site / page).read_text(encoding="utf-8")
+        assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
+    bayes = (site / "api" / "bayes" / "index.html").read_text(encoding="utf-8")
+    assert bayes.count('id="bandits.bayes"') == 1
