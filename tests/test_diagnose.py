@@ -194,3 +194,23 @@ def test_a_new_run_leaves_no_earlier_diagnosis_and_a_run_without_probes_says_so(
     err = capsys.readouterr().err
     assert "exploration.csv is left from an earlier diagnosis" in err
     assert (out / "exploration.csv").read_text() == "agent,step\nbbb,1\n"  # never deleted
+
+
+def test_the_diagnosis_figure_names_bbb_acting_on_a_mean_of_samples(tiny_run, tmp_path,
+                                                                    monkeypatch):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    record = json.loads((run / "config.json").read_text())
+    drawn = {}
+    monkeypatch.setattr(diagnose, "save_figure",
+                        lambda fig, path, **kw: drawn.setdefault("legend", [
+                            t.get_text() for ax in fig.axes if ax.get_legend()
+                            for t in ax.get_legend().get_texts()]))
+    for samples, label in ((1, "Bayes by Backprop (Thompson)"),
+                           (2, "Bayes by Backprop (mean of 2 samples)")):
+        (run / "config.json").write_text(json.dumps({**record, "act_samples": samples}))
+        drawn.clear()
+        diagnose.diagnose(run, 20)
+        assert label in drawn["legend"], drawn["legend"]

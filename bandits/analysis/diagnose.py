@@ -52,7 +52,7 @@ from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.config import first_paragraph, setting
 from bandits.core.files import save_figure, write_csv
 from bandits.core.processes import stop_on_ctrl_c
-from bandits.records.figures import COLORS, LABELS
+from bandits.records.figures import COLORS, LABELS, run_labels
 from bandits.records.memory import (
     MEMORY_COLUMNS,
     check_memory,
@@ -150,7 +150,10 @@ def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
 
 
 def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path: Path,
-         title: str) -> None:
+         title: str, labels: dict[str, str] | None = None) -> None:
+    """The diagnosis figure; ``labels``: the run's own legend labels (BBB acting on the
+    mean of several samples, :func:`bandits.records.figures.run_labels`)."""
+    names_of = {**LABELS, **(labels or {})}
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,7 +164,7 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     a, b, c, d = axes.ravel()
     styles = ["-", "--", ":", "-."]
     for agent, g in table.groupby("agent", sort=False):
-        color, label = COLORS.get(agent), LABELS.get(agent, agent)
+        color, label = COLORS.get(agent), names_of.get(agent, agent)
         mid = (g["start"] + g["end"]) / 2
         m, s = g["expected_regret_per_step"], g["expected_regret_per_step_sem"]
         a.plot(mid, m, color=color, label=label)
@@ -187,7 +190,7 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
             spec = envs.SPECS.get(env or "")
             what = (spec.best_actions if spec else {}).get(int(best), f"best {best}")
             ls = "-" if int(best) == 0 else "--"
-            label = f"{LABELS.get(agent, agent)}, {what}"
+            label = f"{names_of.get(agent, agent)}, {what}"
             for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
                 if (g[col] > 0).any():  # a point estimate has no spread: nothing to draw
                     ax.plot(g.index, _positive(g[col]), color=color, ls=ls, label=label)
@@ -273,9 +276,10 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
     phases = read_phases(run_dir)
     probes = read_probes(run_dir)
     try:
-        env = json.loads((run_dir / "config.json").read_text()).get("env")
+        record = json.loads((run_dir / "config.json").read_text())
     except (OSError, ValueError):
-        env = None
+        record = {}
+    env = record.get("env") if isinstance(record, dict) else None
     end = int(phases["end"].max())
     last = last or max(end // 5, 1)
     # every table first, then the files: a diagnosis refused halfway writes nothing
@@ -294,7 +298,8 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
     table = tables["diagnosis.csv"]
     seeds = phases["seed"].nunique()
     draw(table, probes, env, run_dir / "diagnosis.png",
-         f"{env or 'bandit'}: {seeds} seeds, {end} steps")
+         f"{env or 'bandit'}: {seeds} seeds, {end} steps",
+         run_labels(record) if isinstance(record, dict) else {})
     return last_steps(phases, last), [*written, run_dir / "diagnosis.png"]
 
 
