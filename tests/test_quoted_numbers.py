@@ -36,15 +36,28 @@ SHOWDOWN = "results/mushroom/showdown/summary.csv"
 GRID = "results/mushroom/learner-screen/memory-grid"
 
 
-def _screen(learner: str, column: str, size: int, scale: float = 100.0) -> str:
-    t = pd.read_csv(REPO / GRID / "summary.csv")
+REVISED = "results/mushroom/learner-screen/revised"
+GRID_50K = "results/mushroom/learner-screen/memory-grid-50k"
+
+
+def _screen(learner: str, column: str, size: int, scale: float = 100.0,
+            folder: str = GRID) -> str:
+    t = pd.read_csv(REPO / folder / "summary.csv")
     row = t[(t["learner"] == learner) & (t["buffer_size"] == size)]
     assert len(row) == 1, (learner, size)
     return f"{scale * row[column].iloc[0]:.1f}"
 
 
-def _screen_wall() -> str:
-    seconds = json.loads((REPO / GRID / "screen.json").read_text())["wall_seconds"]
+def _revised(learner: str, column: str) -> str:
+    return _screen(learner, column, 4096, folder=REVISED)
+
+
+def _at_50k(learner: str, acting: str = "thompson") -> str:
+    return _screen(learner, f"{acting}_never_eaten", 50000, folder=GRID_50K)
+
+
+def _screen_wall(folder: str = GRID) -> str:
+    seconds = json.loads((REPO / folder / "screen.json").read_text())["wall_seconds"]
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s"
 
@@ -75,6 +88,24 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
         lambda: "greedy: decay 1 at 16,384 ("
                 f"{_screen('greedy-wd-1-16k', 'greedy_never_eaten', 16384)} %)",
     )),
+    *((f"{REVISED}/README.md", text) for text in (
+        lambda: "**" + _screen_wall(REVISED).replace(" min ", " min\n") + "**",
+        lambda: f"ridge regression on the outcomes {_revised('ridge', 'greedy_never_eaten')} +- "
+                f"{_revised('ridge', 'greedy_never_eaten_se')} %",
+        lambda: f"decay 1 eats {_revised('greedy-wd-1', 'greedy_never_eaten')} %",
+        lambda: f"leaves {_revised('greedy-wd-1', 'greedy_edible_uneaten')} % of the edible "
+                "ones uneaten",
+    )),
+    ("docs/bandit-results.md",
+     lambda: f"where ridge eats {_revised('ridge', 'greedy_never_eaten')} %"),
+    ("docs/experiments.md",
+     lambda: f"ridge regression eats {_revised('ridge', 'greedy_never_eaten')} %"),
+    *((doc, lambda: f"{_at_50k('greedy-wd-1-50k', 'greedy')}-{_at_50k('bbb-md-1-50k')} %")
+      for doc in ("docs/bandit-results.md", f"{GRID_50K}/README.md")),
+    ("docs/experiments.md",
+     lambda: f"greedy {_at_50k('greedy-wd-1-50k', 'greedy')} %, BBB {_at_50k('bbb-md-1-50k')} %, "
+             f"ridge {_at_50k('ridge', 'greedy')} %"),
+    (f"{GRID_50K}/README.md", lambda: f"**{_screen_wall(GRID_50K)}**"),
 ]
 
 
