@@ -5,9 +5,7 @@ and, for numbers, its allowed range. :func:`build_parser` turns such a dataclass
 an argparse parser with one ``--kebab-case`` flag per field, :func:`given_flags` says
 which flags a command line names, :func:`check_ranges` checks values against the
 ranges, and :func:`refuse_with_resume` names the first flag a ``--resume`` may not
-change. Every entry point declares its settings this way: ``bandits.run``,
-``bandits.mnist`` and ``bandits.regression``, and ``bandits.sweep``, ``bandits.bench``,
-``bandits.plot`` and ``bandits.diagnose``, whose errors stay argparse's own.
+change. Every entry point declares its settings this way; plain argparse, no patching.
 """
 
 from __future__ import annotations
@@ -194,51 +192,53 @@ def with_flags(base: Sequence[str], extra: Sequence[str]) -> list[str]:
     return [*out, *extra]
 
 
-_ONCE: dict[type, type] = {}
+class PlainParser(argparse.ArgumentParser):
+    """An argparse parser that records the flags each parse was given (``given``): a flag
+    given twice is an error (argparse would keep the last: ``--agent bbb --agent greedy``
+    would run greedy alone). Its errors are argparse's own (usage, one line, status 2)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = set()
+        return super().parse_known_args(args, namespace)
 
 
-def _given_once(cls: type) -> type:
-    """``cls`` (an argparse action) that refuses to be given twice on one command line."""
-    if cls not in _ONCE:
-        class Once(cls):
-            def __call__(self, parser, namespace, values, option_string=None):
-                given = parser.given_once
-                if self.dest in given:
-                    parser.error(f"{option_string or self.dest} is given twice; give it once "
-                                 "(with several values where it takes a list)")
-                given.add(self.dest)
-                super().__call__(parser, namespace, values, option_string)
-
-        Once.__name__ = f"Once{cls.__name__}"
-        _ONCE[cls] = Once
-    return _ONCE[cls]
-
-
-def forbid_repeats(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Make every flag of ``parser`` (a value-taking flag or a switch) an error when given
-    twice (argparse keeps the last value silently: ``--agent bbb --agent greedy`` would
-    run greedy alone; ``--no-progress --no-progress`` is a slip worth a line). The
-    flags seen are kept on the parser, anew for every parse."""
-    once = (argparse._StoreAction, argparse._StoreTrueAction, argparse._StoreFalseAction)
-    for action in parser._actions:
-        if action.option_strings and type(action) in once:
-            action.__class__ = _given_once(type(action))
-    parse_known_args = parser.parse_known_args
-
-    def parse_anew(*args, **kwargs):
-        parser.given_once = set()
-        return parse_known_args(*args, **kwargs)
-
-    parser.parse_known_args = parse_anew
-    return parser
-
-
-class Parser(argparse.ArgumentParser):
-    """An argparse parser whose errors raise :class:`UsageError` (one line, no usage dump)
-    for the entry point to report."""
+class Parser(PlainParser):
+    """A :class:`PlainParser` whose errors raise :class:`UsageError` (one line, no usage
+    dump) for the entry point to report."""
 
     def error(self, message: str):
         raise UsageError(f"{message} (see --help)")
+
+
+def _given_once(parser: argparse.ArgumentParser, dest: str, option_string: str | None) -> None:
+    given = getattr(parser, "given", None)
+    if given is None:  # a parser of another class records nothing
+        return
+    if dest in given:
+        parser.error(f"{option_string or dest} is given twice; give it once "
+                     "(with several values where it takes a list)")
+    given.add(dest)
+
+
+class Store(argparse.Action):
+    """A flag that takes its value (or values), given at most once per command line."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_once(parser, self.dest, option_string)
+        setattr(namespace, self.dest, values)
+
+
+class Switch(argparse.Action):
+    """A flag without a value setting ``const`` (False for a ``--no-NAME``), given once."""
+
+    def __init__(self, option_strings, dest, const=True, default=None, required=False,
+                 help=None):  # noqa: A002 - argparse's own keyword
+        super().__init__(option_strings, dest, nargs=0, const=const, default=default,
+                         required=required, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _given_once(parser, self.dest, option_string)
+        setattr(namespace, self.dest, self.const)
 
 
 def build_parser(cls, prog: str, description: str,
@@ -251,12 +251,14 @@ def build_parser(cls, prog: str, description: str,
     what giving it does), a grid field takes one or more values, a positional field is
     an argument without a flag, a field's range and its presets' values are added to its
     help, and its default is shown (unless its help states it). Each flag is given at
-    most once (:func:`forbid_repeats`).
+    most once (:class:`Store`, :class:`Switch`).
     ``argument_default=argparse.SUPPRESS`` leaves unset flags out of the parsed
     namespace. ``parser_class``: :class:`Parser` (errors raise :class:`UsageError`), or
-    ``argparse.ArgumentParser`` for a command whose errors are argparse's own (the
-    usage, one line, exit status 2). ``parse_choices=False``: a field's ``choices`` are
-    left to :func:`check_choices` after parsing (the command's own messages)."""
+    :class:`PlainParser` (``argparse.ArgumentParser`` is taken as it) for argparse's own
+    errors. ``parse_choices=False``: a field's ``choices`` are left to
+    :func:`check_choices` after parsing (the command's own messages)."""
+    if parser_class is argparse.ArgumentParser:
+        parser_class = PlainParser
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=f"bbb-bandits {__version__}")
     suppress = argument_default is argparse.SUPPRESS
@@ -267,9 +269,10 @@ def build_parser(cls, prog: str, description: str,
             meta.pop(key, None)
         grid = meta.pop("grid", False)
         if meta.pop("positional", False):
-            p.add_argument(f.name, help=help_, **meta)
+            p.add_argument(f.name, help=help_, action=Store, **meta)
             continue
         if help_ is argparse.SUPPRESS:
+            meta.setdefault("action", Store)
             p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
                            **({} if suppress else {"default": f.default}))
             continue
@@ -281,13 +284,14 @@ def build_parser(cls, prog: str, description: str,
             help_ += " [from the preset: " + ", ".join(
                 f"{n}: {show(presets[n][f.name])}" for n in in_presets) + "]"
         if f.default is True:  # its help says what the --no-NAME flag does
-            p.add_argument(option(f), dest=f.name, action="store_false", help=help_,
+            p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
                            **({} if suppress else {"default": True}))
             continue
         stated = "(default:" in help_  # the help says the default in its own words
         if isinstance(f.default, bool):
-            p.add_argument(flag(f.name), action="store_true",
-                           help=help_ + ("" if stated else " (default: off)"))
+            p.add_argument(flag(f.name), action=Switch,
+                           help=help_ + ("" if stated else " (default: off)"),
+                           **({} if suppress else {"default": False}))
             continue
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
@@ -296,9 +300,10 @@ def build_parser(cls, prog: str, description: str,
             help_ += "; several values: one model per value"
         if default is not None and default != [] and not stated:
             help_ += f" (default: {show(default)})"
+        meta.setdefault("action", Store)
         p.add_argument(flag(f.name), help=help_, **meta,
                        **({} if suppress else {"default": default}))
-    return forbid_repeats(p)
+    return p
 
 
 def given_values(make_parser: Callable[[], argparse.ArgumentParser],
@@ -306,9 +311,8 @@ def given_values(make_parser: Callable[[], argparse.ArgumentParser],
     """The settings named on the command line ``argv``, with their parsed values (none
     filled by a default)."""
     p = make_parser()
-    for action in p._actions:
-        action.default = argparse.SUPPRESS
-    return vars(p.parse_args(argv))
+    values = vars(p.parse_args(argv))
+    return {k: v for k, v in values.items() if k in p.given}
 
 
 def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
