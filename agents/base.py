@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from bandits.core.buffer import ReplayBuffer
-from bandits.core.config import COUNT, OPEN, setting
+from bandits.core.config import COUNT, OPEN, check_ranges, setting
 
 
 @dataclass
@@ -186,6 +186,8 @@ class Agent(abc.ABC):
         self.runs_per_member = runs_per_member
         self.runs = runs_per_member * len(self.members)
         self.config = self.members[0].config  # the settings the members share
+        for m in self.members:  # every range where it is declared (the command checks the
+            check_ranges(m.config, ValueError)  # same before it builds anything)
         self.device = torch.device(device)
         self.rngs: list[np.random.Generator] = []
         self.generators: list[torch.Generator] = []

@@ -80,10 +80,6 @@ class BBBAgent(NeuralAgent):
             prior = GaussianPrior(c.prior_sigma)
         else:
             raise ValueError(f"prior must be 'mixture' or 'gaussian', got {c.prior!r}")
-        if c.act_samples < 1:
-            raise ValueError(f"act_samples must be >= 1, got {c.act_samples!r}")
-        if c.noise_sigma <= 0:
-            raise ValueError(f"noise_sigma must be > 0, got {c.noise_sigma!r}")
         return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
                         prior=prior, init_sigma=c.init_sigma)
 

@@ -65,6 +65,15 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
     return d_out, nll
 
 
+def epochs_need_sgd(config) -> str | None:
+    """Why ``config`` cannot train: ``--fit epochs`` with Adam, whose step count all runs
+    share (the command's check and the agent's, in one wording)."""
+    if config.fit == "epochs" and config.optimizer != "sgd":
+        return ("--fit epochs stops each run at its own step; it trains with --optimizer sgd "
+                "(NeuralUCB's reference), not Adam")
+    return None
+
+
 class NeuralAgent(Agent):
     """An agent with a reward model trained by Adam on minibatches from the buffer."""
 
@@ -89,12 +98,10 @@ class NeuralAgent(Agent):
         # decoupled weight decay: the point-estimate networks' weights (--weight-decay), or
         # a Bayesian model's posterior means (BBB's --mean-decay; its rho is never decayed)
         decay = self.config.mean_decay if self.model.bayesian else self.config.weight_decay
-        if decay < 0:
-            raise ValueError(f"weight decay must be >= 0, got {decay!r}")
-        self._decay = decay
-        if self.config.fit == "epochs" and self.config.optimizer != "sgd":
-            raise ValueError("fit='epochs' stops each run at its own step, which Adam's shared "
-                             "step count cannot: use optimizer='sgd' (the reference's)")
+        self._decay = decay  # its range: checked by Agent, as declared
+        why = epochs_need_sgd(self.config)
+        if why is not None:
+            raise ValueError(why)
         params = [{"params": [self.model.mu], "weight_decay": decay}]
         if self.model.bayesian:
             params.append({"params": [self.model.rho], "weight_decay": 0.0})

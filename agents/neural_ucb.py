@@ -70,13 +70,7 @@ class NeuralUCBAgent(NeuralAgent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
-        c = self.config
-        if not (np.isfinite(c.nu) and c.nu > 0):
-            raise ValueError(f"nu must be > 0, got {c.nu!r}")
-        low, high = UCB_LAMBDA_RANGE
-        if not low <= c.ucb_lambda <= high:
-            raise ValueError(f"ucb_lambda must be in [{low:g}, {high:g}] (the design is kept "
-                             f"in float32), got {c.ucb_lambda!r}")
+        c = self.config  # nu's and ucb_lambda's ranges: checked by Agent, as declared
         p = self.model.n_params
         if c.exact_design and p > EXACT_DESIGN_MAX_PARAMS:
             raise ValueError(f"exact_design keeps a {p} x {p} matrix per run; use the "

@@ -85,7 +85,7 @@ def test_a_ucb_lambda_that_underflows_float32_is_refused(tmp_path, capsys):
                  "--out", str(out)]) == 2
     assert "--ucb-lambda must be in [1e-06, " in _one_line(capsys.readouterr().err)
     assert not out.exists()
-    with pytest.raises(ValueError, match="ucb_lambda must be in"):  # the agent itself too
+    with pytest.raises(ValueError, match="--ucb-lambda must be in"):  # the agent itself too
         make_agent("neuralucb", 4, 2, 1, 0, AgentConfig(hidden=(8,), ucb_lambda=1e-300))
 
 

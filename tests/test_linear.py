@@ -95,7 +95,7 @@ def test_agent_learns_a_linear_bandit_and_is_deterministic():
 
 
 def test_bad_prior_is_refused():
-    with pytest.raises(ValueError, match="lambda must be > 0"):
+    with pytest.raises(ValueError, match="--lin-lambda must be in"):
         make_agent("linfullpost", 3, 2, 1, 0, AgentConfig(lin_lambda=0.0))
 
 

@@ -125,9 +125,10 @@ def show_range(bounds: tuple) -> str:
             + (")" if isinstance(high, OPEN) or high == math.inf else "]"))
 
 
-def check_range(name: str, v, bounds: tuple, allow_inf: bool = False) -> None:
+def check_range(name: str, v, bounds: tuple, allow_inf: bool = False,
+                error: type[Exception] = UsageError) -> None:
     """One line naming ``name`` (a flag) and its allowed range when ``v`` lies outside
-    ``bounds`` (or is not finite, unless ``allow_inf``)."""
+    ``bounds`` (or is not finite, unless ``allow_inf``), raised as ``error``."""
     low, high = bounds
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (
         not math.isnan(v) if allow_inf else math.isfinite(v))
@@ -137,15 +138,15 @@ def check_range(name: str, v, bounds: tuple, allow_inf: bool = False) -> None:
     if ok:
         return
     if isinstance(v, float) and not math.isfinite(v) and not allow_inf:
-        raise UsageError(f"{name} must be a finite number in {show_range(bounds)}, got {v}")
+        raise error(f"{name} must be a finite number in {show_range(bounds)}, got {v}")
     if bounds == COUNT:
-        raise UsageError(f"{name} must be a positive integer (at most {BIG:,}), got {v}")
-    raise UsageError(f"{name} must be in {show_range(bounds)}, got {v}")
+        raise error(f"{name} must be a positive integer (at most {BIG:,}), got {v}")
+    raise error(f"{name} must be in {show_range(bounds)}, got {v}")
 
 
-def check_ranges(settings) -> None:
+def check_ranges(settings, error: type[Exception] = UsageError) -> None:
     """Every field of the dataclass instance ``settings`` that declares a range (each
-    element of a list); ``None`` is a default decided later and passes."""
+    element of a list), raised as ``error``; ``None`` is a default decided later."""
     for f in dataclasses.fields(settings):
         if "range" not in f.metadata:
             continue
@@ -153,7 +154,7 @@ def check_ranges(settings) -> None:
         if value is None:
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata)
+            check_range(flag(f.name), v, f.metadata["range"], "allow_inf" in f.metadata, error)
 
 
 def check_choices(settings, error: type[Exception] = UsageError) -> None:

@@ -18,6 +18,7 @@ import torch
 
 import envs
 from agents import AGENTS, SPECS, AgentConfig, CommonSettings
+from agents.neural import epochs_need_sgd
 from bandits.core.config import (
     BIG,
     COUNT,
@@ -247,9 +248,8 @@ def validate(cfg: Config) -> None:
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
-    if cfg.fit == "epochs" and cfg.optimizer != "sgd":
-        raise UsageError("--fit epochs stops each run at its own step; it trains with "
-                         "--optimizer sgd (NeuralUCB's reference), not Adam")
+    if (why := epochs_need_sgd(cfg)) is not None:
+        raise UsageError(why)
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
