@@ -242,3 +242,16 @@ def combined_name(dirs: Sequence[Path], stem: str) -> Path:
     return dirs[0].resolve().parent / f"{stem}_{joined}.png"
 
 
+def draw_run(out: Path, env: str, log_y: bool = False, act_samples: int = 1) -> None:
+    """``out/regret.png`` (and ``.pdf``) of a run from its ``metrics.csv``, titled
+    ``ENV: N seeds, T steps``: what the simulator draws after a run (one process or
+    workers alike). Nothing when no step was recorded."""
+    path = out / "metrics.csv"
+    if not path.is_file() or not path.read_bytes().strip():
+        return
+    metrics = pd.read_csv(path)
+    if metrics.empty:
+        return
+    title = f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
+    plot_regret(metrics, out / "regret.png", log_y=bool(log_y), title=title,
+                labels=run_labels({"act_samples": act_samples}))

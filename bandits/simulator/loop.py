@@ -28,7 +28,6 @@ from bandits.core.config import UsageError
 from bandits.core.files import device_name, machine, package_versions, write_csv, write_json
 from bandits.core.processes import sigint_handler
 from bandits.core.runner import DIVERGED_STATUS
-from bandits.records.figures import plot_regret, run_labels
 from bandits.records.memory import memory_frame
 from bandits.records.regret import RegretLog
 from bandits.simulator.hooks import (
@@ -289,8 +288,8 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   config: dict, probe: Probe | None = None) -> None:
-    """metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv, config.json and
-    regret.png."""
+    """The run's records: metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv
+    and config.json (its figure is drawn after the run: :func:`bandits.simulator.run.start`)."""
     metrics = log.metrics_frame(cfg.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
@@ -303,7 +302,3 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     if probe is not None:
         write_csv(probe.frame(), out / "probes.csv")
     write_json(config, out / "config.json")
-    if log.done > 0:
-        title = f"{cfg.env}: {len(log.seeds)} seeds, {log.done} steps"
-        plot_regret(metrics, out / "regret.png", log_y=cfg.log_y, title=title,
-                    labels=run_labels({"act_samples": getattr(cfg, "act_samples", 1)}))

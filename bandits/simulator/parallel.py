@@ -39,8 +39,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import pandas as pd
-
 import envs
 from agents import SPECS, population_groups
 from bandits.core.config import UsageError
@@ -54,7 +52,7 @@ from bandits.core.processes import (
 )
 from bandits.core.runner import DIVERGED_STATUS
 from bandits.core.runner import worker_count as worker_count_of
-from bandits.records.figures import plot_regret, run_labels
+from bandits.records.figures import draw_run
 from bandits.records.regret import METRICS_COLUMNS
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
@@ -320,8 +318,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
                   worker_exit_codes=codes)
     config.pop("running", None)
     write_json(config, out / "config.json")
-    if (out / "metrics.csv").is_file():
-        _plot(cfg, out)
+    draw_run(out, cfg.env, cfg.log_y, getattr(cfg, "act_samples", 1))  # after the run
     return Outcome(status, message, out)
 
 
@@ -358,19 +355,6 @@ def _with_columns(line: str, names: list[str], columns: list[str]) -> str:
     for the columns it lacks)."""
     fields = dict(zip(names, line.rstrip("\n").split(",")))
     return ",".join(fields.get(c, "") for c in columns) + "\n"
-
-
-def _plot(cfg, out: Path) -> None:
-    """``regret.png`` from the merged ``metrics.csv``, as a single process draws it."""
-    if not (out / "metrics.csv").read_bytes().strip():  # no worker completed a step
-        return
-    metrics = pd.read_csv(out / "metrics.csv")
-    if metrics.empty:
-        return
-    steps = int(metrics["step"].max())
-    title = f"{cfg.env}: {metrics['seed'].nunique()} seeds, {steps} steps"
-    plot_regret(metrics, out / "regret.png", log_y=bool(cfg.log_y), title=title,
-                labels=run_labels({"act_samples": getattr(cfg, "act_samples", 1)}))
 
 
 __all__ = ["assign", "available_cores", "is_parallel_run", "merge_csv", "resume", "run",

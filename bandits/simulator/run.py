@@ -28,6 +28,7 @@ from typing import Any
 from bandits.core.config import UsageError
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.core.processes import ctrl_c_on
+from bandits.records.figures import draw_run
 from bandits.records.regret import summary_text
 from bandits.simulator import parallel
 from bandits.simulator.loop import Outcome, simulate, write_outputs
@@ -91,8 +92,8 @@ def start(cfg: Config, command: str) -> Outcome:
     try:
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
-            return parallel.run(cfg, out, command)
-        return simulate(cfg, out, command=command)
+            return parallel.run(cfg, out, command)  # draws the merged run's figure
+        return _drawn(cfg, simulate(cfg, out, command=command))
     except (UsageError, KeyboardInterrupt):
         remove_if_unused(out)  # stopped before writing anything: leave no empty directory
         raise
@@ -108,7 +109,14 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
         return parallel.resume(out, changes, command)
     cfg, state = resume_config(out, changes)
     with RUN.claimed(out):
-        return simulate(cfg, out, state, command)
+        return _drawn(cfg, simulate(cfg, out, state, command))
+
+
+def _drawn(cfg: Config, outcome: Outcome) -> Outcome:
+    """The step after a run in one process: its regret figure, from its records."""
+    if outcome.out is not None:
+        draw_run(outcome.out, cfg.env, cfg.log_y, cfg.act_samples)
+    return outcome
 
 
 def main(argv: Sequence[str] | None = None) -> int:
