@@ -114,7 +114,8 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     probe = Probe(cfg)
     index = {name: k for k, name in enumerate(cfg.agent)}
     wall = dict.fromkeys(cfg.agent, 0.0)
-    config = {**dataclasses.asdict(cfg), "seed_list": seeds,
+    # the run's record (config.json): the settings, and what the run was and did
+    record = {**dataclasses.asdict(cfg), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": device_name(cfg.device), "machine": machine(cfg.device),
@@ -124,11 +125,11 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
               "run_id": uuid.uuid4().hex}
     previous_wall = 0.0
     if resume is not None:
-        config["run_id"] = resume["config"].get("run_id", config["run_id"])
+        record["run_id"] = resume["config"].get("run_id", record["run_id"])
         _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
-        config.update(command=resume["config"]["command"],
+        record.update(command=resume["config"]["command"],
                       resumed=[*resume["config"].get("resumed", []),
-                               {"command": config["command"], "at_step": log.done}])
+                               {"command": record["command"], "at_step": log.done}])
         previous_wall = resume["config"].get("wall_seconds", 0.0)
     start = time.perf_counter()
 
@@ -136,15 +137,15 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         return {"steps_completed": log.done,
                 "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
 
-    config["identity"] = identity(config)
+    record["identity"] = identity(record)
     try:
-        write_json({**config, "steps_completed": log.done, "running": True},
+        write_json({**record, "steps_completed": log.done, "running": True},
                    out / "config.json")
     except OSError as e:
         raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
     watch = DivergenceWatch(cfg.skip_diverged)
-    checkpoints = Checkpoints(cfg, out, lambda: {**config, **progress_info()},
-                              config["identity"], log.done if resume is not None else None,
+    checkpoints = Checkpoints(cfg, out, lambda: {**record, **progress_info()},
+                              record["identity"], log.done if resume is not None else None,
                               lambda: snapshot(populations, log, wall, probe), watch)
     progress = Progress(cfg, log.done)
     # each looks after every step, in this order
@@ -174,7 +175,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         status, message = 2, str(e)
     finally:
         progress.close()
-    config.update(steps_completed=log.done, interrupted=status == 130,
+    record.update(steps_completed=log.done, interrupted=status == 130,
                   diverged=message if status == DIVERGED_STATUS else None,
                   diverged_runs=watch.found,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
@@ -183,7 +184,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     try:
         # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):
-            write_outputs(cfg, out, log, wall, last_losses(populations), config, probe)
+            write_outputs(cfg, out, log, wall, last_losses(populations), record, probe)
     except OSError as e:
         kept = (f"the checkpoint of step {checkpoints.step} is kept"
                 if checkpoints.step is not None else "")
@@ -287,7 +288,7 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
 
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
-                  config: dict, probe: Probe | None = None) -> None:
+                  record: dict, probe: Probe | None = None) -> None:
     """The run's records: metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv
     and config.json (its figure is drawn after the run: :func:`bandits.simulator.run.start`)."""
     metrics = log.metrics_frame(cfg.log_points)
@@ -301,4 +302,4 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
                            cfg.buffer_size), out / "memory.csv")
     if probe is not None:
         write_csv(probe.frame(), out / "probes.csv")
-    write_json(config, out / "config.json")
+    write_json(record, out / "config.json")
