@@ -118,7 +118,8 @@ class AgentSpec:
         name: The name ``--agent`` takes.
         cls: Its :class:`Agent` class.
         label: How figures and tables name it.
-        color: Its colour in every figure (a matplotlib colour).
+        color: Its colour in every figure (a matplotlib colour; the project's agents take
+            theirs from the Okabe-Ito and Paul Tol palettes, told apart by colour-blind readers).
         overrides: The settings that differ from their defaults for this name
             (``eps1``: ``{"epsilon": 0.01}``).
         cost: The cost of one of its runs, relative to a plain network's: the worker

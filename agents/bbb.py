@@ -234,8 +234,8 @@ def refuse_lrt_disjoint(config, context_dim: int, n_actions: int) -> str | None:
 
 
 SPECS = (
-    AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "tab:blue", cost=2.4,
+    AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "#0072B2", cost=2.4,
               settings=(Settings,), check=refuse_lrt_disjoint),
-    AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "tab:cyan", {"lrt": True},
+    AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "#56B4E9", {"lrt": True},
               cost=3.0, settings=(Settings,), check=refuse_lrt_disjoint),
 )

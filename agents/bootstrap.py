@@ -107,6 +107,6 @@ def refuse_whole_buffer_fits(config, context_dim: int, n_actions: int) -> str | 
     return None
 
 
-SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "tab:olive", cost=5.0,
+SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "#999933", cost=5.0,
                    networks=lambda config: config.heads, settings=(Settings,),
                    check=refuse_whole_buffer_fits),)

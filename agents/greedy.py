@@ -62,10 +62,10 @@ class Settings:
 
 
 SPECS = (
-    AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "tab:red", {"epsilon": 0.0},
+    AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "#D55E00", {"epsilon": 0.0},
               settings=(Settings,)),
-    AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "tab:orange", {"epsilon": 0.01},
+    AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "#E69F00", {"epsilon": 0.01},
               settings=(Settings,)),
-    AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "tab:green", {"epsilon": 0.05},
+    AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "#009E73", {"epsilon": 0.05},
               settings=(Settings,)),
 )

@@ -368,7 +368,7 @@ class UCBSettings:
 
 
 SPECS = (
-    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "tab:purple",
+    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "#882255",
               settings=(PosteriorSettings,)),
     AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,)),
 )

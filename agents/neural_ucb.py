@@ -274,8 +274,8 @@ class Settings:
 
 
 SPECS = (
-    AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "darkgoldenrod",
+    AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "#DDCC77",
               check=refuse_exact_design, settings=(Settings,)),
-    AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "teal", check=refuse_exact_design,
+    AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "#44AA99", check=refuse_exact_design,
               settings=(Settings,)),
 )
