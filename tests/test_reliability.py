@@ -450,3 +450,18 @@ def test_sigterm_leaves_no_claim_behind(tmp_path):
     assert proc.returncode == -signal.SIGTERM, err
     assert "stopped by signal SIGTERM" in err
     assert not (out / claims.LOCK).exists()
+
+
+@pytest.mark.parametrize("work, said", [
+    ("", "interrupted while starting; nothing was written"),
+    ("with processes.ctrl_c_on():\n    pass\n",
+     "interrupted as it ended; every output written is whole"),
+])
+def test_a_ctrl_c_as_a_command_ends_says_what_is_true(work, said):
+    code = ("import os, signal, time\nfrom bandits.core import processes, startup\n"
+            "startup.interruptible('bandits.bench')\n" + work +
+            "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 130
+    assert done.stderr.strip() == f"bandits.bench: {said}"

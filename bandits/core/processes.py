@@ -27,6 +27,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from bandits.core import startup
 from bandits.core.config import UsageError
 
 
@@ -49,6 +50,7 @@ def ctrl_c_on() -> contextlib.AbstractContextManager[None]:
     """Inside, Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` in the main thread even in a
     process started with SIGINT ignored (a shell script starts a command with ``&`` so):
     ``kill -INT`` then stops the work at a checkpoint, as it stops ``bandits.run``."""
+    startup.begun()
     return sigint_handler(signal.default_int_handler)
 
 

@@ -24,6 +24,15 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command with one line saying so (:func:`interruptible`)."""
 
 _ON_STOP: list = []  # what a stopping signal does before the command ends (on_stop)
+_BEGUN = [False]  # whether the command's own work began (begun): then "nothing was
+#                   written" would be wrong for a Ctrl-C that comes as it ends
+
+
+def begun() -> None:
+    """Say that the command's own work has begun (its Ctrl-C handling took over, see
+    :func:`bandits.core.processes.ctrl_c_on`): a Ctrl-C after that handling has ended, as
+    the command exits, says its outputs are whole instead of "nothing was written"."""
+    _BEGUN[0] = True
 
 
 def on_stop(undo) -> None:
@@ -47,7 +56,9 @@ def interruptible(prog: str) -> None:
     nothing changes."""
 
     def stop(signum, frame):  # noqa: ARG001 - the signal handler's signature
-        os.write(2, f"{prog}: interrupted while starting; nothing was written\n".encode())
+        said = ("interrupted as it ended; every output written is whole" if _BEGUN[0]
+                else "interrupted while starting; nothing was written")
+        os.write(2, f"{prog}: {said}\n".encode())
         os._exit(130)
 
     def stopped(signum, frame):  # noqa: ARG001 - the signal handler's signature
