@@ -56,6 +56,17 @@ def _at_50k(learner: str, acting: str = "thompson") -> str:
     return _screen(learner, f"{acting}_never_eaten", 50000, folder=GRID_50K)
 
 
+GRID_300 = "results/mushroom/learner-screen/memory-grid-50k-300"
+
+
+def _longer(learner: str, column: str) -> str:
+    """The paired change of a share from 100 to 300 draws per item, over the buffers."""
+    runs = [pd.read_csv(REPO / f / "runs.csv") for f in (GRID_50K, GRID_300)]
+    short, long = (r[r["learner"] == learner].set_index("buffer")[column] for r in runs)
+    d = 100 * (long - short)
+    return f"{d.mean():+.2f} +- {d.std() / len(d) ** 0.5:.2f}"
+
+
 def _screen_wall(folder: str = GRID) -> str:
     seconds = json.loads((REPO / folder / "screen.json").read_text())["wall_seconds"]
     minutes, rest = divmod(round(seconds), 60)
@@ -106,6 +117,9 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
      lambda: f"greedy {_at_50k('greedy-wd-1-50k', 'greedy')} %, BBB {_at_50k('bbb-md-1-50k')} %, "
              f"ridge {_at_50k('ridge', 'greedy')} %"),
     (f"{GRID_50K}/README.md", lambda: f"**{_screen_wall(GRID_50K)}**"),
+    (f"{GRID_300}/README.md", lambda: f"**{_screen_wall(GRID_300)}**"),
+    (f"{GRID_300}/README.md", lambda: _longer("greedy-wd-1-50k", "greedy_never_eaten")),
+    (f"{GRID_300}/README.md", lambda: _longer("bbb-md-1-50k", "thompson_never_eaten")),
 ]
 
 
