@@ -170,14 +170,15 @@ def release_dir(path: Path) -> None:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _entries(folder: Path) -> list[Path]:
+def entries(folder: Path) -> list[Path]:
+    """What ``folder`` holds, sorted (nothing when it cannot be read)."""
     try:
         return sorted(folder.iterdir())
     except OSError:
         return []
 
 
-def _stale_temporary_of(name: str, pattern: str) -> bool:
+def stale_temporary_of(name: str, pattern: str) -> bool:
     """Whether ``name`` is what :func:`write_atomic` left of a file matching ``pattern``
     when its process was killed mid-write (``.NAME.PID.tmp``, that process gone)."""
     if not (name.startswith(".") and name.endswith(".tmp")):
@@ -194,11 +195,11 @@ def remove_stale_temporaries(path: Path, outputs: Sequence[str] = ()) -> None:
     temporaries of the files ``outputs`` names (patterns without a folder), of processes
     that are gone. A user's file, even one named like a temporary, stays."""
     patterns = [p for p in outputs if "/" not in p]
-    for entry in _entries(path):
+    for entry in entries(path):
         if not entry.is_file() or entry.is_symlink():
             continue
-        if any(_stale_temporary_of(entry.name, p) for p in patterns) or (
-                _stale_temporary_of(entry.name, LOCK[1:]) and _is_claim_file(entry)):
+        if any(stale_temporary_of(entry.name, p) for p in patterns) or (
+                stale_temporary_of(entry.name, LOCK[1:]) and _is_claim_file(entry)):
             entry.unlink(missing_ok=True)
 
 

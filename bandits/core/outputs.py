@@ -15,11 +15,11 @@ from pathlib import Path
 from bandits.core.claims import (
     LOCK,
     OutputDirError,
-    _entries,
-    _stale_temporary_of,
     claim_dir,
+    entries,
     holds_own_lock,
     release_dir,
+    stale_temporary_of,
 )
 from bandits.core.files import written_by
 
@@ -116,14 +116,14 @@ def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list
         *parts, last = pattern.split("/")
         level = [root]
         for part in parts:
-            level = [e for d in level for e in _entries(d)
+            level = [e for d in level for e in entries(d)
                      if _real_dir(e) and fnmatch.fnmatchcase(e.name, part)]
             folders.update(dict.fromkeys(level))
         for d in level:
-            for e in _entries(d):
+            for e in entries(d):
                 if e.name == LOCK or e.is_dir():
                     continue
-                if fnmatch.fnmatchcase(e.name, last) or _stale_temporary_of(e.name, last):
+                if fnmatch.fnmatchcase(e.name, last) or stale_temporary_of(e.name, last):
                     files[e] = None
     deepest = sorted(folders, key=lambda p: len(p.parts), reverse=True)
     return list(files), deepest
@@ -138,7 +138,7 @@ def clear_outputs(path: Path, outputs: Sequence[str],
     nothing else. Returns the paths removed, relative to ``path``. A user's files stay,
     and so does every folder that holds one."""
     path = Path(path)
-    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
+    own = [d for d in entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
     removed = []
     for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
         files, folders = matching_files(root, patterns)
@@ -187,7 +187,7 @@ def foreign_outputs(path: Path, kind: str, outputs: Sequence[str],
     would replace (the files ``outputs`` names, and ``dir_outputs`` in the folders
     ``own_dir`` recognises), with those files; None when there are none."""
     path = Path(path)
-    own = [d for d in _entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
+    own = [d for d in entries(path) if own_dir is not None and _real_dir(d) and own_dir(d)]
     found: dict[str, list[str]] = {}
     for root, patterns in [(path, outputs), *((d, dir_outputs) for d in own)]:
         for f in matching_files(root, patterns)[0]:

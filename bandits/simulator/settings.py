@@ -48,29 +48,22 @@ DESCRIPTION = ("The bandit simulator: agents act, learn from a replay buffer, an
 # buffer of 4,096.
 MEMORY = {"buffer_size": 50_000, "weight_decay": 1.0, "mean_decay": 1.0}
 PAPER_LEARNER = {"buffer_size": 4096, "weight_decay": 0.0, "mean_decay": 0.0}
+FIGURE6 = {"agent": ["bbb", "greedy", "eps1", "eps5"], "batch_size": 64}  # its agents
 PRESETS: dict[str, dict] = {
     # A CPU-sized run of the learner with a memory, BBB acting on one weight sample
     # (plain Thompson sampling).
-    "quick": {
-        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 3, "steps": 2000,
-        "batch_size": 64, "updates_per_step": 16, "act_samples": 1, **MEMORY,
-    },
+    "quick": {**FIGURE6, "seeds": 3, "steps": 2000, "updates_per_step": 16,
+              "act_samples": 1, **MEMORY},
     # The learner with a memory at the paper's horizon: results/mushroom/memory-horizon.
-    "memory": {
-        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 10, "steps": 50_000,
-        "batch_size": 64, "updates_per_step": 8, "act_samples": 1, **MEMORY,
-    },
-    "paper": {
-        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 5, "steps": 50_000,
-        "batch_size": 64, "updates_per_step": 64, "act_samples": 2, **PAPER_LEARNER,
-    },
+    "memory": {**FIGURE6, "seeds": 10, "steps": 50_000, "updates_per_step": 8,
+               "act_samples": 1, **MEMORY},
+    "paper": {**FIGURE6, "seeds": 5, "steps": 50_000, "updates_per_step": 64,
+              "act_samples": 2, **PAPER_LEARNER},
     # The paper's horizon, agents, network and buffer on a 2-core CPU in under an hour:
     # 10 seeds, 8 updates of 64 per step (each item is still drawn about 500 times in
     # its 4096 steps in the buffer).
-    "long": {
-        "agent": ["bbb", "greedy", "eps1", "eps5"], "seeds": 10, "steps": 50_000,
-        "batch_size": 64, "updates_per_step": 8, "act_samples": 2, **PAPER_LEARNER,
-    },
+    "long": {**FIGURE6, "seeds": 10, "steps": 50_000, "updates_per_step": 8,
+             "act_samples": 2, **PAPER_LEARNER},
 }
 
 
