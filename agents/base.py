@@ -135,6 +135,8 @@ class AgentSpec:
             ``bbb-lrt``); each setting has one owner.
         columns: Per-step quantities of the agent (:meth:`Agent.step_values` gives them),
             each a column of ``metrics.csv`` after the regret's.
+        neural: Whether it holds a network, and so reads :class:`CommonSettings`: a run
+            that lists no such agent refuses their flags.
     """
 
     name: str
@@ -147,6 +149,7 @@ class AgentSpec:
     check: Callable[[AgentConfig, int, int], str | None] = _no_check
     settings: tuple[type, ...] = ()
     columns: tuple[str, ...] = ()
+    neural: bool = True
 
 
 @dataclass(frozen=True)

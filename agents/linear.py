@@ -369,6 +369,7 @@ class UCBSettings:
 
 SPECS = (
     AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "#882255",
-              settings=(PosteriorSettings,)),
-    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,)),
+              settings=(PosteriorSettings,), neural=False),
+    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,),
+              neural=False),
 )

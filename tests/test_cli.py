@@ -77,3 +77,15 @@ def test_positional_arguments_and_choices():
         with pytest.raises(SystemExit) as err:
             module.build_parser().parse_args(argv)
         assert err.value.code == 2
+
+
+def test_a_network_setting_in_a_run_without_a_network_is_refused_in_one_line(capsys):
+    from bandits.simulator.run import main
+    # --lr, --hidden, --weight-decay: read by the neural agents only
+    for flags in (["--lr", "0.01"], ["--hidden", "8", "8"], ["--weight-decay", "0.5"]):
+        assert main(["--agent", "linucb", "uniform", *flags, "--steps", "5",
+                     "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert f"{' '.join(flags)} is read by --agent bbb" in err
+        assert "none of which this run lists (linucb uniform)" in err

@@ -69,6 +69,20 @@ def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declarati
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].endswith(
         "--temperature must be in (0, 1e+06], got 0.0")
+    # another agent's run refuses the flag in one line
+    other = subprocess.run([*command[:6], "greedy", *command[8:], "--temperature", "0.5",
+                            "--out", str(tmp_path / "other")],
+                           cwd=code, env=env, capture_output=True, text=True)
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1
+    assert "--temperature 0.5 is read by --agent softmax" in other.stderr
+    # and the new setting leaves every shipped run's identity as it recorded it
+    check = ("import json, sys, pathlib; from bandits.simulator.resume import RUN; "
+             "bad = [str(p) for p in pathlib.Path(sys.argv[1]).rglob('config.json') "
+             "if 'identity' in (c := json.loads(p.read_text())) "
+             "and RUN.identity(c) != c['identity']]; print(len(bad), bad)")
+    kept = subprocess.run([sys.executable, "-c", check, str(REPO / "results")], cwd=code,
+                          env=env, capture_output=True, text=True)
+    assert kept.returncode == 0 and kept.stdout.startswith("0 "), kept.stdout + kept.stderr
     # the flag is the toy agent's: the code without the diff does not know it
     plain = subprocess.run([sys.executable, "-m", "bandits.run", "--temperature", "0.5"],
                            cwd=REPO, capture_output=True, text=True)

@@ -430,8 +430,8 @@ def test_a_sweep_starts_with_a_line_saying_what_runs(tmp_path, capsys):
 
     out = tmp_path / "s"
     assert sweep_main(["--set", "lr=0.001,0.002", "--out", str(out), "--workers", "1",
-                       "--no-progress", "--", "--agent", "uniform", "--env", "wheel",
-                       "--steps", "5", "--seeds", "2"]) == 0
+                       "--no-progress", "--", "--agent", "greedy", "--env", "wheel",
+                       "--steps", "5", "--seeds", "2", "--hidden", "4"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"bandits.sweep: 2 points over lr (2), 2 seeds, 5 steps each, 1 worker -> {out}"
 

@@ -12,6 +12,7 @@ from bandits.run import main
 
 TINY = ["--env", "wheel", "--steps", "30", "--seeds", "2", "--hidden", "8",
         "--batch-size", "8", "--updates-per-step", "1", "--no-progress"]
+PLAIN = ["--env", "wheel", "--steps", "30", "--seeds", "2", "--no-progress"]  # no network
 
 
 def test_tiny_run_writes_every_output(tmp_path):
@@ -61,7 +62,7 @@ def test_agents_see_the_same_contexts_and_draws(tmp_path):
 
 def test_long_runs_write_a_bounded_number_of_rows(tmp_path):
     out = tmp_path / "r"
-    assert main([*TINY[:2], *TINY[4:], "--agent", "uniform", "--steps", "500", "--log-points", "50",
+    assert main([*PLAIN[:2], *PLAIN[4:], "--agent", "uniform", "--steps", "500", "--log-points", "50",
                  "--out", str(out)]) == 0
     m = pd.read_csv(out / "metrics.csv")
     steps = m["step"].unique()
@@ -95,10 +96,10 @@ def test_existing_output_is_never_overwritten_without_flag(tmp_path, capsys):
     out = tmp_path / "r"
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
-    assert main([*TINY, "--agent", "uniform", "--out", str(out)]) == 2
+    assert main([*PLAIN, "--agent", "uniform", "--out", str(out)]) == 2
     assert "exists and is not empty" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["precious.txt"]
-    assert main([*TINY, "--agent", "uniform", "--out", str(out), "--overwrite"]) == 0
+    assert main([*PLAIN, "--agent", "uniform", "--out", str(out), "--overwrite"]) == 0
     assert (out / "precious.txt").read_text() == "keep me"
     assert (out / "metrics.csv").is_file()
 
@@ -106,7 +107,7 @@ def test_existing_output_is_never_overwritten_without_flag(tmp_path, capsys):
 def test_unwritable_output_directory(tmp_path, capsys):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where a directory would have to be")
-    assert main([*TINY, "--agent", "uniform", "--out", str(blocker / "sub")]) == 2
+    assert main([*PLAIN, "--agent", "uniform", "--out", str(blocker / "sub")]) == 2
     err = capsys.readouterr().err.strip()
     assert "cannot write to output directory" in err and len(err.splitlines()) == 1
 
@@ -114,7 +115,7 @@ def test_unwritable_output_directory(tmp_path, capsys):
 def test_output_path_that_is_a_file(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("data")
-    assert main([*TINY, "--agent", "uniform", "--out", str(f)]) == 2
+    assert main([*PLAIN, "--agent", "uniform", "--out", str(f)]) == 2
     assert "not a directory" in capsys.readouterr().err
     assert f.read_text() == "data"
 
@@ -148,7 +149,7 @@ def test_interrupt_writes_what_was_measured(tmp_path, monkeypatch):
 
     monkeypatch.setattr(agents.uniform.UniformAgent, "act", act)
     out = tmp_path / "r"
-    assert main([*TINY, "--agent", "uniform", "--out", str(out), "--checkpoint-every", "0"]) == 130
+    assert main([*PLAIN, "--agent", "uniform", "--out", str(out), "--checkpoint-every", "0"]) == 130
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["interrupted"] is True and cfg["steps_completed"] == 11
     assert cfg["checkpoint_step"] == 11
@@ -175,7 +176,7 @@ def test_plot_redraws_from_csv(tmp_path):
     assert plot_main([str(out), "--log-y"]) == 0
     assert (out / "regret.png").stat().st_size > 10_000
     other = tmp_path / "other"
-    assert main([*TINY, "--agent", "uniform", "--seed", "5", "--out", str(other)]) == 0
+    assert main([*PLAIN, "--agent", "uniform", "--seed", "5", "--out", str(other)]) == 0
     combined = tmp_path / "both.png"
     assert plot_main([str(out), str(other), "--out", str(combined)]) == 0
     assert combined.is_file()

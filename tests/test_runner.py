@@ -50,6 +50,22 @@ def test_identity_leaves_out_what_does_not_decide_the_results():
     assert listed.identity({**base, "new": 1}) == listed.identity(base)
 
 
+def test_a_setting_added_since_the_first_settings_counts_only_away_from_its_default():
+    # FIRST_SETTINGS is frozen: every setting of the command is in it or was added since
+    import dataclasses
+
+    from bandits.simulator.resume import FIRST_SETTINGS
+    from bandits.simulator.settings import Config
+    assert FIRST_SETTINGS <= {f.name for f in dataclasses.fields(Config)}
+    kind = runner.RunKind("prog", "kind/1", frozenset(), first_settings=frozenset({"lr"}),
+                          defaults=lambda: {"lr": 0.1, "temperature": 1.0})
+    base = {"lr": 0.1}
+    assert kind.identity({**base, "temperature": 1.0}) == kind.identity(base)
+    assert kind.identity({**base, "temperature": 0.5}) != kind.identity(base)
+    # a first setting counts at its default too, as it always did
+    assert kind.identity({}) != kind.identity(base)
+
+
 def test_a_resume_goes_on_never_back(tmp_path):
     RUN.check_continues("steps", 10, 10, "steps", tmp_path)
     with pytest.raises(UsageError, match="--steps 5 is fewer than the 10 steps the checkpoint"

@@ -23,6 +23,7 @@ trainer's epochs and batches (:mod:`bandits.mnist.train`).
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,12 @@ class RunKind:
             identity, so those runs keep theirs and resume.
         settings: The names of the settings, if a fixed list (a settings dataclass's
             fields); else every name the config holds counts.
+        first_settings: With ``defaults``: the settings that count in the identity at any
+            value (those the command had when this rule began; a frozen list, never
+            extended). Every other setting counts only away from its default, so adding a
+            setting with a default leaves every identity as it was, with nothing to list.
+            None: every setting counts at any value.
+        defaults: The settings' defaults (a settings dataclass's), for ``first_settings``.
     """
 
     prog: str
@@ -66,6 +73,8 @@ class RunKind:
     not_settings: frozenset[str] = frozenset()
     added_later: Mapping[str, Any] = field(default_factory=dict)
     settings: Callable[[], Iterable[str]] | None = None
+    first_settings: frozenset[str] | None = None
+    defaults: Callable[[], Mapping[str, Any]] | None = None
 
     def identity(self, config: Mapping[str, Any]) -> str:
         """A fingerprint of the settings that decide a run's results (all but the output
@@ -74,13 +83,17 @@ class RunKind:
         steps or epochs)."""
         skip = {*self.resume_flags, *self.not_settings, "out", "overwrite"}
         names = self.settings() if self.settings is not None else config.keys()
+        defaults = self.defaults() if self.first_settings is not None and self.defaults \
+            else {}
         kept = sorted(
             # a setting the config lacks is one its version did not have: runs made before
             # it was added keep their identity
             n for n in names if n not in skip and n in config
             # a setting added later counts only away from its default
             and not (n in self.added_later
-                     and config.get(n, self.added_later[n]) == self.added_later[n]))
+                     and config.get(n, self.added_later[n]) == self.added_later[n])
+            and not (n in defaults and n not in self.first_settings
+                     and _plain(config[n]) == _plain(defaults[n])))
         return checkpoint.fingerprint({n: config.get(n) for n in kept})
 
     def resume_command(self, out: Path | str) -> str:
@@ -132,3 +145,8 @@ def worker_count(given: int | None, pieces: int, default: int | None = None) -> 
     (:class:`UsageError`), checked in every case."""
     requested = requested_workers(given, available_cores() if default is None else default)
     return max(1, min(requested, pieces))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as ``config.json`` gives it back (tuples as lists, paths as strings)."""
+    return json.loads(json.dumps(value, default=str))

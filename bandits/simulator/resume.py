@@ -26,11 +26,26 @@ def given_flags(argv: Sequence[str] | None) -> set[str]:
     return flags_named(build_parser, argv)
 
 
-# settings added after runs were made and checkpointed, each with the value runs made
-# before it had (before --normalize, the data set's own features; before --order,
-# examples drawn with replacement): at that value it is
-# left out of the identity, so those runs keep theirs and resume. A setting goes here when
-# it is added, never later (a run that recorded it at its default would change identity).
+# The settings that count in a run's identity at any value: those of version 0.1.0, frozen.
+# A setting added since counts only away from its default, so every earlier run keeps its
+# identity with nothing to list (a new setting's default must be what runs did before it;
+# to change what runs use, give a preset the new value, never change the default).
+FIRST_SETTINGS = frozenset((
+    "agent", "env", "preset", "seeds", "seed", "steps", "device", "no_cuda_graph", "compile",
+    "out", "overwrite", "data_dir", "wheel_delta", "normalize", "order", "hidden", "lr",
+    "batch_size", "noise_sigma", "likelihood", "nll_beta", "optimizer", "fit",
+    "fit_tolerance", "weight_decay_per_datum", "encoding", "weight_decay", "buffer_size",
+    "updates_per_step", "train_every", "train_always_until", "prior", "prior_pi",
+    "prior_sigma1", "prior_sigma2", "prior_sigma", "kl_scale", "init_sigma", "act_samples",
+    "mean_decay", "lrt", "lin_a0", "lin_b0", "lin_lambda", "ucb_alpha", "nu", "ucb_lambda",
+    "exact_design", "dropout", "heads", "refresh_every", "log_points", "log_y", "threads",
+    "no_progress", "skip_diverged", "checkpoint_every", "workers", "progress_file", "resume"))
+
+# Settings of the first versions added after runs were made and checkpointed, each with
+# the value runs made before it had (before --normalize, the data set's own features;
+# before --order, examples drawn with replacement): at that value it is left out of the
+# identity, so those runs keep theirs and resume. Frozen: FIRST_SETTINGS' rule does this
+# for every setting added since.
 ADDED_LATER: dict[str, Any] = {"normalize": "none", "order": "random", "encoding": "onehot",
                                "optimizer": "adam", "fit": "steps", "fit_tolerance": 1e-3,
                                "weight_decay_per_datum": False, "train_always_until": 0,
@@ -50,7 +65,9 @@ OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*"
 # the simulator's kind of run (see bandits.core.runner)
 RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
               added_later=ADDED_LATER,
-              settings=lambda: [f.name for f in dataclasses.fields(Config)])
+              settings=lambda: [f.name for f in dataclasses.fields(Config)],
+              first_settings=FIRST_SETTINGS,
+              defaults=lambda: {f.name: f.default for f in dataclasses.fields(Config)})
 
 
 def identity(config: dict[str, Any]) -> str:

@@ -301,9 +301,13 @@ def refuse_other_agents_settings(cfg: Config) -> None:
     without bootstrap, ``--exact-design`` without neuralucb or neuralts) given away from its
     default (or its preset's value) in a run that lists none of the agents that read it: it
     would change nothing, and was surely meant for another run. The settings every network
-    shares (:class:`agents.CommonSettings`) are not checked."""
+    shares (:class:`agents.CommonSettings`) likewise, in a run that lists no neural agent
+    (``--lr`` for linucb alone)."""
     owned = {part for name in cfg.agent for part in SPECS[name].settings}
-    for part in dict.fromkeys(part for spec in SPECS.values() for part in spec.settings):
+    if any(SPECS[name].neural for name in cfg.agent):
+        owned.add(CommonSettings)
+    for part in dict.fromkeys([CommonSettings,
+                               *(part for spec in SPECS.values() for part in spec.settings)]):
         if part in owned:
             continue
         for f in dataclasses.fields(part):
@@ -316,7 +320,8 @@ def refuse_other_agents_settings(cfg: Config) -> None:
                 value = tuple(value)
             if value == default:
                 continue
-            readers = [name for name, spec in SPECS.items() if part in spec.settings]
+            readers = [name for name, spec in SPECS.items()
+                       if part in spec.settings or part is CommonSettings and spec.neural]
             shown = (" " + " ".join(map(str, value)) if isinstance(value, (list, tuple))
                      else "" if isinstance(value, bool) else f" {value}")
             raise UsageError(f"{flag(f.name)}{shown} is read by --agent "
