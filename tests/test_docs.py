@@ -89,3 +89,18 @@ def test_pages_fetch_no_web_fonts_and_name_each_module_once(site: Path) -> None:
         assert "fonts.googleapis" not in html and "fonts.gstatic" not in html, page
     bayes = (site / "api" / "bayes" / "index.html").read_text(encoding="utf-8")
     assert bayes.count('id="bandits.bayes"') == 1
+
+
+@pytest.mark.slow
+def test_every_page_renders_in_a_browser_at_desktop_and_phone_width(site: Path) -> None:
+    # tests/site_check.py: no console error or failed request, no horizontal overflow of
+    # the page outside table scrollers and code blocks, at 1280 and 390 px
+    pytest.importorskip("playwright")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import site_check
+
+    browser = os.environ.get("BANDITS_BROWSER") or site_check.system_chromium()
+    if browser is None:
+        pytest.skip("no Chromium on the PATH (set BANDITS_BROWSER to one)")
+    assert len(site_check.pages(site)) >= 60
+    assert site_check.check(site, browser) == []

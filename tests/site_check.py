@@ -1,0 +1,119 @@
+"""Every page of the built documentation site in a headless browser, at a desktop and a
+phone width: no console error, no request that fails, no horizontal overflow of the page
+outside the table scrollers and code blocks (which scroll on their own).
+
+    mkdocs build --strict -d site && python tests/site_check.py site
+
+Needs ``playwright`` (``pip install playwright``) and a Chromium: playwright's own
+(``playwright install chromium``) or the system's (``--browser /usr/bin/chromium``).
+Prints one line per problem and exits 1 if there is any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+WIDTHS = (1280, 390)
+
+# the elements wider than the window that do not scroll inside a scroller of their own
+OVERFLOW = """() => {
+  const width = document.documentElement.clientWidth;
+  const scrolls = (e) => {
+    for (let p = e; p && p !== document.body; p = p.parentElement) {
+      const x = getComputedStyle(p).overflowX;
+      if ((x === 'auto' || x === 'scroll' || x === 'hidden') && p.clientWidth <= width)
+        return true;
+    }
+    return false;
+  };
+  const out = [];
+  for (const e of document.querySelectorAll('.md-content *')) {
+    const r = e.getBoundingClientRect();
+    if (r.width > 0 && r.right > width + 1 && !scrolls(e)) {
+      const text = (e.textContent || '').trim().slice(0, 40);
+      out.push(e.tagName.toLowerCase() + ' "' + text + '" to ' + Math.round(r.right) + ' px');
+    }
+  }
+  const page = document.documentElement.scrollWidth > width + 1;
+  return {page: page, scrollWidth: document.documentElement.scrollWidth, elements: out};
+}"""
+
+
+def pages(site: Path) -> list[str]:
+    """The site's pages as paths below its root (``layout/``), the 404 page left out."""
+    found = []
+    for html in sorted(site.rglob("index.html")):
+        rel = html.parent.relative_to(site).as_posix()
+        found.append("" if rel == "." else rel + "/")
+    return found
+
+
+def check(site: Path, browser: str | None = None, widths=WIDTHS) -> list[str]:
+    """One line per problem of ``site`` (a built site's directory)."""
+    from playwright.sync_api import sync_playwright
+
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    root = f"http://127.0.0.1:{server.server_address[1]}/"
+    problems: list[str] = []
+    try:
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=browser)
+            for width in widths:
+                page = chromium.new_page(viewport={"width": width, "height": 900})
+                errors: list[str] = []
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+                for path in pages(site):
+                    errors.clear()
+                    page.goto(root + path, wait_until="networkidle")
+                    where = f"/{path} at {width} px"
+                    problems += [f"{where}: console: {e}" for e in errors]
+                    found = page.evaluate(OVERFLOW)
+                    if found["page"]:
+                        problems.append(f"{where}: the page is {found['scrollWidth']} px wide")
+                    problems += [f"{where}: {e} overflows" for e in found["elements"][:3]]
+                page.close()
+            chromium.close()
+    finally:
+        server.shutdown()
+    return problems
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+
+def system_chromium() -> str | None:
+    """A Chromium on the PATH, if any."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if found := shutil.which(name):
+            return found
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("site", type=Path, help="the built site's directory")
+    parser.add_argument("--browser", help="a Chromium to use (default: playwright's own)")
+    args = parser.parse_args(argv)
+    problems = check(args.site, args.browser)
+    for line in problems:
+        print(line)
+    n = len(pages(args.site))
+    print(f"{n} pages at {' and '.join(f'{w} px' for w in WIDTHS)}: "
+          f"{len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
