@@ -1,6 +1,6 @@
-"""The docs' recipes, done as the docs say: docs/layout.md's diffs (a toy agent with its
-own flag and its own per-step quantity; an env's per-step quantity) applied to a copy of
-the code, and run from the command line."""
+"""The docs' recipes, done as the docs say: docs/worked-example.md's diffs (a toy agent
+with its own flag and its own per-step quantity) and docs/layout.md's (an env's per-step
+quantity) applied to a copy of the code, and run from the command line."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _diffs() -> list[str]:
-    text = (REPO / "docs/layout.md").read_text(encoding="utf-8")
+def _diffs(page: str) -> list[str]:
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
     return re.findall(r"```diff\n(.*?)```", text, flags=re.S)
 
 
@@ -27,7 +27,9 @@ def _touched(diff: str) -> list[str]:
 
 
 def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declaration(tmp_path):
-    agent, metric = _diffs()
+    module, registry = _diffs("worked-example.md")  # a new agent, end to end
+    agent = module + registry
+    (metric,) = _diffs("layout.md")
     assert _touched(agent) == ["agents/__init__.py", "agents/softmax.py"]
     assert _touched(metric) == ["envs/__init__.py"]
     assert len(re.findall(r"^\+ ", metric, flags=re.M)) == 2  # one statement, two lines
