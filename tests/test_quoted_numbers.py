@@ -67,6 +67,20 @@ def _longer(learner: str, column: str) -> str:
     return f"{d.mean():+.2f} +- {d.std() / len(d) ** 0.5:.2f}"
 
 
+DECAYS = "results/mushroom/learner-screen/memory-grid-50k-decays"
+
+
+def _against_decay_1(learner: str, column: str) -> str:
+    """The paired difference of a share from decay 1's at 50,000 items, over the buffers."""
+    new = pd.read_csv(REPO / DECAYS / "runs.csv")
+    ref = pd.read_csv(REPO / GRID_50K / "runs.csv")
+    one = learner.replace("-0.3-", "-1-").replace("-3-", "-1-")
+    a, b = (r[r["learner"] == n].set_index("buffer")[column]
+            for r, n in ((new, learner), (ref, one)))
+    d = 100 * (a - b)
+    return f"{d.mean():+.2f} +- {d.std() / len(d) ** 0.5:.2f}"
+
+
 def _screen_wall(folder: str = GRID) -> str:
     seconds = json.loads((REPO / folder / "screen.json").read_text())["wall_seconds"]
     minutes, rest = divmod(round(seconds), 60)
@@ -120,6 +134,16 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
     (f"{GRID_300}/README.md", lambda: f"**{_screen_wall(GRID_300)}**"),
     (f"{GRID_300}/README.md", lambda: _longer("greedy-wd-1-50k", "greedy_never_eaten")),
     (f"{GRID_300}/README.md", lambda: _longer("bbb-md-1-50k", "thompson_never_eaten")),
+    (f"{DECAYS}/README.md", lambda: f"**{_screen_wall(DECAYS)}**"),
+    *((f"{DECAYS}/README.md", lambda learner=learner, column=column:
+       f"| {_against_decay_1(learner, column)} |")
+      for learner, column in (("greedy-wd-0.3-50k", "greedy_never_eaten"),
+                              ("greedy-wd-3-50k", "greedy_never_eaten"),
+                              ("bbb-md-0.3-50k", "thompson_never_eaten"),
+                              ("bbb-md-3-50k", "thompson_never_eaten"))),
+    *((doc, lambda: f"decay 0.3 eats {_screen('greedy-wd-0.3-50k', 'greedy_never_eaten', 50000, folder=DECAYS)} % "
+                    f"(greedy) and {_screen('bbb-md-0.3-50k', 'thompson_never_eaten', 50000, folder=DECAYS)} % (BBB)")
+      for doc in ("docs/experiments.md", "docs/bandit-results.md")),
 ]
 
 
