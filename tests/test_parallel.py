@@ -178,3 +178,62 @@ def test_a_pool_worker_prints_no_traceback_for_a_ctrl_c_in_a_callback(monkeypatc
     _unraisable(interrupt)
     _unraisable(other)
     assert reported == [other]
+
+
+HOOK = '''
+import json
+
+
+class StepCounter:
+    """Counts the steps it sees and writes, at the last one, what it saw."""
+
+    def __init__(self, cfg, out):
+        self.out, self.steps, self.seen = out, cfg.steps, 0
+
+    def after_step(self, populations, log, stopping):
+        self.seen += 1
+        if log.done == self.steps:
+            names = [n for pop in populations for n in pop.agent.names]
+            (self.out / "hook.json").write_text(json.dumps({"seen": self.seen,
+                                                            "agents": names}))
+'''
+
+
+def test_a_hook_named_by_import_path_runs_in_every_worker_and_changes_no_result(
+        one_worker, tmp_path):
+    (tmp_path / "my_hooks.py").write_text(HOOK)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "bandits.run", *TINY, "--steps", "300",
+                           "--workers", "2", "--hook", "my_hooks:StepCounter",
+                           "--out", str(out)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert _outputs(out) == _outputs(one_worker)  # looking changes nothing
+    parts = json.loads((out / "config.json").read_text())["parts"]
+    seen = [json.loads((out / "parts" / str(k) / "hook.json").read_text())
+            for k in range(len(parts))]
+    assert [s["seen"] for s in seen] == [300, 300]
+    assert sorted(a for s in seen for a in s["agents"]) == sorted(TINY[TINY.index("--agent") + 1:])
+    # and in one process, from Python, the same hook by the same path
+    import bandits
+    sys.path.insert(0, str(tmp_path))
+    try:
+        bandits.simulate(out=tmp_path / "py", env="wheel", agent=["greedy"], steps=20,
+                         seeds=2, hidden=[8], batch_size=8, updates_per_step=1,
+                         hook=["my_hooks:StepCounter"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert json.loads((tmp_path / "py" / "hook.json").read_text()) == {
+        "seen": 20, "agents": ["greedy"]}
+
+
+@pytest.mark.parametrize("path, why", [
+    ("my_hooks", "write it as MODULE:CALLABLE"),
+    ("no_such_module_here:Hook", "cannot import no_such_module_here"),
+    ("json:NoSuchHook", "module json has no NoSuchHook"),
+    ("json:__doc__", "json:__doc__ is not callable")])
+def test_a_hook_that_cannot_be_loaded_is_one_line(tmp_path, capsys, path, why):
+    assert main([*TINY, "--steps", "5", "--hook", path, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--hook {path}: {why}" in err, err
+    assert not (tmp_path / "r").exists()

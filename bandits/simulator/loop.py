@@ -46,6 +46,7 @@ from bandits.simulator.settings import (
     agent_config,
     agent_seed,
     env_options,
+    hook_factory,
     recorded_columns,
 )
 
@@ -148,8 +149,10 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                               record["identity"], log.done if resume is not None else None,
                               lambda: snapshot(populations, log, wall, probe), watch)
     progress = Progress(cfg, log.done)
-    # each looks after every step, in this order
-    everyone = [probe, progress, checkpoints, *hooks]
+    # each looks after every step, in this order: the run's own, then --hook's, then the
+    # caller's
+    given = [hook_factory(path)(cfg, out) for path in cfg.hook or ()]
+    everyone = [probe, progress, checkpoints, *given, *hooks]
     status, message = 0, None
     try:
         with StopOnSigint() as stop:

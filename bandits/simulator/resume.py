@@ -18,7 +18,7 @@ from bandits.simulator.settings import CHECKPOINT_KIND, Config, build_parser, va
 
 # flags that may be given beside --resume: they do not change the results
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
-                "log_y", "progress_file")
+                "log_y", "progress_file", "hook")
 
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:
@@ -67,7 +67,9 @@ RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
               added_later=ADDED_LATER,
               settings=lambda: [f.name for f in dataclasses.fields(Config)],
               first_settings=FIRST_SETTINGS,
-              defaults=lambda: {f.name: f.default for f in dataclasses.fields(Config)})
+              defaults=lambda: {f.name: f.default_factory()  # a list default's
+                                if f.default is dataclasses.MISSING else f.default
+                                for f in dataclasses.fields(Config)})
 
 
 def identity(config: dict[str, Any]) -> str:

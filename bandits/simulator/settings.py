@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import math
 import zlib
@@ -153,6 +154,12 @@ class OutputSettings:
         "results are the same bytes for every value (default: "
         "$BANDITS_WORKERS, else the cores this process may use, at "
         "most one per population)", range=(1, 1024), type=int)
+    hook: list[str] | None = setting(
+        None, "objects that look on after every step, each as MODULE:CALLABLE: called "
+        "with the run's settings and output directory, it returns an object with "
+        "after_step(populations, log, stopping); it changes no result (with workers, "
+        "each worker calls it for its own agents, with its part's directory)",
+        nargs="+", type=str, metavar="MODULE:CALLABLE")
     progress_file: Path | None = setting(
         None, argparse.SUPPRESS, type=Path)  # for the workers
     resume: Path | None = setting(
@@ -238,6 +245,9 @@ def validate(cfg: Config) -> None:
     check_ranges(cfg)
     check_choices(cfg)
     refuse_other_envs_settings(cfg)
+    for path in cfg.hook or ():
+        if (why := hook_problem(path)) is not None:
+            raise UsageError(f"--hook {path}: {why}")
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
@@ -261,6 +271,29 @@ def validate(cfg: Config) -> None:
                          f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
                          "--hidden, --heads, --batch-size or --buffer-size, or list fewer "
                          "agents")
+
+
+def hook_factory(path: str) -> Any:
+    """The callable ``MODULE:CALLABLE`` names (imported)."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def hook_problem(path: str) -> str | None:
+    """Why ``path`` names no hook factory (one line), or None."""
+    module, sep, name = path.partition(":")
+    if not sep or not module or not name:
+        return "write it as MODULE:CALLABLE (for example mypackage.hooks:LossRecorder)"
+    try:
+        factory = hook_factory(path)
+    except ImportError as e:
+        return (f"cannot import {module} ({e}); put it on the Python path (PYTHONPATH, "
+                "or the current directory)")
+    except AttributeError:
+        return f"module {module} has no {name}"
+    if not callable(factory):
+        return f"{path} is not callable; name a class or a function"
+    return None
 
 
 def memory_estimate(cfg: Config) -> float:
