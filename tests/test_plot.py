@@ -290,3 +290,28 @@ def test_panels_need_a_title_per_run(tmp_path, capsys):
     assert plot.main([str(d), str(d), "--panels", "--titles", "one", "--out",
                       str(tmp_path / "f.png")]) == 2
     assert "one --titles entry per DIR" in capsys.readouterr().err
+
+
+def test_every_figure_module_draws_in_the_shared_style_and_leaves_the_users_settings():
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from bandits.analysis import diagnose
+    from bandits.core.style import STYLE
+    from bandits.experiments import sweep_results
+    from bandits.mnist import figures as mnist_figures
+    from bandits.tools import regression
+
+    # every function that draws a shipped figure is wrapped by bandits.core.style.styled
+    for draw in (figures.regret_figure, figures.panels_figure, diagnose.draw,
+                 sweep_results.plot, regression.plot, mnist_figures.plot_run,
+                 mnist_figures.plot_weight_hists, mnist_figures.plot_snr,
+                 mnist_figures.plot_test_errors):
+        assert hasattr(draw, "__wrapped__"), draw  # functools.wraps of styled
+    before = matplotlib.rcParams["font.size"]
+    fig = figures.regret_figure(_metrics())
+    ax = fig.axes[0]
+    assert not ax.spines["top"].get_visible() and not ax.get_legend().get_frame_on()
+    assert ax.xaxis.label.get_fontsize() == STYLE["axes.labelsize"]
+    plt.close(fig)
+    assert matplotlib.rcParams["font.size"] == before  # the user's own settings stay

@@ -52,6 +52,7 @@ from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.config import first_paragraph, setting
 from bandits.core.files import save_figure, write_csv
 from bandits.core.processes import stop_on_ctrl_c
+from bandits.core.style import DPI, styled
 from bandits.records.figures import COLORS, LABELS, run_labels
 from bandits.records.memory import (
     MEMORY_COLUMNS,
@@ -149,6 +150,7 @@ def per_seed(phases: pd.DataFrame, last: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@styled
 def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path: Path,
          title: str, labels: dict[str, str] | None = None) -> None:
     """The diagnosis figure; ``labels``: the run's own legend labels (BBB acting on the
@@ -214,7 +216,7 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     for ax in axes.ravel():
         ax.grid(True, alpha=0.3, which="both")
     fig.suptitle(title, fontsize=10)
-    save_figure(fig, path, dpi=150)
+    save_figure(fig, path, dpi=DPI)
     save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from bandits.analysis.diagnose import per_seed
 from bandits.core.files import save_figure, write_csv
+from bandits.core.style import DPI, styled
 from bandits.experiments.sweep_point import Point, SweepError
 
 RESULT_COLUMNS = {"point", "agent", "seed", "seeds", "steps", "cumulative_regret",
@@ -94,6 +95,7 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     return out.reset_index().sort_values("cumulative_regret_mean", kind="stable")
 
 
+@styled
 def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     """Final cumulative regret per point (mean +- 1 std over seeds), best at the top."""
     import matplotlib
@@ -114,7 +116,7 @@ def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
     ax.set_xlabel("final cumulative regret (mean +- 1 std over seeds)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    save_figure(fig, path, dpi=150)
+    save_figure(fig, path, dpi=DPI)
     save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from bandits.core.files import save_figure
+from bandits.core.style import DPI, styled
 from bandits.mnist.config import GRID_FIELDS, Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import (
@@ -53,6 +54,7 @@ def plain_log_ticks(ax: Any) -> None:
     ax.yaxis.set_major_formatter(fmt)
 
 
+@styled
 def plot_run(out: Path, label: str) -> None:
     """Draw a model's PNGs from its CSV files only: ``test_error.png`` (Figure 2),
     ``weights.png`` (Figure 3) and, for BBB, ``snr.png`` (Figure 4)."""
@@ -67,13 +69,14 @@ def plot_run(out: Path, label: str) -> None:
     plain_log_ticks(ax)
     ax.legend()
     fig.tight_layout()
-    save_figure(fig, out / "test_error.png", dpi=100)
+    save_figure(fig, out / "test_error.png", dpi=DPI)
     plt.close(fig)
     plot_weight_hists({label: out}, out / "weights.png")
     if (out / "snr_hist.csv").exists():
         plot_snr({label: out / "snr_hist.csv"}, out / "snr.png", label)
 
 
+@styled
 def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
     """Figure 3: the density of the weights of each model (label: its directory, which
     holds its ``weights_hist.csv``)."""
@@ -91,10 +94,11 @@ def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
            title="Trained weights (Figure 3)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, path, dpi=100)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
 
 
+@styled
 def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
     """Figure 4: density and CDF of the signal-to-noise ratios, one curve per label (from
     each ``snr_hist.csv``)."""
@@ -120,10 +124,11 @@ def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
         ax.legend(fontsize=8, loc="upper left")
     fig.text(0.01, 0.01, "; ".join(ends), fontsize=7, color="0.35")
     fig.tight_layout()
-    save_figure(fig, path, dpi=100)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
 
 
+@styled
 def plot_test_errors(curves: dict[str, Path], path: Path) -> None:
     """Figure 2: the test error against the epoch, one curve per label (from each
     ``epochs.csv``; the report draws the first seed of each row chosen on validation)."""
@@ -137,7 +142,7 @@ def plot_test_errors(curves: dict[str, Path], path: Path) -> None:
     plain_log_ticks(ax)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    save_figure(fig, path, dpi=100)
+    save_figure(fig, path, dpi=DPI)
     plt.close(fig)
 
 

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from agents import SPECS  # noqa: E402
 from bandits.core.files import save_figure  # noqa: E402
+from bandits.core.style import DPI, styled  # noqa: E402
 from bandits.records.regret import METRICS_COLUMNS  # noqa: E402
 from bandits.records.tables import header, read_run_table  # noqa: E402
 
@@ -37,7 +38,6 @@ LOG_FLOOR = 100.0
 LINESTYLES = ("-", "--", ":", "-.")
 # The columns plot_regret needs besides the plotted one.
 KEY_COLUMNS = ("agent", "seed", "step")
-DPI = 150
 
 
 def _agent_colors(agents: Sequence[str]) -> dict[str, str]:
@@ -106,6 +106,7 @@ def _ylabel(column: str) -> str:
         "cumulative expected regret"
 
 
+@styled
 def regret_figure(
     metrics: pd.DataFrame,
     log_y: bool = False,
@@ -143,6 +144,7 @@ def regret_figure(
     return fig
 
 
+@styled
 def panels_figure(frames: Sequence[pd.DataFrame], titles: Sequence[str], log_y: bool = False,
                   column: str = "cumulative_regret",
                   labels: Sequence[dict[str, str] | None] = ()) -> Figure:

@@ -56,6 +56,7 @@ from bandits.core.config import (
 from bandits.core.files import machine, package_versions, save_figure, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.core.processes import stop_on_ctrl_c
+from bandits.core.style import DPI, styled
 
 MODELS = ("mlp", "bbb-fixed", "bbb-learned", "dropout")
 X_TRAIN, X_TEST = 4.0, 6.0  # training inputs in [-4, 4]; held-out ones in [-6, 6]
@@ -211,6 +212,7 @@ LABELS = {"mlp": "MLP (point estimate)", "bbb-fixed": "BBB, noise fixed",
           "bbb-learned": "BBB, noise learned", "dropout": "MC dropout, noise learned"}
 
 
+@styled
 def plot(curves: dict, cfg: Config, path: Path) -> None:
     import matplotlib
 
@@ -237,7 +239,7 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
     fig.suptitle(f"y = x^3 + N(0, {cfg.noise:g}^2), {cfg.points} points in [-4, 4] "
                  "(grey: outside the training range)", fontsize=10)
     fig.tight_layout()
-    save_figure(fig, path, dpi=150)
+    save_figure(fig, path, dpi=DPI)
     save_figure(fig, path.with_suffix(".pdf"))
     plt.close(fig)
 
