@@ -255,3 +255,38 @@ def test_the_import_layers_stay_at_most_ten():
             folder(t) for t in targets if folder(t) != folder(m))
     assert _layers({"a": {"b"}, "b": {"c"}, "d": {"c"}}) == 3
     assert _layers(folders) <= 10
+
+
+def test_the_command_line_reaches_the_loop_through_at_most_eight_files(tmp_path):
+    # The files whose functions hold argv (the list) or the Config parsed from it, as an
+    # argument or a local, from the command's main until the loop's simulate is called:
+    # the walk docs/layout.md describes.
+    import os
+
+    from bandits.simulator import loop
+    from bandits.simulator import run as command
+    from bandits.simulator.settings import Config
+
+    argv = ["--env", "wheel", "--agent", "bbb", "--mean-decay", "1", "--hidden", "4",
+            "--steps", "2", "--seeds", "1", "--workers", "1", "--no-progress",
+            "--out", str(tmp_path / "run")]
+    files: list[str] = ["bandits/run.py"]  # the entry module: python -m bandits.run
+    done = []
+
+    def look(frame, event, arg):
+        if event != "call" or done or not frame.f_code.co_filename.startswith(str(REPO)):
+            return
+        if frame.f_code is loop._simulate.__code__:
+            done.append(True)
+        if any(isinstance(v, Config) or isinstance(v, list) and v == argv
+               for v in frame.f_locals.values()):
+            files.append(os.path.relpath(frame.f_code.co_filename, REPO))
+
+    sys.setprofile(look)
+    try:
+        assert command.main(argv) == 0
+    finally:
+        sys.setprofile(None)
+    walked = list(dict.fromkeys(files))
+    assert done and walked[-1] == "bandits/simulator/loop.py", walked
+    assert len(walked) <= 8, walked
