@@ -23,7 +23,7 @@ import abc
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -95,10 +95,18 @@ class CommonSettings:
         range=(0, 10.0))
 
 
-AgentConfig = Any
+if TYPE_CHECKING:
+    class AgentConfig(CommonSettings):
+        """The type of an agent's settings as a type checker sees it: the common settings,
+        and ``Any`` for each agent's own."""
+
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    AgentConfig = Any
 """The type of an agent's settings: :data:`agents.AgentConfig`, the dataclass that
 :class:`CommonSettings` and every registered agent's own settings make together (it is
-composed once every agent module is imported, so the modules name it by this alias)."""
+composed once every agent module is imported, so the modules name it by this alias; a
+type checker sees the common settings, and ``Any`` for each agent's own)."""
 
 
 def _one_network(config: AgentConfig) -> int:

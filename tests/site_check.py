@@ -66,9 +66,9 @@ def check(site: Path, browser: str | None = None, widths=WIDTHS) -> list[str]:
     try:
         with sync_playwright() as p:
             chromium = p.chromium.launch(executable_path=browser)
+            errors: list[str] = []  # what the page in view reported (cleared per page)
             for width in widths:
                 page = chromium.new_page(viewport={"width": width, "height": 900})
-                errors: list[str] = []
                 page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))

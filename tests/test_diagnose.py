@@ -185,7 +185,8 @@ def test_a_new_run_leaves_no_earlier_diagnosis_and_a_run_without_probes_says_so(
     assert diagnose.main([str(out)]) == 0
     assert "bbb" in set(pd.read_csv(out / "exploration.csv")["agent"])
     # the same directory, a new run of another agent: no diagnosis of the old one survives
-    assert main(["--env", "wheel", "--seeds", "2", "--no-progress", "--agent", "uniform", "--steps", "60", "--out", str(out),
+    assert main(["--env", "wheel", "--seeds", "2", "--no-progress", "--agent", "uniform",
+                 "--steps", "60", "--out", str(out),
                  "--overwrite"]) == 0
     assert not (out / "exploration.csv").exists() and not (out / "diagnosis.csv").exists()
     (out / "exploration.csv").write_text("agent,step\nbbb,1\n")  # left by hand

@@ -81,6 +81,10 @@ def _against_decay_1(learner: str, column: str) -> str:
     return f"{d.mean():+.2f} +- {d.std() / len(d) ** 0.5:.2f}"
 
 
+def _decay_03(learner: str, acting: str) -> str:
+    return _screen(learner, f"{acting}_never_eaten", 50000, folder=DECAYS)
+
+
 def _screen_wall(folder: str = GRID) -> str:
     seconds = json.loads((REPO / folder / "screen.json").read_text())["wall_seconds"]
     minutes, rest = divmod(round(seconds), 60)
@@ -141,8 +145,8 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
                               ("greedy-wd-3-50k", "greedy_never_eaten"),
                               ("bbb-md-0.3-50k", "thompson_never_eaten"),
                               ("bbb-md-3-50k", "thompson_never_eaten"))),
-    *((doc, lambda: f"decay 0.3 eats {_screen('greedy-wd-0.3-50k', 'greedy_never_eaten', 50000, folder=DECAYS)} % "
-                    f"(greedy) and {_screen('bbb-md-0.3-50k', 'thompson_never_eaten', 50000, folder=DECAYS)} % (BBB)")
+    *((doc, lambda: f"decay 0.3 eats {_decay_03('greedy-wd-0.3-50k', 'greedy')} % (greedy) "
+                    f"and {_decay_03('bbb-md-0.3-50k', 'thompson')} % (BBB)")
       for doc in ("docs/experiments.md", "docs/bandit-results.md")),
 ]
 

@@ -62,7 +62,8 @@ def test_agents_see_the_same_contexts_and_draws(tmp_path):
 
 def test_long_runs_write_a_bounded_number_of_rows(tmp_path):
     out = tmp_path / "r"
-    assert main([*PLAIN[:2], *PLAIN[4:], "--agent", "uniform", "--steps", "500", "--log-points", "50",
+    assert main([*PLAIN[:2], *PLAIN[4:], "--agent", "uniform", "--steps", "500",
+                 "--log-points", "50",
                  "--out", str(out)]) == 0
     m = pd.read_csv(out / "metrics.csv")
     steps = m["step"].unique()

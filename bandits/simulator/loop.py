@@ -26,6 +26,7 @@ from bandits.core.buffer import ReplayBuffer
 from bandits.core.checkpoint import CheckpointError
 from bandits.core.config import UsageError
 from bandits.core.files import device_name, machine, package_versions, write_csv, write_json
+from bandits.core.import_path import hook_factory
 from bandits.core.processes import sigint_handler
 from bandits.core.runner import DIVERGED_STATUS
 from bandits.records.memory import memory_frame
@@ -46,7 +47,6 @@ from bandits.simulator.settings import (
     agent_config,
     agent_seed,
     env_options,
-    hook_factory,
     recorded_columns,
 )
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -33,6 +32,7 @@ from bandits.core.config import (
 )
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory
+from bandits.core.import_path import hook_problem
 
 CHECKPOINT_KIND = "bandits.run"
 """The kind of checkpoint a run writes (:mod:`bandits.core.checkpoint` refuses another's)."""
@@ -172,18 +172,30 @@ ENV_SETTINGS = tuple(dict.fromkeys(part for spec in envs.SPECS.values() for part
 """The environments' own settings classes, each once (every classification bandit shares
 one)."""
 
-Config = compose(
-    "Config",
-    [RunSettings, *ENV_SETTINGS, CommonSettings, TrainingSettings,
-     *(part for spec in SPECS.values() for part in spec.settings), OutputSettings],
-    """Settings of one invocation of ``python -m bandits.run``; each field is a CLI flag
-    (``--kebab-case``). Made of :class:`RunSettings`, every environment's own settings
-    (its spec's ``settings``), the agents' common settings
-    (:class:`agents.CommonSettings`), :class:`TrainingSettings`, every registered agent's
-    own (its spec's ``settings``) and :class:`OutputSettings`. The settings a preset
-    gives default to None: the preset fills them (:func:`parse_config`).""",
-    module=__name__, filled_later={k for preset in PRESETS.values() for k in preset},
-    cli_only=True)
+if TYPE_CHECKING:  # what a type checker sees: the fields declared here, and Any for the rest
+    from envs import ClassificationSettings, WheelSettings
+
+    class Config(RunSettings, WheelSettings, ClassificationSettings, CommonSettings,
+                 TrainingSettings, OutputSettings):
+        """Settings of one invocation of ``python -m bandits.run`` (the static view of the
+        class composed below: an agent's own settings, registered with its spec, are
+        ``Any`` here)."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    Config = compose(
+        "Config",
+        [RunSettings, *ENV_SETTINGS, CommonSettings, TrainingSettings,
+         *(part for spec in SPECS.values() for part in spec.settings), OutputSettings],
+        """Settings of one invocation of ``python -m bandits.run``; each field is a CLI flag
+        (``--kebab-case``). Made of :class:`RunSettings`, every environment's own settings
+        (its spec's ``settings``), the agents' common settings
+        (:class:`agents.CommonSettings`), :class:`TrainingSettings`, every registered agent's
+        own (its spec's ``settings``) and :class:`OutputSettings`. The settings a preset
+        gives default to None: the preset fills them (:func:`parse_config`).""",
+        module=__name__, filled_later={k for preset in PRESETS.values() for k in preset},
+        cli_only=True)
 
 
 OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
@@ -271,29 +283,6 @@ def validate(cfg: Config) -> None:
                          f"machine has {have / 2**30:.1f} GiB; lower --seeds, --steps, "
                          "--hidden, --heads, --batch-size or --buffer-size, or list fewer "
                          "agents")
-
-
-def hook_factory(path: str) -> Any:
-    """The callable ``MODULE:CALLABLE`` names (imported)."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def hook_problem(path: str) -> str | None:
-    """Why ``path`` names no hook factory (one line), or None."""
-    module, sep, name = path.partition(":")
-    if not sep or not module or not name:
-        return "write it as MODULE:CALLABLE (for example mypackage.hooks:LossRecorder)"
-    try:
-        factory = hook_factory(path)
-    except ImportError as e:
-        return (f"cannot import {module} ({e}); put it on the Python path (PYTHONPATH, "
-                "or the current directory)")
-    except AttributeError:
-        return f"module {module} has no {name}"
-    if not callable(factory):
-        return f"{path} is not callable; name a class or a function"
-    return None
 
 
 def memory_estimate(cfg: Config) -> float:
