@@ -26,8 +26,10 @@ import torch
 
 import envs
 from bandits.core import checkpoint
+from bandits.core.files import write_csv
 from bandits.core.processes import parent_stopped
 from bandits.core.runner import Diverged
+from bandits.records.memory import memory_frame
 from bandits.records.regret import RegretLog
 from bandits.simulator.population import Population
 from bandits.simulator.settings import CHECKPOINT_KIND, Config, env_options, plain
@@ -40,10 +42,33 @@ class Hook(Protocol):
     populations (:class:`bandits.simulator.population.Population`), the regret log (``log.done``:
     the steps done) and whether a stop was asked for (a checkpoint is due then). The
     probes, the progress bar and the checkpoints are hooks; :func:`bandits.simulator.loop.simulate`
-    takes more (``hooks=``), called after them in the order given."""
+    takes more (``hooks=``), called after them in the order given. A hook may also have
+    ``after_run(log, out)``, called once the run has stopped (finished, interrupted or
+    diverged) and its own records are written: :class:`MemoryRecord` writes
+    ``memory.csv`` so."""
 
     def after_step(self, populations: list[Population], log: RegretLog, stopping: bool
                    ) -> None: ...
+
+
+class MemoryRecord:
+    """After the run: ``memory.csv``, what each decision could remember
+    (:func:`bandits.records.memory.memory_frame`, from the regret log's per-step actions,
+    rewards and items and the buffer's size)."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.buffer_size = cfg.buffer_size
+
+    def after_step(self, populations: list[Population], log: RegretLog, stopping: bool
+                   ) -> None:
+        pass
+
+    def after_run(self, log: RegretLog, out: Path) -> None:
+        n = log.done
+        write_csv(memory_frame(log.agents, log.seeds, log.action[:, :, :n],
+                               log.reward[:, :, :n], log.item[:, :, :n],
+                               log.optimal_action[:, :, :n], self.buffer_size),
+                  out / "memory.csv")
 
 
 def probe_steps(steps: int) -> set[int]:

@@ -29,13 +29,13 @@ from bandits.core.files import device_name, machine, package_versions, write_csv
 from bandits.core.import_path import hook_factory
 from bandits.core.processes import sigint_handler
 from bandits.core.runner import DIVERGED_STATUS
-from bandits.records.memory import memory_frame
 from bandits.records.regret import RegretLog
 from bandits.simulator.hooks import (
     Checkpoints,
     Diverged,
     DivergenceWatch,
     Hook,
+    MemoryRecord,
     Probe,
     Progress,
     StopOnSigint,
@@ -152,7 +152,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     # each looks after every step, in this order: the run's own, then --hook's, then the
     # caller's
     given = [hook_factory(path)(cfg, out) for path in cfg.hook or ()]
-    everyone = [probe, progress, checkpoints, *given, *hooks]
+    everyone = [probe, progress, checkpoints, MemoryRecord(cfg), *given, *hooks]
     status, message = 0, None
     try:
         with StopOnSigint() as stop:
@@ -188,6 +188,9 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):
             write_outputs(cfg, out, log, wall, last_losses(populations), record, probe)
+            for hook in everyone:  # the steps after the run (memory.csv, a user's own)
+                if hasattr(hook, "after_run"):
+                    hook.after_run(log, out)
     except OSError as e:
         kept = (f"the checkpoint of step {checkpoints.step} is kept"
                 if checkpoints.step is not None else "")
@@ -292,17 +295,14 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
 
 def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: dict,
                   record: dict, probe: Probe | None = None) -> None:
-    """The run's records: metrics.csv, summary.csv, phases.csv, memory.csv, probes.csv
-    and config.json (its figure is drawn after the run: :func:`bandits.simulator.run.start`)."""
+    """The run's records: metrics.csv, summary.csv, phases.csv, probes.csv and
+    config.json (memory.csv is a hook's, :class:`bandits.simulator.hooks.MemoryRecord`,
+    and the figure is drawn after the run: :func:`bandits.simulator.run.start`)."""
     metrics = log.metrics_frame(cfg.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
     write_csv(log.phases_frame(envs.SHAPES[cfg.env][1]), out / "phases.csv")
-    n = log.done
-    write_csv(memory_frame(log.agents, log.seeds, log.action[:, :, :n], log.reward[:, :, :n],
-                           log.item[:, :, :n], log.optimal_action[:, :, :n],
-                           cfg.buffer_size), out / "memory.csv")
     if probe is not None:
         write_csv(probe.frame(), out / "probes.csv")
     write_json(record, out / "config.json")
