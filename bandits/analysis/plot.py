@@ -90,6 +90,17 @@ def _panels(args: Settings, frames: list[pd.DataFrame], column: str, stem: str) 
     return 0
 
 
+def _disjoint(frames: list[pd.DataFrame]) -> bool:
+    """Whether no agent is in two of the runs (then the runs need no tags)."""
+    seen: set[str] = set()
+    for f in frames:
+        agents = set(f["agent"].astype(str))
+        if agents & seen:
+            return False
+        seen |= agents
+    return True
+
+
 def _error(msg: str) -> int:
     print(f"bandits.plot: error: {msg}", file=sys.stderr)
     return 2
@@ -149,6 +160,15 @@ def _main(argv: Sequence[str] | None) -> int:
         out = args.out or combined_name(args.dirs, stem)
         if len(frames) == 1:
             metrics, title = frames[0], run_title(args.dirs[0], frames[0])
+        elif _disjoint(frames):  # each agent in one run: one figure of them all, untagged
+            metrics = pd.concat(frames, ignore_index=True)
+            titles = {run_title(d, f) for d, f in zip(args.dirs, frames)}
+            title = titles.pop() if len(titles) == 1 else None
+            for d in args.dirs:
+                try:
+                    labels.update(run_labels(json.loads((d / "config.json").read_text())))
+                except (OSError, ValueError, AttributeError):
+                    pass
         else:
             names = [d.resolve().name for d in args.dirs]
             for i, (name, f) in enumerate(zip(names, frames)):

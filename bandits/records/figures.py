@@ -138,9 +138,9 @@ def regret_figure(
     else:
         ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
-        ax.set_title(title, fontsize=10)
-    ax.text(0.01, 0.99, _statistic(log_y), transform=ax.transAxes,
-            ha="left", va="top", fontsize=7, color="0.4")
+        fig.suptitle(title, fontsize=10)
+    # what the line and band are: above the axes, never under the legend or the data
+    ax.set_title(_statistic(log_y), fontsize=7, color="0.4", loc="left")
     return fig
 
 
