@@ -130,7 +130,7 @@ def test_redraw_title(tmp_path, monkeypatch):
 
     def spy(*args, **kw):
         fig = real(*args, **kw)
-        titles.append(fig.axes[0].get_title())
+        titles.append(fig.get_suptitle())
         return fig
 
     monkeypatch.setattr(figures, "regret_figure", spy)
