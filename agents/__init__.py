@@ -49,19 +49,17 @@ AgentConfig = compose(
     """Every agent's settings: :class:`CommonSettings` and each registered agent's own
     (its spec's ``settings``), one dataclass. ``AgentConfig(hidden=(16,), heads=3)``; an
     agent reads the fields it knows.""", module=__name__)
-# name -> (class, settings that override the common AgentConfig)
-AGENTS: dict[str, tuple[type[Agent], dict]] = {
-    name: (spec.cls, dict(spec.overrides)) for name, spec in SPECS.items()}
 
 # settings in which the members of one population may differ
 PER_MEMBER = ("epsilon",)
 
 
 def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], Member]:
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(AGENTS)}")
-    cls, overrides = AGENTS[name]
-    return cls, Member(name, seed, dataclasses.replace(config or AgentConfig(), **overrides))
+    if name not in SPECS:
+        raise ValueError(f"unknown agent {name!r}; choose from {', '.join(SPECS)}")
+    spec = SPECS[name]
+    return spec.cls, Member(name, seed,
+                            dataclasses.replace(config or AgentConfig(), **spec.overrides))
 
 
 def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,
@@ -84,7 +82,7 @@ def make_agent(
     cuda_graph: bool = True,
     compile: bool = False,
 ) -> Agent:
-    """Build the agent registered as ``name`` (see :data:`AGENTS`) with ``runs`` runs.
+    """Build the agent registered as ``name`` (see :data:`SPECS`) with ``runs`` runs.
 
     ``seed`` is an int or a sequence of ints (the entropy of its generators). On CUDA the
     training step is replayed as a CUDA graph unless ``cuda_graph`` is false; ``compile``
@@ -130,5 +128,5 @@ def population_groups(names: Sequence[str], config: AgentConfig | None = None
     return list(groups.values())
 
 
-__all__ = ["AGENTS", "SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "Member",
+__all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "Member",
            "make_agent", "make_agents", "population_groups"]

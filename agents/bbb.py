@@ -83,7 +83,7 @@ class BBBAgent(NeuralAgent):
         return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
                         prior=prior, init_sigma=c.init_sigma)
 
-    def noise(self) -> Tensor:
+    def weight_noise(self) -> Tensor:
         """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""
         eps = torch.empty(self.runs, self.model.n_params, device=self.device)
         return self.fill_random_(eps, "normal")
@@ -92,9 +92,9 @@ class BBBAgent(NeuralAgent):
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
         # One weight sample per run, shared by all actions.
-        scores = self.model(x, self.model.sample(self.noise()))
+        scores = self.model(x, self.model.sample(self.weight_noise()))
         for _ in range(self.config.act_samples - 1):
-            scores = scores + self.model(x, self.model.sample(self.noise()))
+            scores = scores + self.model(x, self.model.sample(self.weight_noise()))
         return self.means(scores).argmax(dim=1)  # (runs,)
 
     @torch.no_grad()
@@ -118,7 +118,7 @@ class BBBAgent(NeuralAgent):
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model
-        eps = self.noise()  # (runs, P)
+        eps = self.weight_noise()  # (runs, P)
         sigma, w = self.maybe_compiled(sample_weights)(m.mu, m.rho, eps)  # a sample per run
         scale = 0.5 / self.config.noise_sigma**2
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held

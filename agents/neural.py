@@ -8,8 +8,10 @@ all actions of a context is one forward call over ``n_actions`` rows.
 of every run of the population without waiting for the device once: minibatch
 indices are drawn on the device from each member's generator and the buffer's
 on-device length, the gradients of the per-weight terms are computed in a few
-whole-tensor operations on the flat parameters (:mod:`bandits.bayes.flat`), Adam is
-torch's fused one, and the loss is returned as a device tensor. On CUDA,
+whole-tensor operations on the flat parameters (:mod:`bandits.bayes.flat`), the
+optimiser steps them (torch's SGD with ``--optimizer sgd``; otherwise torch's fused AdamW
+where the weights decay, by ``--weight-decay`` or BBB's ``--mean-decay``, and its fused
+Adam where they do not), and the loss is returned as a device tensor. On CUDA,
 :func:`agents.make_agents` has the whole sequence of updates captured once as a CUDA
 graph and replayed on every later call (:mod:`agents.graph_capture`), so a step of 64
 updates is one launch from Python.
@@ -75,7 +77,8 @@ def epochs_need_sgd(config) -> str | None:
 
 
 class NeuralAgent(Agent):
-    """An agent with a reward model trained by Adam on minibatches from the buffer."""
+    """An agent with a reward model trained by SGD, AdamW or Adam (see the module
+    docstring) on minibatches from the buffer."""
 
     def __init__(self, *args: Any, compile: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -267,7 +270,7 @@ class NeuralAgent(Agent):
         self.optimizer.step()
 
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
-        """``updates`` Adam steps, each on a fresh minibatch per run.
+        """``updates`` optimiser steps, each on a fresh minibatch per run.
 
         Returns the loss per run of the last update, ``(runs,)``, on the device (read it
         only now and then: reading waits for the device).

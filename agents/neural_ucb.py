@@ -86,47 +86,6 @@ class NeuralUCBAgent(NeuralAgent):
         return make_mlp(in_features, self.config.hidden, self.n_outputs,
                         runs=self.runs_per_member, bayesian=False)
 
-    @torch.no_grad()
-    def scores_and_gradients(self, contexts: np.ndarray | Tensor) -> tuple[Tensor, Tensor]:
-        """``f(x_a)`` ``(runs, actions)`` and ``g_a`` ``(runs, actions, P)`` for every
-        action of each run's context. With the learned likelihood the network's second
-        output (the noise) is left out: ``f`` is the mean output and ``g`` its gradient."""
-        return self.row_scores_and_gradients(self.all_action_inputs(contexts))
-
-    def row_scores_and_gradients(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """``f`` ``(runs, rows)`` and ``g`` ``(runs, rows, P)`` of network inputs
-        ``x (runs, rows, in)``, one row at a time."""
-        m = self.model
-        f, g = [], []
-        for a in range(x.shape[1]):
-            inputs: list[Tensor] = []
-            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, outputs)
-            d_out = torch.zeros_like(out)
-            d_out[..., 0] = 1.0  # the gradient of the mean output only
-            g.append(m.backward(inputs, m.mu, d_out, torch.empty_like(m.mu)))
-            f.append(self.means(out)[:, 0])
-        return torch.stack(f, dim=1), torch.stack(g, dim=1)
-
-    @torch.no_grad()
-    def scores_and_widths(self, contexts: np.ndarray | Tensor
-                          ) -> tuple[Tensor, Tensor, list[Tensor]]:
-        """``f(x_a)`` and ``sigma_a`` ``(runs, actions)`` of every action with the diagonal
-        design, without forming any ``g_a``: ``g_a^T U^-1 g_a`` layer by layer
-        (:meth:`bandits.bayes.FlatMLP.weighted_square_norms`). Also the layer inputs kept
-        by the forward pass, from which :meth:`chosen_gradients` takes the chosen rows."""
-        return self.row_scores_and_widths(self.all_action_inputs(contexts))
-
-    @torch.no_grad()
-    def row_scores_and_widths(self, x: Tensor) -> tuple[Tensor, Tensor, list[Tensor]]:
-        """:meth:`scores_and_widths` of network inputs ``x (runs, rows, in)``."""
-        m = self.model
-        inputs: list[Tensor] = []
-        out = m.apply_layers(x, m.split(m.mu), inputs)  # (runs, actions, outputs)
-        quad = m.weighted_square_norms(inputs, m.mu, self.mean_output(out),
-                                       self.u_diag.reciprocal())
-        c = self.config
-        return self.means(out), (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt(), inputs
-
     @staticmethod
     def mean_output(out: Tensor) -> Tensor:
         """The output gradient that selects the mean output (the first) of ``out``."""
@@ -135,14 +94,20 @@ class NeuralUCBAgent(NeuralAgent):
         return d_out
 
     @torch.no_grad()
-    def chosen_gradients(self, inputs: list[Tensor], actions: Tensor) -> Tensor:
-        """``g`` ``(runs, P)`` of each run's chosen action, from the layer inputs of every
-        action (:meth:`scores_and_widths`)."""
-        rows = torch.arange(self.runs, device=self.device)
-        picked = [h[rows, actions].unsqueeze(1) for h in inputs]  # (runs, 1, in) per layer
+    def scores_and_gradients(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """``(f, g)`` of network inputs ``x (runs, rows, in)`` (:meth:`all_action_inputs`
+        of contexts gives every action's row): the scores ``f`` ``(runs, rows)`` and their
+        gradients ``g`` ``(runs, rows, P)``, one row at a time. With the learned likelihood
+        the network's second output (the noise) is left out: ``f`` is the mean output and
+        ``g`` its gradient."""
         m = self.model
-        d_out = self.mean_output(torch.empty(self.runs, 1, self.n_outputs, device=self.device))
-        return m.backward(picked, m.mu, d_out, torch.empty_like(m.mu))
+        f, g = [], []
+        for a in range(x.shape[1]):
+            inputs: list[Tensor] = []
+            out = m.apply_layers(x[:, a:a + 1], m.split(m.mu), inputs)  # (runs, 1, outputs)
+            g.append(m.backward(inputs, m.mu, self.mean_output(out), torch.empty_like(m.mu)))
+            f.append(self.means(out)[:, 0])
+        return torch.stack(f, dim=1), torch.stack(g, dim=1)
 
     @torch.no_grad()
     def widths(self, g: Tensor) -> Tensor:
@@ -156,20 +121,38 @@ class NeuralUCBAgent(NeuralAgent):
 
     @torch.no_grad()
     def scores_widths_and_kept(self, x: Tensor) -> tuple[Tensor, Tensor, Any]:
-        """``f`` and ``sigma`` ``(runs, rows)`` of network inputs ``x (runs, rows, in)``
-        under the current design, and what :meth:`chosen_gradient` needs: each row's
-        gradient (the exact design) or the layer inputs (the diagonal one)."""
-        if self.config.exact_design:
-            f, g = self.row_scores_and_gradients(x)
+        """``(f, sigma, kept)`` of network inputs ``x (runs, rows, in)`` under the current
+        design: the scores ``f`` and widths ``sigma`` ``(runs, rows)``, and ``kept``, what
+        :meth:`chosen_gradients` takes the chosen rows' gradients from. The exact design
+        forms every row's gradient (:meth:`scores_and_gradients`, :meth:`widths`) and
+        keeps them ``(runs, rows, P)``; the diagonal one forms none, summing
+        ``g_a^T U^-1 g_a`` layer by layer
+        (:meth:`bandits.bayes.FlatMLP.weighted_square_norms`), and keeps the layer inputs
+        of its forward pass (a list, one ``(runs, rows, in)`` per layer)."""
+        c = self.config
+        if c.exact_design:
+            f, g = self.scores_and_gradients(x)
             return f, self.widths(g), g
-        return self.row_scores_and_widths(x)
+        m = self.model
+        inputs: list[Tensor] = []
+        out = m.apply_layers(x, m.split(m.mu), inputs)  # (runs, rows, outputs)
+        quad = m.weighted_square_norms(inputs, m.mu, self.mean_output(out),
+                                       self.u_diag.reciprocal())
+        return self.means(out), (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt(), inputs
 
-    def chosen_gradient(self, kept: Any, actions: Tensor) -> Tensor:
-        """``g`` ``(runs, P)`` of each run's chosen row, from
-        :meth:`scores_widths_and_kept`'s ``kept``."""
+    @torch.no_grad()
+    def chosen_gradients(self, kept: Any, actions: Tensor) -> Tensor:
+        """The gradients ``g`` ``(runs, P)`` of each run's chosen row ``actions (runs,)``,
+        from :meth:`scores_widths_and_kept`'s ``kept``: indexed (the exact design) or
+        formed by one backward pass through the chosen rows' layer inputs (the diagonal
+        one)."""
+        rows = torch.arange(self.runs, device=self.device)
         if self.config.exact_design:
-            return kept[torch.arange(self.runs, device=self.device), actions]
-        return self.chosen_gradients(kept, actions)
+            return kept[rows, actions]
+        picked = [h[rows, actions].unsqueeze(1) for h in kept]  # (runs, 1, in) per layer
+        m = self.model
+        d_out = self.mean_output(torch.empty(self.runs, 1, self.n_outputs, device=self.device))
+        return m.backward(picked, m.mu, d_out, torch.empty_like(m.mu))
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
@@ -181,7 +164,7 @@ class NeuralUCBAgent(NeuralAgent):
         else:
             scores = f + sigma
         actions = scores.argmax(dim=1)
-        self._pending.append(self.chosen_gradient(kept, actions))
+        self._pending.append(self.chosen_gradients(kept, actions))
         return actions
 
     @torch.no_grad()

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import numbers
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import gymnasium
 
 from bandits.core.config import OPEN, setting
-from envs.spec import EnvSpec
+from envs.spec import EnvSpec, SpecField
 
 
 @dataclass
@@ -81,24 +81,19 @@ SPECS: dict[str, EnvSpec] = {spec.name: spec for spec in (
     EnvSpec("mnist", "bandits/MNIST-v0", (784, 10), *_CLASSES, dataset="mnist",
             settings=(ClassificationSettings,)),
 )}
-"""The registry: short name -> :class:`envs.spec.EnvSpec` (:func:`register_dataset` adds
-to it; the views below follow)."""
+"""The registry, the one list of environments: short name -> :class:`envs.spec.EnvSpec`
+(:func:`register_dataset` adds to it; the views below read it)."""
 
-ENV_IDS: dict[str, str] = {name: spec.id for name, spec in SPECS.items()}
-"""Short name -> registered id."""
+ENV_IDS: Mapping[str, str] = SpecField(SPECS, "id")
+"""Short name -> registered id: a read-only view of :data:`SPECS`."""
 
-BUILT_IN = frozenset(ENV_IDS)
+SHAPES: Mapping[str, tuple[int, int]] = SpecField(SPECS, "shape")
+"""Short name -> (context size, arms), known without loading any data (a test checks them
+against the environments' spaces): a read-only view of :data:`SPECS`."""
+
+BUILT_IN = frozenset(SPECS)
 """The short names registered on ``import envs``, known to every process (a data set
 registered by :func:`register_dataset` is known only to the process that registered it)."""
-
-SHAPES: dict[str, tuple[int, int]] = {name: spec.shape for name, spec in SPECS.items()}
-"""Short name -> (context size, arms), known without loading any data (a test checks them
-against the environments' spaces)."""
-
-DATASET_OF: dict[str, str] = {name: spec.dataset for name, spec in SPECS.items()
-                              if spec.dataset is not None}
-"""Short name of a classification env -> its labelled data set
-(:data:`envs.classification.DATASETS`)."""
 
 
 def _register(spec: EnvSpec) -> None:
@@ -136,7 +131,7 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
 
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
         raise ValueError(f"data set name {name!r}: use lower-case letters, digits, '-' and '_'")
-    if name in ENV_IDS or name in DATASETS:
+    if name in SPECS or name in DATASETS:
         raise ValueError(f"data set name {name!r} is taken; choose another")
     if not callable(loader):
         raise TypeError(f"data set {name!r}: the loader must be a function of the data "
@@ -152,9 +147,6 @@ def register_dataset(name: str, loader: Callable[[Any], tuple[Any, Any]], contex
     spec = EnvSpec(name, f"bandits/{name}-v0", (int(context_size), int(n_classes)),
                    *_CLASSES, dataset=name, settings=(ClassificationSettings,))
     SPECS[name] = spec
-    ENV_IDS[name] = spec.id
-    SHAPES[name] = spec.shape
-    DATASET_OF[name] = name
     _register(spec)
     return spec.id
 
@@ -187,6 +179,5 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
     )
 
 
-__all__ = ["BUILT_IN", "DATASET_OF", "ENV_IDS", "SHAPES", "SPECS", "ClassificationSettings",
-           "EnvSpec", "WheelSettings", "env_id",
-           "make_vec", "register_dataset"]
+__all__ = ["BUILT_IN", "ENV_IDS", "SHAPES", "SPECS", "ClassificationSettings", "EnvSpec",
+           "WheelSettings", "env_id", "make_vec", "register_dataset"]

@@ -5,6 +5,7 @@ from it (the ``info`` key naming the data item shown, the names of its mistakes)
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,3 +64,25 @@ class EnvSpec:
     def kwargs(self) -> dict[str, str] | None:
         """The keyword arguments the env is registered with."""
         return {"dataset": self.dataset} if self.dataset is not None else None
+
+
+class SpecField(Mapping[str, Any]):
+    """A read-only view of a registry (short name -> :class:`EnvSpec`): short name -> one
+    attribute of its spec, for every spec the registry holds when it is read, in the
+    registry's order. It keeps nothing of its own, so it cannot drift from the registry."""
+
+    def __init__(self, specs: Mapping[str, EnvSpec], attribute: str) -> None:
+        self._specs = specs
+        self._attribute = attribute
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self._specs[name], self._attribute)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))

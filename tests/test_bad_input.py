@@ -48,8 +48,8 @@ def test_the_learned_likelihood_explores_with_the_mean_outputs_gradient():
                        AgentConfig(hidden=(16,), batch_size=8, likelihood="learned"))
     assert agent.model.n_params == (d + 2 + 1) * 16 + (16 + 1) * 2  # the mean and the noise
     x = np.random.default_rng(0).random((2, d), dtype=np.float32)
-    f, g = agent.scores_and_gradients(x)
     inputs = agent.all_action_inputs(x)
+    f, g = agent.scores_and_gradients(inputs)
     for r in range(2):
         for a in range(2):
             w = agent.model.mu.detach()[r].clone().requires_grad_()
@@ -101,7 +101,7 @@ def test_every_accepted_lambda_and_nu_gives_finite_widths(exact, ucb_lambda, nu)
     rng = np.random.default_rng(0)
     for _ in range(40):
         x = (rng.normal(size=(runs, d)) * 3).astype(np.float32)
-        _, g = agent.scores_and_gradients(x)
+        _, g = agent.scores_and_gradients(agent.all_action_inputs(x))
         assert torch.isfinite(agent.widths(g)).all()
         a = agent.act(x)
         buf.add(x, a, x[:, 0] * a.numpy())
@@ -138,8 +138,7 @@ def register(monkeypatch):
     """Register a data set for one test: every registry gets its state back after it."""
 
     def make(name, loader, context_size=3, n_classes=2):
-        for registry, key in ((envs.SPECS, name), (envs.ENV_IDS, name), (envs.SHAPES, name),
-                              (envs.DATASET_OF, name), (classification.DATASETS, name),
+        for registry, key in ((envs.SPECS, name), (classification.DATASETS, name),
                               (gymnasium.registry, f"bandits/{name}-v0")):
             monkeypatch.setitem(registry, key, None)
             del registry[key]
@@ -224,8 +223,7 @@ def test_resume_without_the_data_set_registered_is_one_line(register, tmp_path, 
     out = tmp_path / "run"
     assert main(["--agent", "uniform", "--env", "scripted", "--seeds", "1", "--steps", "5",
                  "--no-progress", "--out", str(out)]) == 0
-    for registry in (envs.SPECS, envs.ENV_IDS, envs.SHAPES, envs.DATASET_OF,
-                     classification.DATASETS):
+    for registry in (envs.SPECS, classification.DATASETS):
         del registry["scripted"]  # as on a command line that did not register it
     capsys.readouterr()
     assert main(["--resume", str(out), "--steps", "8"]) == 2

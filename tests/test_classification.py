@@ -107,14 +107,20 @@ def test_mnist_is_ten_arms_over_the_training_images(mnist_data_dir):
 ])
 def test_a_loader_that_breaks_its_entry_is_named(loader, message, monkeypatch):
     name = "bad"  # registered for this test only: every registry gets its state back after it
-    for registry, key in ((envs.SPECS, name), (envs.ENV_IDS, name), (envs.SHAPES, name),
-                          (envs.DATASET_OF, name),
-                          (classification.DATASETS, name), (gymnasium.registry, "bandits/bad-v0")):
+    for registry, key in ((envs.SPECS, name), (classification.DATASETS, name),
+                          (gymnasium.registry, "bandits/bad-v0")):
         monkeypatch.setitem(registry, key, None)
         del registry[key]
     envs.register_dataset(name, loader, D, K)
     with pytest.raises(ValueError, match=f"data set '{name}': .*{message}"):
         ClassificationEnv(name)
+
+
+def test_a_registered_data_set_is_in_every_view_of_the_registry(toy):
+    assert envs.SPECS[toy].dataset == toy  # a classification bandit of its own data set
+    assert envs.ENV_IDS[toy] == "bandits/toy-v0" and envs.SHAPES[toy] == (D, K)
+    assert toy not in envs.BUILT_IN  # known to this process only
+    assert envs.env_id(toy) == "bandits/toy-v0"
 
 
 def test_registration_refuses_bad_names_and_sizes(toy):

@@ -76,8 +76,8 @@ def test_disjoint_blocks_on_cuda_match_the_grouped_path_on_the_cpu():
     (g_gpu,), _ = gpu.gradients(x.cuda(), y.cuda(), torch.tensor(12, device="cuda"), False)
     torch.testing.assert_close(g_cpu, g_gpu.cpu(), rtol=1e-4, atol=1e-5)
     contexts = np.random.default_rng(0).random((R, d), dtype=np.float32)
-    f_cpu, s_cpu, _ = cpu.scores_and_widths(contexts)
-    f_gpu, s_gpu, _ = gpu.scores_and_widths(contexts)
+    f_cpu, s_cpu, _ = cpu.scores_widths_and_kept(cpu.all_action_inputs(contexts))
+    f_gpu, s_gpu, _ = gpu.scores_widths_and_kept(gpu.all_action_inputs(contexts))
     torch.testing.assert_close(f_cpu, f_gpu.cpu(), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(s_cpu, s_gpu.cpu(), rtol=1e-4, atol=1e-5)
 

@@ -202,7 +202,13 @@ def test_the_registrys_views_follow_its_specs():
 
     for name, spec in envs.SPECS.items():
         assert envs.ENV_IDS[name] == spec.id and envs.SHAPES[name] == spec.shape
-        assert envs.DATASET_OF.get(name) == spec.dataset
+    assert list(envs.ENV_IDS) == list(envs.SHAPES) == list(envs.SPECS)
+    # registered on import (a test may have registered data sets of its own since)
+    assert envs.BUILT_IN == {"mushroom", "wheel", "mushroom-classes", "mnist"} <= set(envs.SPECS)
+    assert {n: envs.SPECS[n].dataset for n in envs.BUILT_IN if envs.SPECS[n].dataset} == {
+        "mushroom-classes": "mushroom", "mnist": "mnist"}
+    with pytest.raises(TypeError):  # views: written only through the registry
+        envs.SHAPES["mnist"] = (1, 2)
     # only Mushroom names the item shown and has the memorisation record
     assert [n for n, s in envs.SPECS.items() if s.item_key] == ["mushroom"]
     assert [n for n, s in envs.SPECS.items() if s.memorisation] == ["mushroom"]

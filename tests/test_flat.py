@@ -39,7 +39,7 @@ def test_flat_forward_and_bbb_gradients_equal_the_library_layers(prior):
     # the agent's fused step on the same noise
     agent = make_agent("bbb", D, A, R, 0, AgentConfig(hidden=(7, 6)))
     agent.model = flat
-    agent.noise = lambda: eps
+    agent.weight_noise = lambda: eps
     (g_mu, g_rho), step_loss = agent.gradients(x, y, torch.tensor(n), want_loss=True)
     expect_mu = torch.cat([torch.cat([gw.reshape(R, -1), gb], 1)
                            for gw, gb in zip(grads[0::4], grads[1::4])], 1)

@@ -334,14 +334,14 @@ def test_state_dict_round_trip_continues_exactly(name):
 def test_bench_agents_per_step_times_every_agent_on_mnist_shaped_contexts(tmp_path):
     import pandas as pd
 
-    from agents import AGENTS
+    from agents import SPECS
     from bandits.tools import bench
 
     out = tmp_path / "bench"
     assert bench.main(["--agents-per-step", "--runs", "1", "--updates", "1", "--rounds", "1",
                        "--out", str(out)]) == 0
     df = pd.read_csv(out / "agents_per_step.csv")
-    assert list(df["agent"]) == list(AGENTS)
+    assert list(df["agent"]) == list(SPECS)
     assert (df["context_dim"] == 784).all() and (df["actions"] == 10).all()
     assert (df["seconds_per_step"] > 0).all() and (df["seconds_act"] > 0).all()
     np.testing.assert_allclose(df["minutes_per_10000_steps"], df["seconds_per_step"] * 10000 / 60,

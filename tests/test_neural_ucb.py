@@ -17,9 +17,9 @@ def _agent(name, runs=3, seed=0, **kw):
 def test_the_gradients_are_autograds_and_the_width_is_the_papers():
     agent = _agent("neuralucb", runs=2, nu=0.5, ucb_lambda=2.0)
     x = np.random.default_rng(0).random((2, D), dtype=np.float32)
-    f, g = agent.scores_and_gradients(x)
-    # autograd on one run's network
     inputs = agent.all_action_inputs(x)
+    f, g = agent.scores_and_gradients(inputs)
+    # autograd on one run's network
     for r in range(2):
         for a in range(2):
             w = agent.model.mu.detach()[r].clone().requires_grad_()
@@ -39,7 +39,8 @@ def test_the_diagonal_design_is_the_exact_ones_diagonal():
     rng = np.random.default_rng(1)
     gs = []
     for _ in range(5):  # the same gradients into both designs (the same initial network)
-        _, g = diag.scores_and_gradients(rng.random((3, D), dtype=np.float32))
+        _, g = diag.scores_and_gradients(
+            diag.all_action_inputs(rng.random((3, D), dtype=np.float32)))
         gs.append(g[:, 0])
         for agent in (exact, diag):
             agent._pending = [g[:, 0]]
@@ -86,14 +87,14 @@ def test_each_run_scores_as_it_would_alone(name):
         buf.add(x, a, x[:, 0] * a.numpy())
         batch.update(buf, 2)
     x = rng.random((runs, D), dtype=np.float32)
-    f, g = batch.scores_and_gradients(x)
+    f, g = batch.scores_and_gradients(batch.all_action_inputs(x))
     width = batch.widths(g)
     for r in range(runs):
         alone = _agent(name, runs=1)
         with torch.no_grad():
             alone.model.mu.copy_(batch.model.mu[r:r + 1])
         alone.u_diag = batch.u_diag[r:r + 1].clone()
-        f1, g1 = alone.scores_and_gradients(x[r:r + 1])
+        f1, g1 = alone.scores_and_gradients(alone.all_action_inputs(x[r:r + 1]))
         torch.testing.assert_close(f1[0], f[r])
         torch.testing.assert_close(g1[0], g[r])
         torch.testing.assert_close(alone.widths(g1)[0], width[r])
@@ -106,7 +107,7 @@ def test_the_disjoint_encoding_keeps_each_arms_design_apart(name):
     d, arms, h, runs = 3, 4, 8, 2
     agent = make_agent(name, d, arms, runs, 0, AgentConfig(hidden=(h,), encoding="disjoint"))
     context = np.random.default_rng(0).random((runs, d), dtype=np.float32)
-    f, g = agent.scores_and_gradients(context)
+    f, g = agent.scores_and_gradients(agent.all_action_inputs(context))
     first = g[..., :arms * h * d].reshape(runs, arms, arms, h, d)  # (run, action, block, ..)
     for a in range(arms):
         assert (first[:, a, a] != 0).any()
@@ -135,9 +136,9 @@ def test_the_widths_without_gradients_are_the_widths_of_the_gradients(encoding, 
     for _ in range(3):  # a design that is no longer lambda I
         agent.act(rng.random((runs, d), dtype=np.float32))
     agent.add_to_design()
-    x = rng.random((runs, d), dtype=np.float32)
+    x = agent.all_action_inputs(rng.random((runs, d), dtype=np.float32))
     f_ref, g = agent.scores_and_gradients(x)
-    f, sigma, inputs = agent.scores_and_widths(x)
+    f, sigma, inputs = agent.scores_widths_and_kept(x)
     torch.testing.assert_close(f, f_ref)
     torch.testing.assert_close(sigma, agent.widths(g))
     actions = torch.as_tensor(rng.integers(0, arms, runs))
@@ -153,7 +154,8 @@ def test_the_probes_see_the_width_the_agent_explores_with(exact_design):
     agent, twin = (_agent("neuralts", runs=2, nu=0.5, ucb_lambda=2.0,
                           exact_design=exact_design) for _ in range(2))
     for a in (0, 1):  # a design that is not lambda I
-        g = agent.scores_and_gradients(np.full((2, D), 0.3 * a + 0.1, dtype=np.float32))[1]
+        g = agent.scores_and_gradients(agent.all_action_inputs(
+            np.full((2, D), 0.3 * a + 0.1, dtype=np.float32)))[1]
         for each in (agent, twin):
             each._pending.append(g[:, a])
             if a == 0:
@@ -163,7 +165,7 @@ def test_the_probes_see_the_width_the_agent_explores_with(exact_design):
     draws = agent.predict_samples(contexts, 20_000, torch.Generator().manual_seed(2))
     assert draws.shape == (2, 20_000, 3, 2)
     for i in range(3):
-        f, g = twin.scores_and_gradients(contexts[i].expand(2, D))
+        f, g = twin.scores_and_gradients(twin.all_action_inputs(contexts[i].expand(2, D)))
         sigma = twin.widths(g)  # (runs, actions)
         assert (sigma > 0.01).all()
         torch.testing.assert_close(draws[:, :, i].mean(1), f, atol=0.03 * sigma.max().item(),

@@ -316,7 +316,8 @@ def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str) -> i
     seeds, steps = base.get("seeds"), base.get("steps")
     print(f"bandits.sweep: {len(points)} point{'s' if len(points) > 1 else ''} over "
           f"{', '.join(f'{k} ({len(v)})' for k, v in grid.items())}"
-          + (f", {seeds} seed{'s' if seeds != 1 else ''}" if seeds else "") + (f", {steps:,} steps" if steps else "")
+          + (f", {seeds} seed{'s' if seeds != 1 else ''}" if seeds else "")
+          + (f", {steps:,} steps" if steps else "")
           + (f" each, {args.workers} worker{'s' if args.workers > 1 else ''}"
              if args.backend == "local" else " each, on Ray") + f" -> {out}", flush=True)
     progress = _Progress(len(points), args.no_progress)

@@ -158,7 +158,7 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-def resume_config(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
+def config_and_checkpoint_to_resume(argv: Sequence[str]) -> tuple[Config, dict[str, Any]]:
     """The settings of the run to resume (from its checkpoint) and the checkpoint's state."""
     given = vars(build_parser().parse_args(argv))
     TRAINING.refuse_changes(given, Config)  # the one check of what a --resume adds
@@ -287,7 +287,7 @@ def _run_command(argv: list[str]) -> int:
     elif command == "adam-probe":
         cfg = parse_probe(args)
     elif "resume" in vars(build_parser().parse_args(args)):
-        cfg, resume = resume_config(args)
+        cfg, resume = config_and_checkpoint_to_resume(args)
     else:
         cfg = parse_config(args)
     n_threads = threads(cfg)

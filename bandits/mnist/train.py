@@ -169,10 +169,10 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     :func:`worker_count` worker processes, with the same results either way. One model
     (no grid, one seed) writes its files into ``--out``; several write one directory per
     model and the tables of :func:`bandits.mnist.command_tables.aggregate`. ``resume`` (the state
-    of one of the run's checkpoints, see :func:`bandits.mnist.cli.resume_config`) makes
-    every batch continue from its own checkpoint, to the same result as an uninterrupted
-    run. Returns the summary of the first model (with ``"models"``: how many were
-    trained, and ``"out"``).
+    of one of the run's checkpoints, see
+    :func:`bandits.mnist.cli.config_and_checkpoint_to_resume`) makes every batch continue
+    from its own checkpoint, to the same result as an uninterrupted run. Returns the
+    summary of the first model (with ``"models"``: how many were trained, and ``"out"``).
     """
     t_start = time.perf_counter()
     # the data first: a run that cannot find its data leaves no empty output directory

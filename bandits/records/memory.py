@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from agents import AGENTS
+from agents import SPECS
 from bandits.records.regret import phase_length
 from bandits.records.tables import TableError
 
@@ -87,7 +87,8 @@ def standard_error(x: pd.Series) -> float:
 
 def epsilon_of(agent: str) -> float:
     """The share of an agent's actions taken at random (epsilon-greedy agents; else 0)."""
-    return float(AGENTS.get(agent, (None, {}))[1].get("epsilon", 0.0))
+    spec = SPECS.get(agent)
+    return float(spec.overrides.get("epsilon", 0.0) if spec is not None else 0.0)
 
 
 def memorisation(memory: pd.DataFrame, last: int, n_actions: int = 2) -> pd.DataFrame:

@@ -7,7 +7,7 @@ One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`
 ``agent.update`` (:func:`interact`); around it, hooks that look at the models
 (:class:`Probe`), show progress, watch for divergence (:class:`DivergenceWatch`),
 write checkpoints (:class:`Checkpoints`) and stop cleanly on Ctrl-C. The agents are
-those of :data:`agents.AGENTS`. Every agent's ``--seeds`` runs are one batched model
+those of :data:`agents.SPECS`. Every agent's ``--seeds`` runs are one batched model
 through the runs dimension, and agents that differ only in how they act (greedy,
 eps1, eps5) share one population and one training step (see
 :func:`agents.make_agents`); every run of every agent sees the same contexts and reward

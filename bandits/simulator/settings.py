@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 import envs
-from agents import AGENTS, SPECS, AgentConfig, CommonSettings
+from agents import SPECS, AgentConfig, CommonSettings
 from agents.neural import epochs_need_sgd
 from bandits.core.config import (
     BIG,
@@ -74,7 +74,7 @@ class RunSettings:
     puts together."""
 
     agent: list[str] | None = setting(
-        None, "agents to compare, from: " + ", ".join(AGENTS), nargs="+",
+        None, "agents to compare, from: " + ", ".join(SPECS), nargs="+",
         type=str)
     env: str = setting(
         "mushroom", "bandit environment",
@@ -245,9 +245,9 @@ def _complete(values: dict[str, Any]) -> Config:
 def validate(cfg: Config) -> None:
     """Every setting against its field's ``range``, then the settings that depend on each
     other, then the memory the run would need (before anything is allocated)."""
-    unknown = [a for a in cfg.agent if a not in AGENTS]
+    unknown = [a for a in cfg.agent if a not in SPECS]
     if unknown:
-        raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(AGENTS)}")
+        raise UsageError(f"unknown agent {unknown[0]!r}; choose from {', '.join(SPECS)}")
     if len(set(cfg.agent)) != len(cfg.agent):
         raise UsageError(f"--agent lists an agent twice: {' '.join(cfg.agent)}")
     if cfg.env not in envs.ENV_IDS:  # a data set registered by another process

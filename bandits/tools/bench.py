@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from agents import AGENTS, AgentConfig, make_agents
+from agents import SPECS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
@@ -96,7 +96,7 @@ def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[],
     eye = torch.eye(N_ACTIONS, device=device)
     lanes = []
     for name in names:
-        bayesian = AGENTS[name][0].name == "bbb"
+        bayesian = SPECS[name].cls.name == "bbb"
         prior = ScaleMixturePrior(cfg.prior_pi, cfg.prior_sigma1, cfg.prior_sigma2)
         gen = torch.Generator(device=device).manual_seed(0)
         model = make_mlp(CONTEXT_DIM + N_ACTIONS, cfg.hidden, 1, runs=runs, bayesian=bayesian,
@@ -341,7 +341,7 @@ def _main(p: argparse.ArgumentParser, args: Settings,
                     "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
                     "updates_per_step": args.updates, "rounds": args.rounds,
                     "setup": "papers" if args.papers_setup else "this project's defaults",
-                    "left_out": refused(list(AGENTS), args.papers_setup),
+                    "left_out": refused(list(SPECS), args.papers_setup),
                     "wall_seconds": round(time.perf_counter() - start, 1),
                     "versions": package_versions()}, args.out / "agents_per_step.json")
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from agents import AGENTS, SPECS, AgentConfig, make_agent
+from agents import SPECS, AgentConfig, make_agent
 from bandits.core import denormals
 from bandits.core.buffer import ReplayBuffer
 
@@ -53,7 +53,7 @@ def refused(names: Sequence[str], papers_setup: bool, context_dim: int = MNIST_D
 
 
 def agents_per_step(runs: int, updates: int, rounds: int, device: str,
-                    names: Sequence[str] = tuple(AGENTS), context_dim: int = MNIST_DIM,
+                    names: Sequence[str] = tuple(SPECS), context_dim: int = MNIST_DIM,
                     n_actions: int = MNIST_ACTIONS, papers_setup: bool = False
                     ) -> pd.DataFrame:
     """Seconds per step of each agent in ``names`` alone, ``runs`` seeds, on random
