@@ -155,3 +155,46 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
 def test_a_quoted_number_is_its_files(doc, text):
     want = text()
     assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
+
+
+def _recorded_walls() -> set[str]:
+    """Every wall time a shipped result records (a ``*wall*`` number of a JSON file under
+    results/), written as the prose writes it: ``55 min 29 s``, ``1 h 18 min 58 s``."""
+    found: set[str] = set()
+
+    def walk(o) -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and "wall" in k:
+                    hours, rest = divmod(round(v), 3600)
+                    minutes, seconds = divmod(rest, 60)
+                    found.add(f"{hours} h {minutes} min {seconds} s" if hours
+                              else f"{minutes} min {seconds} s")
+                else:
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    for path in (REPO / "results").rglob("*.json"):
+        try:
+            walk(json.loads(path.read_text()))
+        except ValueError:
+            continue
+    return found
+
+
+def test_every_wall_time_in_the_prose_is_one_a_result_records():
+    import re
+
+    recorded = _recorded_walls()
+    pages = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "results").rglob("*.md")]
+    stray = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r"(?:\d+ h\s+)?\d+ min\s+\d+ s\b", text):
+            quoted = " ".join(m.group(0).split())
+            if quoted not in recorded:
+                line = text[:m.start()].count("\n") + 1
+                stray.append(f"{page.relative_to(REPO)}:{line}: {quoted}")
+    assert stray == [], "wall times no shipped file records: " + "; ".join(stray)
