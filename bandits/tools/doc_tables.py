@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
          "results/mushroom/README.md",
          "results/regression/README.md", "results/mushroom/memory-20k/README.md",
+         "results/mushroom/memory-20k/decay-0.3-50k/README.md",
          "results/mushroom/memory-horizon/README.md", "results/neural-bandits/README.md",
          "results/neural-bandits/mnist-reference/README.md",
          "results/neural-bandits/mushroom-grid/README.md",

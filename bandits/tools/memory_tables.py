@@ -120,4 +120,42 @@ def figure6_memory(root: Path, run: str = "results/mushroom/memory-horizon",
     return "\n".join([head, row1, row2, row3]) + "\n"
 
 
-GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory}
+PILOT = {  # the decay 0.3 pilot against decay 1, both with every interaction kept
+    "decay 1": ("results/mushroom/memory-horizon", "memory: decay 1, buffer 50,000"),
+    "decay 0.3": ("results/mushroom/memory-20k/decay-0.3-50k",
+                  "memory: decay 0.3, buffer 50,000"),
+}
+
+
+def decay_pilot(root: Path, step: int = 20_000, late: int = 6_000) -> str:
+    """BBB's and 1 % greedy's cumulative regret at ``step`` and expected regret per step
+    over the ``late`` steps before it, at decay 1 and 0.3 on the same seeds; then BBB's
+    paired difference of the late regret (the pilot's rule) and of the regret."""
+    agents = ("bbb", "eps1")
+    tables = {name: at_step(root / run, step, late) for name, (run, _) in PILOT.items()}
+    head = ("| setting | seeds | " + " | ".join(
+        f"{LABELS[a]}: {what}" for what in ("regret", "late regret per step") for a in agents)
+        + " |\n| --- | ---: |" + " ---: |" * (2 * len(agents)))
+    lines = [head]
+    for name, (_run, label) in PILOT.items():
+        t = tables[name]
+        g = t[t.agent.isin(agents)].groupby("agent")
+        lines.append(f"| {label} | {t['seed'].nunique()} | " + " | ".join(
+            [_cell(g.get_group(a)["regret"], 0) for a in agents]
+            + [_cell(g.get_group(a)["late"], 3, median=False) for a in agents]) + " |")
+    lines.append("")
+    for column, digits, what in (("late", 3, f"expected regret per step, steps "
+                                               f"{step - late + 1:,}-{step:,}"),
+                                 ("regret", 0, f"cumulative regret at step {step:,}")):
+        a, b = (tables[n][tables[n].agent == "bbb"].set_index("seed")[column]
+                for n in ("decay 0.3", "decay 1"))
+        diff = (a - b).dropna()
+        se = diff.std(ddof=1) / math.sqrt(len(diff))
+        lines.append(f"BBB's {what}, decay 0.3 minus decay 1, paired over {len(diff)} "
+                     f"seeds: **{diff.mean():+.{digits}f} +- {se:.{digits}f}**.")
+        lines.append("")
+    return "\n".join(lines[:-1]) + "\n"
+
+
+GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory,
+              "decay-pilot": decay_pilot}
