@@ -81,6 +81,18 @@ def _against_decay_1(learner: str, column: str) -> str:
     return f"{d.mean():+.2f} +- {d.std() / len(d) ** 0.5:.2f}"
 
 
+NEW_BUFFERS = "results/mushroom/learner-screen/decay-0.3-50k-new-buffers"
+
+
+def _decay_03_vs_1(net: str, acting: str) -> str:
+    """Decay 0.3 minus decay 1 on the 12 new buffers, paired (points)."""
+    runs = pd.read_csv(REPO / NEW_BUFFERS / "runs.csv")
+    a, b = (runs[runs["learner"] == f"{net}-{d}-50k"].set_index("buffer")[
+        f"{acting}_never_eaten"] for d in ("0.3", "1"))
+    diff = 100 * (a - b)
+    return f"{diff.mean():+.2f} +- {diff.std() / len(diff) ** 0.5:.2f}"
+
+
 def _decay_03(learner: str, acting: str) -> str:
     return _screen(learner, f"{acting}_never_eaten", 50000, folder=DECAYS)
 
@@ -145,6 +157,9 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
                               ("greedy-wd-3-50k", "greedy_never_eaten"),
                               ("bbb-md-0.3-50k", "thompson_never_eaten"),
                               ("bbb-md-3-50k", "thompson_never_eaten"))),
+    (f"{NEW_BUFFERS}/README.md", lambda: f"**{_screen_wall(NEW_BUFFERS)}**"),
+    (f"{NEW_BUFFERS}/README.md", lambda: f"BBB **{_decay_03_vs_1('bbb-md', 'thompson')}** points"),
+    (f"{NEW_BUFFERS}/README.md", lambda: f"{_decay_03_vs_1('greedy-wd', 'greedy')} points (lower"),
     *((doc, lambda: f"decay 0.3 eats {_decay_03('greedy-wd-0.3-50k', 'greedy')} % (greedy) "
                     f"and {_decay_03('bbb-md-0.3-50k', 'thompson')} % (BBB)")
       for doc in ("docs/experiments.md", "docs/bandit-results.md")),

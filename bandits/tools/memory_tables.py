@@ -157,5 +157,10 @@ def decay_pilot(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     return "\n".join(lines[:-1]) + "\n"
 
 
+def decay_pilot_50k(root: Path) -> str:
+    """:func:`decay_pilot` at the paper's horizon: step 50,000, the last 10,000 steps."""
+    return decay_pilot(root, 50_000, 10_000)
+
+
 GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory,
-              "decay-pilot": decay_pilot}
+              "decay-pilot": decay_pilot, "decay-pilot-50k": decay_pilot_50k}
