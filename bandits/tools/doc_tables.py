@@ -35,6 +35,7 @@ FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-co
          "results/mushroom/README.md",
          "results/regression/README.md", "results/mushroom/memory-20k/README.md",
          "results/mushroom/memory-20k/decay-0.3-50k/README.md",
+         "results/mushroom/memory-20k/decay-0.3-50k-greedy/README.md",
          "results/mushroom/memory-horizon/README.md", "results/neural-bandits/README.md",
          "results/neural-bandits/mnist-reference/README.md",
          "results/neural-bandits/mushroom-grid/README.md",

@@ -91,13 +91,16 @@ def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure6_memory(root: Path, run: str = "results/mushroom/memory-horizon",
-                   late: int = 10_000) -> str:
+def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/memory-horizon",
+                   late: int = 10_000, label: str = "learner with a memory") -> str:
     """The winner's final cumulative regret (mean +- s.e. (median)) and expected regret
     per step over the last ``late`` steps per agent, with what exploration alone costs
-    the epsilon-greedy agents and their late regret as a multiple of it."""
-    phases_end = int(pd.read_csv(root / run / "phases.csv")["end"].max())
-    t = at_step(root / run, phases_end, late)
+    the epsilon-greedy agents and their late regret as a multiple of it. ``run``: one
+    run, or several on the same seeds and horizon that hold the four agents between
+    them."""
+    runs = (run,) if isinstance(run, str) else run
+    phases_end = int(pd.read_csv(root / runs[0] / "phases.csv")["end"].max())
+    t = pd.concat([at_step(root / r, phases_end, late) for r in runs], ignore_index=True)
     g = t.groupby("agent")
     low_mean = g["regret"].mean().idxmin()
     low_median = g["regret"].median().idxmin()
@@ -106,7 +109,7 @@ def figure6_memory(root: Path, run: str = "results/mushroom/memory-horizon",
     head = ("| Final cumulative regret, mean +- s.e. (median) | "
             + " | ".join(LABELS[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
     final = {a: g.get_group(a)["regret"] for a in ORDER}
-    row1 = f"| learner with a memory, {n} seeds | " + " | ".join(
+    row1 = f"| {label}, {n} seeds | " + " | ".join(
         bold_if(f"{final[a].mean():.0f}", a == low_mean)
         + f" +- {final[a].std(ddof=1) / math.sqrt(n):.0f} ("
         + bold_if(f"{final[a].median():.0f}", a == low_median) + ")" for a in ORDER) + " |"
@@ -157,10 +160,18 @@ def decay_pilot(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     return "\n".join(lines[:-1]) + "\n"
 
 
+def figure6_decay(root: Path) -> str:
+    """:func:`figure6_memory` of the four agents at decay 0.3 (two runs, the same seeds)."""
+    return figure6_memory(root, ("results/mushroom/memory-20k/decay-0.3-50k",
+                                 "results/mushroom/memory-20k/decay-0.3-50k-greedy"),
+                          label="decay 0.3, buffer 50,000")
+
+
 def decay_pilot_50k(root: Path) -> str:
     """:func:`decay_pilot` at the paper's horizon: step 50,000, the last 10,000 steps."""
     return decay_pilot(root, 50_000, 10_000)
 
 
 GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory,
-              "decay-pilot": decay_pilot, "decay-pilot-50k": decay_pilot_50k}
+              "decay-pilot": decay_pilot, "decay-pilot-50k": decay_pilot_50k,
+              "figure6-decay": figure6_decay}
