@@ -93,7 +93,7 @@ class RunKind:
             and not (n in self.added_later
                      and config.get(n, self.added_later[n]) == self.added_later[n])
             and not (n in defaults and n not in self.first_settings
-                     and _plain(config[n]) == _plain(defaults[n])))
+                     and plain(config[n]) == plain(defaults[n])))
         return checkpoint.fingerprint({n: config.get(n) for n in kept})
 
     def resume_command(self, out: Path | str) -> str:
@@ -147,6 +147,7 @@ def worker_count(given: int | None, pieces: int, default: int | None = None) -> 
     return max(1, min(requested, pieces))
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as ``config.json`` gives it back (tuples as lists, paths as strings)."""
+def plain(value: Any) -> Any:
+    """``value`` as ``config.json`` gives it back (tuples as lists, paths as strings): what
+    an identity compares, and safe to store in a checkpoint."""
     return json.loads(json.dumps(value, default=str))

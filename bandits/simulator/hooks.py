@@ -28,11 +28,11 @@ import envs
 from bandits.core import checkpoint
 from bandits.core.files import write_csv
 from bandits.core.processes import parent_stopped
-from bandits.core.runner import Diverged
+from bandits.core.runner import Diverged, plain
 from bandits.records.memory import memory_frame
 from bandits.records.regret import RegretLog
 from bandits.simulator.population import Population
-from bandits.simulator.settings import CHECKPOINT_KIND, Config, env_options, plain
+from bandits.simulator.settings import CHECKPOINT_KIND, Config, env_options
 
 CHECK_EVERY = 50  # steps between divergence checks (each reads a few bytes from the device)
 
@@ -52,16 +52,13 @@ class Hook(Protocol):
 
 
 class MemoryRecord:
-    """After the run: ``memory.csv``, what each decision could remember
+    """A step after the run (not a hook of every step): ``memory.csv``, what each
+    decision could remember
     (:func:`bandits.records.memory.memory_frame`, from the regret log's per-step actions,
     rewards and items and the buffer's size)."""
 
     def __init__(self, cfg: Config) -> None:
         self.buffer_size = cfg.buffer_size
-
-    def after_step(self, populations: list[Population], log: RegretLog, stopping: bool
-                   ) -> None:
-        pass
 
     def after_run(self, log: RegretLog, out: Path) -> None:
         n = log.done

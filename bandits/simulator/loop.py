@@ -152,7 +152,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     # each looks after every step, in this order: the run's own, then --hook's, then the
     # caller's
     given = [hook_factory(path)(cfg, out) for path in cfg.hook or ()]
-    everyone = [probe, progress, checkpoints, MemoryRecord(cfg), *given, *hooks]
+    everyone = [probe, progress, checkpoints, *given, *hooks]
     status, message = 0, None
     try:
         with StopOnSigint() as stop:
@@ -188,7 +188,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):
             write_outputs(cfg, out, log, wall, last_losses(populations), record, probe)
-            for hook in everyone:  # the steps after the run (memory.csv, a user's own)
+            for hook in (MemoryRecord(cfg), *everyone):  # the steps after the run
                 if hasattr(hook, "after_run"):
                     hook.after_run(log, out)
     except OSError as e:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import zlib
 from collections.abc import Sequence
@@ -378,8 +377,3 @@ def recorded_columns(cfg: Config) -> list[str]:
 def agent_seed(seed: int, runs: int, name: str) -> list[int]:
     """Entropy for an agent's generators: the run's seeds and the agent's name."""
     return [seed, runs, zlib.crc32(name.encode())]
-
-
-def plain(data: dict) -> dict:
-    """``data`` as JSON would give it back (paths as strings): safe to store in a checkpoint."""
-    return json.loads(json.dumps(data, default=str))
