@@ -42,11 +42,11 @@ DESCRIPTION = ("The bandit simulator: agents act, learn from a replay buffer, an
 
 # Preset values fill every setting the command line leaves unset. The agents' own
 # defaults (network, prior, likelihood, optimiser) come from AgentConfig.
-# The learner with a memory (results/mushroom/memory-20k, memory-horizon): every neural
-# agent with decoupled weight decay 1 (BBB's on its posterior means) and a buffer of
+# The learner with a memory (results/mushroom/memory-20k, memory-decay-0.3): every neural
+# agent with decoupled weight decay 0.3 (BBB's on its posterior means) and a buffer of
 # 50,000 items; the paper's protocol (Blundell et al. 2015, section 5.3): no decay and a
 # buffer of 4,096.
-MEMORY = {"buffer_size": 50_000, "weight_decay": 1.0, "mean_decay": 1.0}
+MEMORY = {"buffer_size": 50_000, "weight_decay": 0.3, "mean_decay": 0.3}
 PAPER_LEARNER = {"buffer_size": 4096, "weight_decay": 0.0, "mean_decay": 0.0}
 FIGURE6 = {"agent": ["bbb", "greedy", "eps1", "eps5"], "batch_size": 64}  # its agents
 PRESETS: dict[str, dict] = {
@@ -54,7 +54,7 @@ PRESETS: dict[str, dict] = {
     # (plain Thompson sampling).
     "quick": {**FIGURE6, "seeds": 3, "steps": 2000, "updates_per_step": 16,
               "act_samples": 1, **MEMORY},
-    # The learner with a memory at the paper's horizon: results/mushroom/memory-horizon.
+    # The learner with a memory at the paper's horizon: results/mushroom/memory-decay-0.3.
     "memory": {**FIGURE6, "seeds": 10, "steps": 50_000, "updates_per_step": 8,
                "act_samples": 1, **MEMORY},
     "paper": {**FIGURE6, "seeds": 5, "steps": 50_000, "updates_per_step": 64,
