@@ -154,7 +154,23 @@ def quick_detail(root: Path) -> str:
             f"| {labels.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} +- "
             f"{r['s.e.']:.0f} | {r['min']:.0f} | {r['max']:.0f} | {nxt} | "
             + bold_if(f"{r.expected:.0f}", r.expected == low_e) + " |")
-    return "\n".join(lines) + "\n"
+    seeds = json.loads((root / "results/mushroom/quick/config.json").read_text())["seeds"]
+    return "\n".join(lines) + "\n\n" + _separation(table, labels, seeds) + "\n"
+
+
+def _separation(table: pd.DataFrame, labels: dict[str, str], seeds: int) -> str:
+    """One sentence: which neighbours in the ranking the seeds separate (a paired
+    difference of more than two standard errors), written from the ranking itself."""
+    count = f"{seeds} seed{'s' if seeds != 1 else ''}"
+    rows = table.to_dict("records")
+    pairs = [(labels.get(a["agent"], a["agent"]), labels.get(b["agent"], b["agent"]))
+             for a, b in zip(rows, rows[1:]) if "lower than" in str(a["next"])]
+    if not pairs:
+        return f"**{count} separate no agent from the next.**"
+    named = "; ".join(f"{a} from {b}" for a, b in pairs)
+    rest = len(rows) - 1 - len(pairs)
+    tail = f"; the other {rest} neighbours are within two standard errors" if rest else ""
+    return f"**{count} separate {named}**{tail}."
 
 
 def _chosen(path: Path) -> pd.DataFrame:
