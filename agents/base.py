@@ -145,6 +145,8 @@ class AgentSpec:
             each a column of ``metrics.csv`` after the regret's.
         neural: Whether it holds a network, and so reads :class:`CommonSettings`: a run
             that lists no such agent refuses their flags.
+        linestyle: Its line style in every figure of one run (a matplotlib line style), so
+            that agents of near colours (greedy, 1 % and 5 % greedy) differ in grey too.
     """
 
     name: str
@@ -158,6 +160,7 @@ class AgentSpec:
     settings: tuple[type, ...] = ()
     columns: tuple[str, ...] = ()
     neural: bool = True
+    linestyle: str = "-"
 
 
 @dataclass(frozen=True)

@@ -237,5 +237,5 @@ SPECS = (
     AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "#0072B2", cost=2.4,
               settings=(Settings,), check=refuse_lrt_disjoint),
     AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "#56B4E9", {"lrt": True},
-              cost=3.0, settings=(Settings,), check=refuse_lrt_disjoint),
+              linestyle="--", cost=3.0, settings=(Settings,), check=refuse_lrt_disjoint),
 )

@@ -108,5 +108,5 @@ def refuse_whole_buffer_fits(config, context_dim: int, n_actions: int) -> str | 
 
 
 SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "#999933", cost=5.0,
-                   networks=lambda config: config.heads, settings=(Settings,),
+                   linestyle=":", networks=lambda config: config.heads, settings=(Settings,),
                    check=refuse_whole_buffer_fits),)

@@ -64,4 +64,5 @@ class Settings:
         "(training, and the one mask drawn to act)", range=(OPEN(0), OPEN(1)))
 
 
-SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "#CC79A7", settings=(Settings,)),)
+SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "#CC79A7", linestyle="--",
+                 settings=(Settings,)),)

@@ -65,7 +65,7 @@ SPECS = (
     AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "#D55E00", {"epsilon": 0.0},
               settings=(Settings,)),
     AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "#E69F00", {"epsilon": 0.01},
-              settings=(Settings,)),
+              linestyle="--", settings=(Settings,)),
     AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "#009E73", {"epsilon": 0.05},
-              settings=(Settings,)),
+              linestyle=":", settings=(Settings,)),
 )

@@ -368,8 +368,8 @@ class UCBSettings:
 
 
 SPECS = (
-    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "#882255",
+    AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "#882255", linestyle="-.",
               settings=(PosteriorSettings,), neural=False),
     AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,),
-              neural=False),
+              linestyle="-.", neural=False),
 )

@@ -91,5 +91,5 @@ class Settings:
                                  "refits of its posterior to new features", range=COUNT)
 
 
-SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "#332288",
+SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "#332288", linestyle="-.",
                    settings=(PosteriorSettings, Settings)),)

@@ -257,8 +257,8 @@ class Settings:
 
 
 SPECS = (
-    AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "#DDCC77",
+    AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "#DDCC77", linestyle="--",
               check=refuse_exact_design, settings=(Settings,)),
     AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "#44AA99", check=refuse_exact_design,
-              settings=(Settings,)),
+              linestyle="-.", settings=(Settings,)),
 )

@@ -20,4 +20,4 @@ class UniformAgent(Agent):
         return torch.as_tensor(np.concatenate(draws), device=self.device)
 
 
-SPECS = (AgentSpec("uniform", UniformAgent, "uniform", "#888888", neural=False),)
+SPECS = (AgentSpec("uniform", UniformAgent, "uniform", "#888888", linestyle=":", neural=False),)

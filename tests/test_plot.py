@@ -93,6 +93,40 @@ def test_combined_colors_styles_labels(tmp_path):
         plot.plt.close(fig)
 
 
+def test_each_agent_has_its_own_colour_and_line_style():
+    """Every agent of the registry: a colour and a line style matplotlib draws, no two
+    agents alike in both, and the near colours of the greedy family apart in style."""
+    from matplotlib.lines import Line2D
+
+    from agents import SPECS
+
+    pairs = [(mcolors.to_hex(s.color), s.linestyle) for s in SPECS.values()]
+    assert len(set(pairs)) == len(pairs)
+    for s in SPECS.values():
+        Line2D([], [], ls=s.linestyle)  # a style matplotlib knows, or ValueError
+    assert len({SPECS[a].linestyle for a in ("greedy", "eps1", "eps5")}) == 3
+
+
+def test_one_run_draws_each_agent_in_its_specs_style():
+    fig = figures.regret_figure(_metrics(agents=("bbb", "eps1", "eps5", "mystery")))
+    try:
+        by_label = {ln.get_label(): ln for ln in fig.axes[0].lines}
+        for agent in ("bbb", "eps1", "eps5"):
+            line = by_label[f"{figures.LABELS[agent]} (n=3)"]
+            assert line.get_linestyle() == _drawn_style(figures.STYLES[agent])
+            assert _same_color(line.get_color(), figures.COLORS[agent])
+        assert by_label["mystery (n=3)"].get_linestyle() == "-"
+    finally:
+        plot.plt.close(fig)
+
+
+def _drawn_style(style: str) -> str:
+    """How a drawn line reports the style it was given."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], ls=style).get_linestyle()
+
+
 def test_combined_cli(tmp_path, capsys):
     d1 = _run_dir(tmp_path / "r1")
     d2 = _run_dir(tmp_path / "r2", env=None)

@@ -2,8 +2,8 @@
 outputs (``regret.png``, :func:`plot_regret`) and ``python -m bandits.plot`` redraws
 (:mod:`bandits.analysis.plot`). One statistic per line and band (the median with the
 seeds' 25-75 % band on a log axis, the mean with +-1 standard error on a linear one),
-each agent's colour and label from its spec, the legend in ranking order. Every figure is
-written atomically (:func:`bandits.core.files.save_figure`)."""
+each agent's colour, line style and label from its spec, the legend in ranking order.
+Every figure is written atomically (:func:`bandits.core.files.save_figure`)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from bandits.records.tables import header, read_run_table  # noqa: E402
 # Stable colours and labels per agent, from the agents' own specs, so every figure of the
 # project reads the same way.
 COLORS = {name: spec.color for name, spec in SPECS.items()}
+STYLES = {name: spec.linestyle for name, spec in SPECS.items()}
 LABELS = {name: spec.label for name, spec in SPECS.items()}
 CROWDED = 6
 """More agents than this in one figure: the legend goes beside the axes."""
@@ -34,7 +35,8 @@ CROWDED = 6
 # On a log axis the band is the seeds' interquartile range (it lives on a log scale, as a
 # mean minus one std does not) and the y axis starts here when the regret grows past 10x it.
 LOG_FLOOR = 100.0
-# Line style of the i-th run in a combined figure (the same agent in several runs).
+# Line style of the i-th run in a combined figure (the same agent in several runs); a
+# figure of one run gives each agent its spec's line style (STYLES).
 LINESTYLES = ("-", "--", ":", "-.")
 # The columns plot_regret needs besides the plotted one.
 KEY_COLUMNS = ("agent", "seed", "step")
@@ -80,7 +82,8 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
             lo, hi = mid - se, mid + se
         label = (labels or {}).get(agent, LABELS.get(agent, agent)) + (
             f" [{run}]" if run is not None else "")
-        style = LINESTYLES[runs.index(run) % len(LINESTYLES)]
+        style = (LINESTYLES[runs.index(run) % len(LINESTYLES)] if has_run
+                 else STYLES.get(agent, "-"))
         (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})")
         ax.fill_between(mid.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
@@ -118,7 +121,8 @@ def regret_figure(
 
     ``metrics`` may have a ``run`` column (the tag of the run directory, for combined
     figures): then each (run, agent) is a line labelled ``"<agent label> [<run>]"``, the
-    agent's colour and the run's line style. On a linear axis the line is the mean over
+    agent's colour and the run's line style; without it, each agent has its spec's colour
+    and line style. On a linear axis the line is the mean over
     seeds with a band of +-1 standard error; on a log axis (which starts at
     :data:`LOG_FLOOR` once the regret passes ten times it) the median with the seeds'
     interquartile range. The legend lists the lines in the order of their values at the
