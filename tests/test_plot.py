@@ -349,3 +349,25 @@ def test_every_figure_module_draws_in_the_shared_style_and_leaves_the_users_sett
     assert ax.xaxis.label.get_fontsize() == STYLE["axes.labelsize"]
     plt.close(fig)
     assert matplotlib.rcParams["font.size"] == before  # the user's own settings stay
+
+
+def test_a_crowded_figure_ranks_the_last_step_in_a_panel_beside_the_curves():
+    agents = ("bbb", "greedy", "eps1", "eps5", "uniform", "linucb", "neuralts")
+    metrics = _metrics(agents=agents)
+    fig = figures.regret_figure(metrics)
+    try:
+        curves, rank = fig.axes
+        texts = [t.get_text() for t in fig.legends[0].get_texts()]  # lowest first
+        by_label = {ln.get_label(): ln.get_gid() for ln in curves.lines}
+        order = [by_label[t] for t in texts]
+        assert [t.get_text() for t in rank.get_yticklabels()] == [
+            figures.LABELS[a] for a in order]
+        last = metrics[metrics["step"] == metrics["step"].max()]
+        means = last.groupby("agent")["cumulative_regret"].mean()
+        points = [ln for ln in rank.lines if ln.get_marker() == "o"]
+        assert [float(p.get_xdata()[0]) for p in points] == pytest.approx(
+            [means[a] for a in order])
+        assert list(means[order]) == sorted(means)  # lowest at the top
+        assert len(fig.legends) == 1
+    finally:
+        plot.plt.close(fig)

@@ -8,6 +8,7 @@ Every figure is written atomically (:func:`bandits.core.files.save_figure`)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,7 +31,8 @@ COLORS = {name: spec.color for name, spec in SPECS.items()}
 STYLES = {name: spec.linestyle for name, spec in SPECS.items()}
 LABELS = {name: spec.label for name, spec in SPECS.items()}
 CROWDED = 6
-"""More agents than this in one figure: the legend goes beside the axes."""
+"""More agents than this in a figure of one run: a panel beside the curves gives each
+agent's value at the last step, and the legend goes below."""
 
 # On a log axis the band is the seeds' interquartile range (it lives on a log scale, as a
 # mean minus one std does not) and the y axis starts here when the regret grows past 10x it.
@@ -85,7 +87,7 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
         style = (LINESTYLES[runs.index(run) % len(LINESTYLES)] if has_run
                  else STYLES.get(agent, "-"))
         (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
-                          label=f"{label} (n={n})")
+                          label=f"{label} (n={n})", gid=agent)
         ax.fill_between(mid.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         handles.append((float(mid.iloc[-1]), len(handles), line))  # the ranking at the end
         top = max(top, float(mid.max()))
@@ -96,6 +98,46 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
             ax.set_ylim(bottom=LOG_FLOOR)
     ax.grid(True, alpha=0.3, which="both" if log_y else "major")
     return [h for _, _, h in sorted(handles, key=lambda t: t[:2])], top
+
+
+def _ranking_panel(ax, metrics: pd.DataFrame, log_y: bool, column: str, lines: list) -> None:
+    """Each agent's value at the last step, lowest at the top, with the figure's statistic
+    (median and 25-75 % of seeds on a log axis, mean +-1 standard error on a linear one),
+    in its colour and line style: what a crowded figure's curves hide."""
+    last = metrics[metrics["step"] == metrics["step"].max()]
+    lows: list[float] = []
+    highs: list[float] = []
+    for y, line in enumerate(lines):
+        agent = str(line.get_gid())  # _draw names each line's agent so
+        values = last[last["agent"].astype(str) == agent][column].astype(float)
+        if log_y:
+            mid, lo, hi = values.median(), values.quantile(0.25), values.quantile(0.75)
+        else:
+            mid = values.mean()
+            se = values.std(ddof=1) / len(values) ** 0.5 if len(values) > 1 else 0.0
+            lo, hi = mid - se, mid + se
+        ax.plot([lo, hi], [y, y], color=line.get_color(), lw=2.4, solid_capstyle="butt")
+        ax.plot([mid], [y], "o", color=line.get_color(), ms=4)
+        lows.append(lo)
+        highs.append(hi)
+    ax.set_yticks(range(len(lines)), [ln.get_label().rsplit(" (n=", 1)[0] for ln in lines],
+                  fontsize=7)
+    ax.set_ylim(len(lines) - 0.5, -0.5)  # lowest at the top
+    if min(lows) > 0 and max(highs) > 4 * min(lows):  # far apart (uniform's regret)
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.set_title("at the last step, lowest first", fontsize=7, color="0.4", loc="left")
+    ax.set_xlabel(f"{_ylabel(column)} at step {int(metrics['step'].max()):,}")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.grid(False, axis="y")
 
 
 def _statistic(log_y: bool) -> str:
@@ -128,17 +170,23 @@ def regret_figure(
     interquartile range. The legend lists the lines in the order of their values at the
     last step, lowest first (the ranking).
     """
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
+    crowded = "run" not in metrics.columns and metrics["agent"].nunique() > CROWDED
+    if crowded:
+        rows = math.ceil(metrics["agent"].nunique() / 3)
+        fig, (ax, rank) = plt.subplots(1, 2, figsize=(10.0, 4.4 + 0.18 * rows),
+                                       width_ratios=(2, 1), constrained_layout=True)
+    else:
+        fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
     lines, _ = _draw(ax, metrics, log_y, column, labels)
     ax.set_ylabel(_ylabel(column))
     if "run" in metrics.columns:  # long run names: below the axes, never over the data
         fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
         fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
                    fontsize=8, ncol=1)
-    elif len(lines) > CROWDED:  # many agents: beside the axes, never over the data
-        fig.set_size_inches(8.4, 4.2)
-        fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside right upper",
-                   fontsize=8)
+    elif crowded:  # many agents: a ranking panel beside, the legend below
+        _ranking_panel(rank, metrics, log_y, column, lines)
+        fig.legend(lines, [h.get_label() for h in lines], frameon=False,
+                   loc="outside lower center", fontsize=8, ncol=3)
     else:
         ax.legend(lines, [h.get_label() for h in lines], frameon=False, loc="best", fontsize=9)
     if title:
