@@ -58,6 +58,17 @@ def _cell(values: pd.Series, digits: int, best: bool = False, median: bool = Tru
     return text + (f" ({values.median():.{digits}f})" if median else "")
 
 
+def _paired(tables: dict[str, pd.DataFrame], first: str, second: str, column: str,
+            digits: int, sign: str = "") -> tuple[str, int]:
+    """BBB's ``column`` in ``first`` minus ``second``, paired over the seeds both have:
+    ``mean +- s.e.`` and the number of seeds."""
+    a, b = (tables[n][tables[n].agent == "bbb"].set_index("seed")[column]
+            for n in (first, second))
+    diff = (a - b).dropna()
+    se = diff.std(ddof=1) / math.sqrt(len(diff))
+    return f"{diff.mean():{sign}.{digits}f} +- {se:.{digits}f}", len(diff)
+
+
 def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     """Each setting's cumulative regret at ``step`` (mean +- s.e. (median) over its seeds)
     and expected regret per step over the ``late`` steps before, per agent; then BBB's
@@ -81,13 +92,10 @@ def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
         lines.append(f"| {label} | {seeds[name]} | " + " | ".join(
             _cell(g.get_group(a)["late"], 3, late_lows[a] == name, median=False)
             for a in ORDER) + " |")
-    a, b = (tables[n][tables[n].agent == "bbb"].set_index("seed")["regret"]
-            for n in ("memory-16k", "memory-50k"))
-    diff = (a - b).dropna()
-    se = diff.std(ddof=1) / math.sqrt(len(diff))
+    paired, n = _paired(tables, "memory-16k", "memory-50k", "regret", 0)
     lines.append("")
-    lines.append(f"BBB, buffer 16,384 minus buffer 50,000, paired over {len(diff)} seeds: "
-                 f"**{diff.mean():.0f} +- {se:.0f}**.")
+    lines.append(f"BBB, buffer 16,384 minus buffer 50,000, paired over {n} seeds: "
+                 f"**{paired}**.")
     return "\n".join(lines) + "\n"
 
 
@@ -150,12 +158,9 @@ def decay_pilot(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     for column, digits, what in (("late", 3, f"expected regret per step, steps "
                                                f"{step - late + 1:,}-{step:,}"),
                                  ("regret", 0, f"cumulative regret at step {step:,}")):
-        a, b = (tables[n][tables[n].agent == "bbb"].set_index("seed")[column]
-                for n in ("decay 0.3", "decay 1"))
-        diff = (a - b).dropna()
-        se = diff.std(ddof=1) / math.sqrt(len(diff))
-        lines.append(f"BBB's {what}, decay 0.3 minus decay 1, paired over {len(diff)} "
-                     f"seeds: **{diff.mean():+.{digits}f} +- {se:.{digits}f}**.")
+        paired, n = _paired(tables, "decay 0.3", "decay 1", column, digits, "+")
+        lines.append(f"BBB's {what}, decay 0.3 minus decay 1, paired over {n} "
+                     f"seeds: **{paired}**.")
         lines.append("")
     return "\n".join(lines[:-1]) + "\n"
 
