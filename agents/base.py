@@ -13,8 +13,11 @@ has two methods (as in bsuite's baselines):
 **Members.** A population may hold several agents that train the same way and differ
 only in how they act (greedy, 1 % and 5 % greedy): each is a *member* with its own
 seeds' runs (``runs_per_member`` of them, consecutive), its own settings and its own
-generators, so every member draws exactly the numbers it would draw alone. A
-population of one member is the plain single agent.
+generators, so every member draws exactly the random numbers it would draw alone. Its
+arithmetic is the same only up to rounding: the batched kernels may sum a member's runs
+in another order when they start at another offset of the population (a member of 10
+runs beside others can end elsewhere over a long run; the same command always gives the
+same bytes). A population of one member is the plain single agent.
 """
 
 from __future__ import annotations

@@ -288,7 +288,7 @@ def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tens
     run until the mean loss of one of its epochs is at most ``fit_tolerance`` (it then
     stops: its weights stay as they are) or ``max_steps`` steps are taken in all (as
     NeuralUCB's reference trains, with minibatches of one). Each run shuffles with its
-    member's generator, so a run trains as it would alone. Returns each run's last
+    member's generator, so a run draws as it would alone. Returns each run's last
     epoch's mean loss (of the epoch cut short, if the steps ran out first)."""
     n, size = len(buffer), agent.config.batch_size
     active = torch.ones(agent.runs, dtype=torch.bool, device=agent.device)

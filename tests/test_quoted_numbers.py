@@ -171,7 +171,69 @@ def _pruning_costs() -> str:
             f"{paper[4] - paper[0]:.2f})")
 
 
+def _late(run: str, agent: str) -> float:
+    """An agent's expected regret per step over steps 40,001-50,000, mean over seeds."""
+    from bandits.tools.memory_tables import at_step
+
+    t = at_step(REPO / run, 50_000, 10_000)
+    return float(t[t["agent"] == agent]["late"].mean())
+
+
+def _times_floor(run: str, agent: str) -> float:
+    """An epsilon-greedy agent's late regret as a multiple of its exploration's own cost."""
+    from bandits.tools.memory_tables import EPSILON, RANDOM_ACTION_COST
+
+    return _late(run, agent) / (EPSILON[agent] * RANDOM_ACTION_COST)
+
+
+PRESET = "results/mushroom/memory-decay-0.3"
+DECAY_1 = "results/mushroom/memory-horizon"
+
+
+def _figure6_bars() -> str:
+    return (f"its late regret is {_late(PRESET, 'bbb'):.3f} per step (the bar: at most 0.04),\n"
+            f"and 1 % and 5 % greedy pay {_times_floor(PRESET, 'eps1'):.1f} and "
+            f"{_times_floor(PRESET, 'eps5'):.1f} times")
+
+
+def _figure6_decay_1() -> str:
+    return (f"BBB's late regret was {_late(DECAY_1, 'bbb'):.3f} and 1 % greedy paid\n"
+            f"{_times_floor(DECAY_1, 'eps1'):.1f} times")
+
+
+def _final(run: str, agent: str) -> str:
+    """An agent's mean final cumulative regret as ``summary.csv`` holds it."""
+    t = pd.read_csv(REPO / run / "summary.csv").set_index("agent")
+    return f"{t.loc[agent, 'cumulative_regret_mean']:.1f}".removesuffix(".0")
+
+
+ALONE = "results/mushroom/memory-20k/decay-0.3-50k"
+BESIDE_GREEDY = "results/mushroom/memory-20k/decay-0.3-50k-greedy"
+
+
+def _memorised(kind: str) -> str:
+    t = pd.read_csv(REPO / PRESET / "memorisation.csv")
+    row = t[(t["agent"] == "bbb") & (~t["edible"]) & (t["history"] == kind)]
+    assert len(row) == 1, kind
+    return f"{100 * row['mistake_rate'].iloc[0]:.{2 if kind == 'never eaten' else 1}f}"
+
+
+SAME_BYTES_QUOTES = [  # the four-agent run against the two that chose decay 0.3
+    (f"{PRESET}/README.md", lambda: f"1 % greedy ends at {_final(PRESET, 'eps1')} here and at "
+                                    f"{_final(ALONE, 'eps1')} in"),
+    (f"{PRESET}/README.md", lambda: f"5 % greedy at {_final(PRESET, 'eps5')} here and at "
+                                    f"{_final(BESIDE_GREEDY, 'eps5')} in"),
+    (f"{PRESET}/README.md", lambda: f"never eaten, {_memorised('never eaten')} % of those shown, "
+                                    f"and of those whose last eating paid +5, "
+                                    f"{_memorised('last paid 5')} %"),
+    ("docs/simulator.md", lambda: f"1 % greedy ends at {_final(PRESET, 'eps1')} in"),
+    ("docs/simulator.md", lambda: f"and at {_final(ALONE, 'eps1')}\nalone"),
+]
+
+
 README_QUOTES = [
+    _figure6_bars,
+    _figure6_decay_1,
     _starved_greedy_seed,
     lambda: f"far stronger than the paper's ({_chosen_error('bbb-gaussian')} %\nagainst "
             f"{_paper_error('bbb-gaussian')} % at 2 x 1200)",
@@ -183,6 +245,7 @@ README_QUOTES = [
 
 QUOTES = [  # (the file quoting, the text it must hold, built from the shipped files)
     *(("README.md", text) for text in README_QUOTES),
+    *SAME_BYTES_QUOTES,
     *((doc, lambda: f"{_wall('results/mushroom/paper-horizon')}")
       for doc in ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/speed.md",
                   "results/mushroom/paper-horizon/README.md")),
@@ -292,3 +355,45 @@ def test_every_wall_time_in_the_prose_is_one_a_result_records():
                 line = text[:m.start()].count("\n") + 1
                 stray.append(f"{page.relative_to(REPO)}:{line}: {quoted}")
     assert stray == [], "wall times no shipped file records: " + "; ".join(stray)
+
+
+# Numbers of a page's prose that are not results: years of the papers cited, versions,
+# section numbers, and the settings of the runs it describes (steps, buffer sizes, widths,
+# epochs, decay, the bar set for the learner). Every other number of these pages' prose
+# must be built by a check of QUOTES from the files it comes from.
+SETTINGS = {
+    "README.md": {"2010", "2015", "2018", "2020", "2021", "3.10", "400", "600", "1200",
+                  "2000", "2,001", "4,096", "14,000", "16,384", "20,000", "50,000", "0.3",
+                  "0.04", "1.5"},
+    "docs/index.md": {"2010", "2015", "2018", "2020", "2021", "1987", "5.1", "5.3", "3.10",
+                      "2.4", "4.0", "400", "600", "1200", "8000", "50,000"},
+}
+
+
+def _prose_numbers(text: str) -> list[str]:
+    """The numbers of a page's prose with a decimal point or of three digits or more (code,
+    generated tables, link targets and wall times left out; small counts such as "3
+    seeds" are not read)."""
+    import re
+
+    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = re.sub(r"(?:\d+ h\s+)?\d+ min\s+\d+ s\b", "", text)  # checked above
+    found = re.findall(r"(?<![\w./])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w/])", text)
+    return [n for n in found if "." in n or len(n.replace(",", "")) >= 3]
+
+
+@pytest.mark.parametrize("doc", sorted(SETTINGS))
+def test_every_number_of_the_front_pages_prose_is_checked_or_a_setting(doc):
+    import re
+
+    quoted = " ".join(text() for page, text in QUOTES if page == doc)
+    checked = set(re.findall(r"\d[\d,]*(?:\.\d+)?", quoted))
+    prose = (REPO / doc).read_text(encoding="utf-8")
+    unchecked = sorted({n for n in _prose_numbers(prose)
+                        if n not in checked and n not in SETTINGS[doc]})
+    assert unchecked == [], (f"{doc} quotes numbers no check builds from its files "
+                             f"(add a check to QUOTES): {unchecked}")

@@ -38,7 +38,8 @@ FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-co
          "results/regression/README.md", "results/mushroom/memory-20k/README.md",
          "results/mushroom/memory-20k/decay-0.3-50k/README.md",
          "results/mushroom/memory-20k/decay-0.3-50k-greedy/README.md",
-         "results/mushroom/memory-horizon/README.md", "results/neural-bandits/README.md",
+         "results/mushroom/memory-horizon/README.md", "results/mushroom/memory-decay-0.3/README.md",
+         "results/neural-bandits/README.md",
          "results/neural-bandits/mnist-reference/README.md",
          "results/neural-bandits/mushroom-grid/README.md",
          "results/neural-bandits/mnist-nu/README.md")

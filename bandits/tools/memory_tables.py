@@ -172,6 +172,15 @@ def figure6_decay(root: Path) -> str:
                           label="decay 0.3, buffer 50,000")
 
 
+PRESET_RUN = "results/mushroom/memory-decay-0.3"
+"""The ``memory`` preset's run: Figure 6's four agents at decay 0.3 in one folder."""
+
+
+def figure6_preset(root: Path) -> str:
+    """:func:`figure6_memory` of the ``memory`` preset's run (decay 0.3)."""
+    return figure6_memory(root, PRESET_RUN, label="learner with a memory, decay 0.3")
+
+
 def decay_pilot_50k(root: Path) -> str:
     """:func:`decay_pilot` at the paper's horizon: step 50,000, the last 10,000 steps."""
     return decay_pilot(root, 50_000, 10_000)
@@ -179,4 +188,4 @@ def decay_pilot_50k(root: Path) -> str:
 
 GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory,
               "decay-pilot": decay_pilot, "decay-pilot-50k": decay_pilot_50k,
-              "figure6-decay": figure6_decay}
+              "figure6-decay": figure6_decay, "figure6-preset": figure6_preset}
