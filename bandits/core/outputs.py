@@ -27,6 +27,17 @@ from bandits.core.files import written_by
 # results/ (which holds only the shipped reference results, written by a command that names
 # them with --out)
 RUNS = "runs"
+def refuse_taken(out: Path | str | None, overwrite: bool) -> None:
+    """Before any slow work (loading data), the refusal :func:`output_dir` would give a
+    non-empty ``out`` without ``overwrite``; nothing is created or claimed here."""
+    if out is None or overwrite:
+        return
+    path = Path(out)
+    if path.is_dir() and any(p.name != LOCK for p in path.iterdir()):
+        raise OutputDirError(f"output directory {path} exists and is not empty; "
+                             "pass --overwrite or choose another --out")
+
+
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
                outputs: Sequence[str] = (), own_dir: Callable[[Path], bool] | None = None,
                *, dir_outputs: Sequence[str] = (), kind: str | None = None,

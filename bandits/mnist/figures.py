@@ -77,6 +77,7 @@ def plot_run(out: Path, label: str) -> None:
 
 
 @styled
+@styled
 def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
     """Figure 3: the density of the weights of each model (label: its directory, which
     holds its ``weights_hist.csv``)."""
@@ -91,7 +92,7 @@ def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
             name = label if col == "weights" else f"{label} ({col})"
             ax.plot(centres, counts / counts.sum() / width, label=name)
     ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)", yscale="log",
-           title="Trained weights (Figure 3)")
+           title="Trained weights (Figure 3; first seed of each chosen row)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path, dpi=DPI)

@@ -82,12 +82,14 @@ def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
     # Figure 2: the first seed of each row chosen on validation (every row when none
     # has a validation set); Figure 3 as the paper draws it: one histogram per method
     drawn = rows[rows["chosen"]] if rows["chosen"].any() else rows
-    tests = {row["name"]: root / row["first"] / "epochs.csv" for _, row in drawn.iterrows()}
+    tests = {label: root / row["first"] / "epochs.csv"
+             for label, (_, row) in zip(_labels(drawn), drawn.iterrows())}
     figures.append(("fig2_test_error.png", list(tests.values()),
                     lambda path: plot_test_errors(tests, path)))
     shown = rows[~rows["quick"]]
     shown = shown[shown["chosen"]] if shown["chosen"].any() else shown
-    hists = {row["name"]: root / row["first"] for _, row in shown.iterrows()}
+    hists = {label: root / row["first"]
+             for label, (_, row) in zip(_labels(shown), shown.iterrows())}
     figures.append(("fig3_weights.png", [d / "weights_hist.csv" for d in hists.values()],
                     lambda path: plot_weight_hists(hists, path)))
     missing = []  # figures whose models' files are not there (a shipped models.jsonl)
@@ -101,6 +103,21 @@ def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
               "already there is left as it is): "
               + ", ".join(f"{name} (from {source})" for name, source in missing),
               file=sys.stderr)
+
+
+KIND_LABELS = {"sgd": "SGD", "dropout": "dropout", "bbb-gaussian": "BBB, Gaussian prior",
+               "bbb-mixture": "BBB, scale-mixture prior"}
+"""How the figures name each kind of model (a row's internal run name where two rows of
+one figure are of one kind)."""
+
+
+def _labels(rows: pd.DataFrame) -> list[str]:
+    """A figure's legend label per row: its kind's name and its epochs, with its run's
+    name where that is not yet unique."""
+    labels = [f"{KIND_LABELS.get(r['kind'], r['kind'])}, {r['settings']['epochs']} epochs"
+              for _, r in rows.iterrows()]
+    return [lab if labels.count(lab) == 1 else f"{lab} ({r['name']})"
+            for lab, (_, r) in zip(labels, rows.iterrows())]
 
 
 def _fig4_curves(root: Path, best: pd.DataFrame) -> tuple[dict[str, Path], str]:

@@ -57,7 +57,7 @@ import torch
 
 from bandits.core import checkpoint
 from bandits.core.files import write_csv, write_json
-from bandits.core.outputs import output_dir
+from bandits.core.outputs import output_dir, refuse_taken
 from bandits.core.processes import JobsInterrupted, parent_stopped, run_jobs
 from bandits.core.runner import Diverged
 from bandits.core.runner import worker_count as worker_count_of
@@ -175,6 +175,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     summary of the first model (with ``"models"``: how many were trained, and ``"out"``).
     """
     t_start = time.perf_counter()
+    if resume is None:  # a taken directory is said at once, before the data loads
+        refuse_taken(cfg.out, cfg.overwrite)
     # the data first: a run that cannot find its data leaves no empty output directory
     splits = load_splits(cfg)
     models = expand(cfg)
