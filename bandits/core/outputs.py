@@ -27,6 +27,13 @@ from bandits.core.files import written_by
 # results/ (which holds only the shipped reference results, written by a command that names
 # them with --out)
 RUNS = "runs"
+
+
+def _not_empty(path: Path) -> OutputDirError:
+    return OutputDirError(f"output directory {path} exists and is not empty; "
+                          "pass --overwrite or choose another --out")
+
+
 def refuse_taken(out: Path | str | None, overwrite: bool) -> None:
     """Before any slow work (loading data), the refusal :func:`output_dir` would give a
     non-empty ``out`` without ``overwrite``; nothing is created or claimed here."""
@@ -34,8 +41,7 @@ def refuse_taken(out: Path | str | None, overwrite: bool) -> None:
         return
     path = Path(out)
     if path.is_dir() and any(p.name != LOCK for p in path.iterdir()):
-        raise OutputDirError(f"output directory {path} exists and is not empty; "
-                             "pass --overwrite or choose another --out")
+        raise _not_empty(path)
 
 
 def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
@@ -98,8 +104,7 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
     own_lock = holds_own_lock(path)
     if not overwrite and any(p.name != LOCK or not own_lock for p in path.iterdir()):
         release_dir(path)
-        raise OutputDirError(f"output directory {path} exists and is not empty; "
-                             "pass --overwrite or choose another --out")
+        raise _not_empty(path)
     try:
         probe = path / f".write-test.{os.getpid()}"
         probe.write_text("")

@@ -77,7 +77,6 @@ def plot_run(out: Path, label: str) -> None:
 
 
 @styled
-@styled
 def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
     """Figure 3: the density of the weights of each model (label: its directory, which
     holds its ``weights_hist.csv``)."""

@@ -61,9 +61,10 @@ def _agent_colors(agents: Sequence[str]) -> dict[str, str]:
 
 
 def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
-          labels: dict[str, str] | None) -> tuple[list, float]:
+          labels: dict[str, str] | None) -> tuple[list, list[tuple[float, float, float]]]:
     """Each (run,) agent of ``metrics`` as a line and band on ``ax``; returns the lines
-    in ranking order (lowest at the last step first) and the highest line's top."""
+    in ranking order (lowest at the last step first) and, in the same order, each line's
+    band and line at its last step (low, middle, high)."""
     has_run = "run" in metrics.columns
     agents = list(dict.fromkeys(metrics["agent"].astype(str)))
     colors = _agent_colors(agents)
@@ -89,7 +90,8 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
         (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})", gid=agent)
         ax.fill_between(mid.index, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
-        handles.append((float(mid.iloc[-1]), len(handles), line))  # the ranking at the end
+        end = (float(lo.iloc[-1]), float(mid.iloc[-1]), float(hi.iloc[-1]))
+        handles.append((end[1], len(handles), line, end))  # the ranking at the end
         top = max(top, float(mid.max()))
     ax.set_xlabel("step")
     if log_y:
@@ -97,29 +99,18 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
         if top > 10 * LOG_FLOOR:
             ax.set_ylim(bottom=LOG_FLOOR)
     ax.grid(True, alpha=0.3, which="both" if log_y else "major")
-    return [h for _, _, h in sorted(handles, key=lambda t: t[:2])], top
+    ranked = sorted(handles, key=lambda t: t[:2])
+    return [h[2] for h in ranked], [h[3] for h in ranked]
 
 
-def _ranking_panel(ax, metrics: pd.DataFrame, log_y: bool, column: str, lines: list) -> None:
-    """Each agent's value at the last step, lowest at the top, with the figure's statistic
-    (median and 25-75 % of seeds on a log axis, mean +-1 standard error on a linear one),
-    in its colour and line style: what a crowded figure's curves hide."""
-    last = metrics[metrics["step"] == metrics["step"].max()]
-    lows: list[float] = []
-    highs: list[float] = []
-    for y, line in enumerate(lines):
-        agent = str(line.get_gid())  # _draw names each line's agent so
-        values = last[last["agent"].astype(str) == agent][column].astype(float)
-        if log_y:
-            mid, lo, hi = values.median(), values.quantile(0.25), values.quantile(0.75)
-        else:
-            mid = values.mean()
-            se = values.std(ddof=1) / len(values) ** 0.5 if len(values) > 1 else 0.0
-            lo, hi = mid - se, mid + se
+def _ranking_panel(ax, lines: list, ends: list[tuple[float, float, float]], column: str,
+                   last_step: int) -> None:
+    """Each line's value at the last step (:func:`_draw`'s ``ends``: the figure's
+    statistic), lowest at the top, in its colour: what a crowded figure's curves hide."""
+    for y, (line, (lo, mid, hi)) in enumerate(zip(lines, ends)):
         ax.plot([lo, hi], [y, y], color=line.get_color(), lw=2.4, solid_capstyle="butt")
         ax.plot([mid], [y], "o", color=line.get_color(), ms=4)
-        lows.append(lo)
-        highs.append(hi)
+    lows, highs = [e[0] for e in ends], [e[2] for e in ends]
     ax.set_yticks(range(len(lines)), [ln.get_label().rsplit(" (n=", 1)[0] for ln in lines],
                   fontsize=7)
     ax.set_ylim(len(lines) - 0.5, -0.5)  # lowest at the top
@@ -135,7 +126,7 @@ def _ranking_panel(ax, metrics: pd.DataFrame, log_y: bool, column: str, lines: l
 
         ax.xaxis.set_major_locator(MaxNLocator(5))
     ax.set_title("at the last step, lowest first", fontsize=7, color="0.4", loc="left")
-    ax.set_xlabel(f"{_ylabel(column)} at step {int(metrics['step'].max()):,}")
+    ax.set_xlabel(f"{_ylabel(column)} at step {last_step:,}")
     ax.grid(True, axis="x", alpha=0.3)
     ax.grid(False, axis="y")
 
@@ -177,14 +168,14 @@ def regret_figure(
                                        width_ratios=(2, 1), constrained_layout=True)
     else:
         fig, ax = plt.subplots(figsize=(6.4, 4.2), constrained_layout=True)
-    lines, _ = _draw(ax, metrics, log_y, column, labels)
+    lines, ends = _draw(ax, metrics, log_y, column, labels)
     ax.set_ylabel(_ylabel(column))
     if "run" in metrics.columns:  # long run names: below the axes, never over the data
         fig.set_size_inches(6.4, 4.2 + 0.22 * len(lines))
         fig.legend(lines, [h.get_label() for h in lines], frameon=False, loc="outside lower center",
                    fontsize=8, ncol=1)
     elif crowded:  # many agents: a ranking panel beside, the legend below
-        _ranking_panel(rank, metrics, log_y, column, lines)
+        _ranking_panel(rank, lines, ends, column, int(metrics["step"].max()))
         fig.legend(lines, [h.get_label() for h in lines], frameon=False,
                    loc="outside lower center", fontsize=8, ncol=3)
     else:
