@@ -371,3 +371,29 @@ def test_a_crowded_figure_ranks_the_last_step_in_a_panel_beside_the_curves():
         assert len(fig.legends) == 1
     finally:
         plot.plt.close(fig)
+
+
+def test_figure_2_draws_the_mean_over_the_seeds_with_a_band_from_lowest_to_highest(
+        tmp_path, monkeypatch):
+    from bandits.mnist import figures as mnist_figures
+
+    errors = {0: [3.0, 2.0, 1.5], 1: [4.0, 2.5, 1.2], 2: [3.5, 1.5, 1.8]}
+    paths = []
+    for seed, errs in errors.items():
+        p = tmp_path / f"seed={seed}" / "epochs.csv"
+        p.parent.mkdir()
+        p.write_text("epoch,test_error\n" + "".join(f"{e + 1},{v}\n"
+                                                    for e, v in enumerate(errs)))
+        paths.append(p)
+    drawn = []
+    monkeypatch.setattr(mnist_figures, "save_figure", lambda fig, path, dpi: drawn.append(fig))
+    mnist_figures.plot_test_errors({"SGD": paths, "dropout": paths[:1]}, tmp_path / "f.png")
+    (ax,) = drawn[0].axes
+    many, one = ax.lines
+    assert many.get_label() == "SGD (3 seeds)" and one.get_label() == "dropout (1 seed)"
+    assert list(many.get_ydata()) == pytest.approx(np.mean(list(errors.values()), axis=0))
+    (band,) = ax.collections  # only the row of several seeds has a band
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert min(ys) == pytest.approx(1.2) and max(ys) == pytest.approx(4.0)
+    assert "band: lowest to highest seed" in ax.get_title()
+    plot.plt.close(drawn[0])

@@ -129,18 +129,30 @@ def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
 
 
 @styled
-def plot_test_errors(curves: dict[str, Path], path: Path) -> None:
-    """Figure 2: the test error against the epoch, one curve per label (from each
-    ``epochs.csv``; the report draws the first seed of each row chosen on validation)."""
+def plot_test_errors(curves: dict[str, list[Path]], path: Path) -> None:
+    """Figure 2: the test error against the epoch, one line per label: the mean over the
+    seeds of its ``epochs.csv`` files, with a band from the lowest to the highest seed
+    where there are several (the report draws each row chosen on validation, over the
+    seeds whose files it has)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for label, csv_path in curves.items():
-        ep = read_csv(csv_path)
-        ax.plot([r["epoch"] for r in ep], [r["test_error"] for r in ep], label=label)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    counts = set()
+    for label, csv_paths in curves.items():
+        runs = [read_csv(p) for p in csv_paths]
+        epochs = [r["epoch"] for r in runs[0]]
+        errors = np.array([[r["test_error"] for r in ep] for ep in runs])
+        (line,) = ax.plot(epochs, errors.mean(axis=0),
+                          label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+        if len(runs) > 1:
+            ax.fill_between(epochs, errors.min(axis=0), errors.max(axis=0),
+                            color=line.get_color(), alpha=0.2, linewidth=0)
+        counts.add(len(runs))
+    what = ("mean over the seeds, band: lowest to highest seed" if max(counts) > 1
+            else "one seed of each row")
     ax.set(xlabel="epoch", ylabel="test error (%)", yscale="log",
-           title="Test error against epoch (Figure 2; first seed of each chosen row)")
+           title=f"Test error against epoch (Figure 2)\n{what}")
     plain_log_ticks(ax)
-    ax.legend(fontsize=8)
+    ax.legend()
     fig.tight_layout()
     save_figure(fig, path, dpi=DPI)
     plt.close(fig)

@@ -79,12 +79,14 @@ def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
         curves, title = _fig4_curves(root, best)
         figures.append(("fig4_snr.png", list(curves.values()),
                         lambda path: plot_snr(curves, path, title)))
-    # Figure 2: the first seed of each row chosen on validation (every row when none
-    # has a validation set); Figure 3 as the paper draws it: one histogram per method
+    # Figure 2: each row chosen on validation (every row when none has a validation
+    # set), over the seeds whose epochs are under root (its first seed at least);
+    # Figure 3 as the paper draws it: one histogram per method
     drawn = rows[rows["chosen"]] if rows["chosen"].any() else rows
-    tests = {label: root / row["first"] / "epochs.csv"
+    tests = {label: [root / d / "epochs.csv" for d in row["dirs"]
+                     if d == row["first"] or (root / d / "epochs.csv").is_file()]
              for label, (_, row) in zip(_labels(drawn), drawn.iterrows())}
-    figures.append(("fig2_test_error.png", list(tests.values()),
+    figures.append(("fig2_test_error.png", [seeds[0] for seeds in tests.values()],
                     lambda path: plot_test_errors(tests, path)))
     shown = rows[~rows["quick"]]
     shown = shown[shown["chosen"]] if shown["chosen"].any() else shown

@@ -97,7 +97,8 @@ def rows_table(models: pd.DataFrame, records: list[dict[str, Any]]
     One line per row, in the report's order (by width, method, ``where`` and name):
     ``name``, ``where`` (its command's directory, or its name when it joins several
     commands), ``kind``, ``arch``, ``hidden``, ``epochs``, ``seeds``, ``settings`` (the
-    first model's, a dict), ``first`` (the directory of its first seed), ``quick`` (a
+    first model's, a dict), ``first`` (the directory of its first seed), ``dirs`` (every
+    seed's directory, in the order of the seeds), ``quick`` (a
     ``--quick`` check), ``bbb`` (it has pruning rows, and is no quick check), ``has_val``
     (every model has a validation error), ``val_mean`` (:func:`mean_val_error`),
     ``selection`` and ``chosen``."""
@@ -112,7 +113,9 @@ def rows_table(models: pd.DataFrame, records: list[dict[str, Any]]
         out.append({"row": row, "name": name, "where": where,
                     "kind": kind(st), "arch": st["arch"], "hidden": st["hidden"],
                     "epochs": first["epochs"], "seeds": len(group), "settings": st,
-                    "first": first["model"], "quick": st["quick"],
+                    "first": first["model"],
+                    "dirs": [records[line]["model"] for line in group["line"]],
+                    "quick": st["quick"],
                     "bbb": "pruning" in first and not st["quick"],
                     "has_val": bool(group["val"].notna().all()),
                     "val_mean": mean_val_error(group), "selection": selection(group)})
