@@ -5,7 +5,7 @@ a pixel that is rarely lit, or of a Mushroom feature that is rarely set) decays 
 ``beta1 = 0.9`` per update after each nonzero gradient, and passes through the denormal
 range (below about 1.2e-38 in float32) on its way to zero. x86 processors do arithmetic on
 denormals many times slower: on MNIST with the papers' disjoint inputs a fifth of the
-first moments were denormal by round 1,000, and Adam's step took five times as long
+first moments were denormal by round 1,000, which slowed Adam's step there
 (``results/bench/agents-per-step-papers``). Flushed to zero, such a number becomes the
 zero it was decaying to; nothing else changes.
 """
