@@ -27,8 +27,11 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 import pytest
+from page_numbers import flat as _flat
+from page_numbers import prose as _prose
+from page_numbers import uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO
 
 from bandits.mnist.config import Config
 from bandits.mnist.gather import read_models
@@ -1184,10 +1187,6 @@ QUOTES = [(MNIST, _mnist_page), *((NARROW, q) for q in NARROW_QUOTES),
           *((WIDE, q) for q in WIDE_QUOTES)]
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _snippets(page: str) -> list[str]:
     """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
     included)."""
@@ -1222,38 +1221,13 @@ SETTINGS = {
 }
 
 
-def _prose(text: str) -> str:
-    """A page's prose: no generated tables, no code blocks (fenced, or indented by four
-    spaces outside a list, by eight in one); the lines that continue a list item
-    (indented by four) are prose."""
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    out, in_list = [], False
-    for line in text.splitlines():
-        indent = len(line) - len(line.lstrip(" "))
-        if not line.strip():
-            out.append("")
-        elif indent == 0:
-            in_list = bool(re.match(r"(?:[-*+]|\d+\.)\s", line))
-            out.append(line)
-        elif indent < 4 or (indent < 8 and in_list):
-            out.append(line.strip())
-    return "\n".join(out)
-
-
 def _unchecked(page: str) -> list[str]:
     """The numbers of ``page``'s prose that no check builds and no setting declares."""
     text = (REPO / page).read_text(encoding="utf-8")
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec, text)
-    flat = _flat(_prose(text))
-    for snippet in _snippets(page):
-        flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    return uncovered(_flat(_prose(text)), _snippets(page), SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -21,9 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from page_numbers import flat as _flat
+from page_numbers import prose as _prose
+from page_numbers import uncovered
 from test_numbers_agents_compared import ROW_NAMES, _next, _ranking
-from test_numbers_mnist_pages import _cells, _flat, _prose
-from test_quoted_numbers import REPO, _prose_numbers
+from test_numbers_mnist_pages import _cells
+from test_quoted_numbers import REPO
 
 from bandits.tools.memory_tables import EPSILON, at_step
 from bandits.tools.neural_tables import _screen
@@ -674,14 +677,8 @@ def _unchecked(page: str) -> list[str]:
             for k, _ in _table(text, header):
                 lines[k] = ""
     flat = _flat(_prose("\n".join(lines)))
-    for p, group in QUOTES:
-        if p == page:
-            for snippet in _snippets(group):
-                flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    snippets = [s for p, group in QUOTES if p == page for s in _snippets(group)]
+    return uncovered(flat, snippets, SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES)

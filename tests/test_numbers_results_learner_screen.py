@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 import pytest
+from page_numbers import flat as _flat
+from page_numbers import prose as _prose
+from page_numbers import uncovered
 from test_quoted_numbers import (
     DECAY_1,
     DECAYS,
@@ -31,7 +34,6 @@ from test_quoted_numbers import (
     REVISED,
     _against_decay_1,
     _decay_03_vs_1,
-    _prose_numbers,
 )
 from test_quoted_numbers import QUOTES as FRONT
 
@@ -544,10 +546,6 @@ QUOTES = [(TOP, _top), (REVISED_PAGE, _revised), (GRID_PAGE, _grid),
           (NEW_PAGE, _new)]
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _snippets(page: str) -> list[str]:
     """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
     included)."""
@@ -611,38 +609,14 @@ SETTINGS = {
 }
 
 
-def _prose(text: str) -> str:
-    """A page's prose: no generated tables, no code blocks (fenced, or indented by four
-    spaces outside a list, by eight in one); the lines that continue a list item are
-    prose."""
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    out, in_list = [], False
-    for line in text.splitlines():
-        indent = len(line) - len(line.lstrip(" "))
-        if not line.strip():
-            out.append("")
-        elif indent == 0:
-            in_list = bool(re.match(r"(?:[-*+]|\d+\.)\s", line))
-            out.append(line)
-        elif indent < 4 or (indent < 8 and in_list):
-            out.append(line.strip())
-    return "\n".join(out)
-
-
 def _unchecked(page: str) -> list[str]:
     """The numbers of ``page``'s prose that no check builds and no setting declares."""
     text = (REPO / page).read_text(encoding="utf-8")
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec, text)
-    flat = _flat(_prose(text))
-    for snippet in sorted(_snippets(page), key=len, reverse=True):  # the longest first
-        flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    snippets = sorted(_snippets(page), key=len, reverse=True)  # the longest first
+    return uncovered(_flat(_prose(text)), snippets, SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.split("/")[-2])

@@ -23,6 +23,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from page_numbers import uncovered
 from test_numbers_mnist_pages import (
     LENET,
     TABLE1,
@@ -48,7 +49,7 @@ from test_numbers_mnist_pages import (
     _test,
     _wall,
 )
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO
 
 from bandits.mnist.gather import read_models
 from bandits.mnist.tables import PAPER_TABLE2
@@ -348,15 +349,8 @@ def _unchecked(page: str) -> list[str]:
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec.blank(), text)
-    flat = _flat(_prose(text))
-    for p, group in QUOTES:
-        if p == page:
-            for snippet in group():
-                flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    snippets = [s for p, group in QUOTES if p == page for s in group()]
+    return uncovered(_flat(_prose(text)), snippets, SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -23,8 +23,9 @@ from functools import lru_cache
 
 import pandas as pd
 import pytest
+from page_numbers import uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO
 
 PAGE, TUNING = "results/mushroom/README.md", "results/mushroom/tuning.md"
 PAGES = (PAGE, TUNING)
@@ -533,12 +534,7 @@ def _unchecked(page: str) -> list[str]:
     text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     flat = _flat("\n".join(line for line in text.splitlines() if not line.startswith("    ")))
-    for snippet in _snippets(page):
-        flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    return uncovered(flat, _snippets(page), SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES)

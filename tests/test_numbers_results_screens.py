@@ -25,8 +25,9 @@ from functools import lru_cache
 
 import pandas as pd
 import pytest
+from page_numbers import uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO
 
 SCREENS = "results/mushroom/screens"
 SCREENS_PAGE = f"{SCREENS}/README.md"
@@ -745,12 +746,7 @@ def _prose(text: str) -> str:
 def _unchecked(page: str) -> list[str]:
     """The numbers of ``page``'s prose that no check builds and no setting declares."""
     flat = _flat(_prose(_blank_checked(page, (REPO / page).read_text(encoding="utf-8"))))
-    for snippet in _snippets(page):
-        flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    return uncovered(flat, _snippets(page), SETTINGS[page])
 
 
 @pytest.mark.parametrize("page", PAGES)
