@@ -558,8 +558,9 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
     assert "| prior=gaussian | 2 |" in table and "yes" in table
     # the report builds Table 1 with mean +- std over the seeds
     drawn = []
-    monkeypatch.setattr(reporting, "plot_snr", lambda curves, path, title: drawn.append(
-        (dict(curves), path)))
+    colors = []
+    monkeypatch.setattr(reporting, "plot_snr", lambda curves, path, title, c: (
+        drawn.append((dict(curves), path)), colors.append(c)))
     text = report(tmp_path)
     assert "bbb-gaussian" in text and "+-" in text
     # table1.csv marks, per method, the row chosen on the validation set
@@ -584,6 +585,9 @@ def test_multi_seed_grid_run_writes_the_aggregated_table(mnist_data_dir, tmp_pat
                        / "snr_hist.csv",
                        "Gaussian, seed 0": out / "prior=gaussian__seed=0" / "snr_hist.csv"},
                       tmp_path / "fig4_snr.png")]
+    # ... each in its kind's colour, the colour Figures 2 and 3 give that kind
+    assert colors == [{"scale mixture, seed 0": reporting.KIND_COLORS["bbb-mixture"],
+                       "Gaussian, seed 0": reporting.KIND_COLORS["bbb-gaussian"]}]
     # every mixture row against the Gaussian trained the same way: both sigma2 settings
     same = [ln for ln in text.split("under the same training")[1].splitlines()
             if ln.startswith("| 32 |")]

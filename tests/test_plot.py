@@ -397,3 +397,33 @@ def test_figure_2_draws_the_mean_over_the_seeds_with_a_band_from_lowest_to_highe
     assert min(ys) == pytest.approx(1.2) and max(ys) == pytest.approx(4.0)
     assert "band: lowest to highest seed" in ax.get_title()
     plot.plt.close(drawn[0])
+
+
+def test_the_mnist_figures_give_one_kind_of_model_one_colour(tmp_path, monkeypatch):
+    """Figures 2-4 of a report colour each line by its model's kind (the Gaussian is the
+    same colour in all three), and a figure of two rows of one kind keeps them apart."""
+    from bandits.mnist import figures as mnist_figures
+    from bandits.mnist import report as reporting
+
+    rows = pd.DataFrame({"kind": ["sgd", "bbb-gaussian", "bbb-mixture"],
+                         "settings": [{"epochs": 60}, {"epochs": 60}, {"epochs": 300}],
+                         "name": ["a", "b", "c"]})
+    colors = reporting._kind_colors(rows)
+    k = mnist_figures.KIND_COLORS
+    assert colors == {"SGD, 60 epochs": k["sgd"], "BBB, Gaussian prior, 60 epochs":
+                      k["bbb-gaussian"], "BBB, scale-mixture prior, 300 epochs":
+                      k["bbb-mixture"]}
+    assert len(set(k.values())) == len(k)
+    two = pd.concat([rows, rows.iloc[[1]].assign(name="d")], ignore_index=True)
+    assert "BBB, Gaussian prior, 60 epochs (b)" not in reporting._kind_colors(two)
+    # the drawing functions use the colour they are given
+    p = tmp_path / "epochs.csv"
+    p.write_text("epoch,test_error\n1,2.0\n2,1.5\n")
+    drawn = []
+    monkeypatch.setattr(mnist_figures, "save_figure", lambda fig, path, dpi: drawn.append(fig))
+    mnist_figures.plot_test_errors({"x": [p], "y": [p]}, tmp_path / "f.png",
+                                   {"y": k["bbb-gaussian"]})
+    x, y = drawn[0].axes[0].lines
+    assert mcolors.to_hex(y.get_color()) == k["bbb-gaussian"].lower()
+    assert mcolors.to_hex(x.get_color()) != k["bbb-gaussian"].lower()
+    plot.plt.close(drawn[0])

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from bandits.core.files import save_figure
-from bandits.core.style import DPI, styled
+from bandits.core.style import DPI, OKABE_ITO, styled
 from bandits.mnist.config import GRID_FIELDS, Config, run_label
 from bandits.mnist.evaluate import build_model, seed_everything
 from bandits.mnist.model_files import (
@@ -22,6 +22,12 @@ from bandits.mnist.model_files import (
     read_csv,
     write_histograms,
 )
+
+
+KIND_COLORS = {"sgd": OKABE_ITO[0], "dropout": OKABE_ITO[1], "bbb-gaussian": OKABE_ITO[2],
+               "bbb-mixture": OKABE_ITO[3]}
+"""The colour of each kind of model in every figure of a report (Figures 2-4 give one
+method one colour)."""
 
 
 def _pyplot() -> Any:
@@ -76,12 +82,18 @@ def plot_run(out: Path, label: str) -> None:
         plot_snr({label: out / "snr_hist.csv"}, out / "snr.png", label)
 
 
+def _color(colors: dict[str, str] | None, label: str) -> dict[str, str]:
+    """``plot``'s colour keyword for ``label``: none where ``colors`` gives it none."""
+    return {"color": colors[label]} if colors and label in colors else {}
+
+
 @styled
-def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
+def plot_weight_hists(runs: dict[str, Path], path: Path,
+                      colors: dict[str, str] | None = None) -> None:
     """Figure 3: the density of the weights of each model (label: its directory, which
-    holds its ``weights_hist.csv``)."""
+    holds its ``weights_hist.csv``); ``colors``: a colour per label (else the cycle's)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(5, 3.2 + 0.17 * len(runs)))
     for label, d in runs.items():
         rows = read_csv(d / "weights_hist.csv")
         centres = [(r["left"] + r["right"]) / 2 for r in rows]
@@ -89,19 +101,22 @@ def plot_weight_hists(runs: dict[str, Path], path: Path) -> None:
         for col in [k for k in rows[0] if k not in ("left", "right", "mean")]:
             counts = np.array([r[col] for r in rows])
             name = label if col == "weights" else f"{label} ({col})"
-            ax.plot(centres, counts / counts.sum() / width, label=name)
+            ax.plot(centres, counts / counts.sum() / width, label=name,
+                    **_color(colors, label))
     ax.set(xlabel="weight", ylabel="density (of the weights within +-0.4)", yscale="log",
            title="Trained weights (Figure 3; first seed of each chosen row)")
-    ax.legend(fontsize=8)
+    # below the axes: the curves fill the plot, a spike at zero included
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1)
     fig.tight_layout()
     save_figure(fig, path, dpi=DPI)
     plt.close(fig)
 
 
 @styled
-def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
+def plot_snr(curves: dict[str, Path], path: Path, title: str,
+             colors: dict[str, str] | None = None) -> None:
     """Figure 4: density and CDF of the signal-to-noise ratios, one curve per label (from
-    each ``snr_hist.csv``)."""
+    each ``snr_hist.csv``); ``colors``: a colour per label (else the cycle's)."""
     plt = _pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
     ends = []
@@ -113,8 +128,10 @@ def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
         # the end bins hold every weight beyond them (the histogram clips): their share is
         # said in words, not drawn as a density spike
         inner = slice(1, -1)
-        a1.plot(centres[inner], counts[inner] / counts.sum() / width, label=label)
-        a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum(), label=label)
+        a1.plot(centres[inner], counts[inner] / counts.sum() / width, label=label,
+                **_color(colors, label))
+        a2.plot(centres + width / 2, np.cumsum(counts) / counts.sum(), label=label,
+                **_color(colors, label))
         ends.append(f"{label}: {100 * counts[0] / counts.sum():.2g} % at or below "
                     f"{rows[0]['right_db']:g} dB, {100 * counts[-1] / counts.sum():.2g} % "
                     f"above {rows[-1]['left_db']:g} dB")
@@ -129,11 +146,12 @@ def plot_snr(curves: dict[str, Path], path: Path, title: str) -> None:
 
 
 @styled
-def plot_test_errors(curves: dict[str, list[Path]], path: Path) -> None:
+def plot_test_errors(curves: dict[str, list[Path]], path: Path,
+                     colors: dict[str, str] | None = None) -> None:
     """Figure 2: the test error against the epoch, one line per label: the mean over the
     seeds of its ``epochs.csv`` files, with a band from the lowest to the highest seed
     where there are several (the report draws each row chosen on validation, over the
-    seeds whose files it has)."""
+    seeds whose files it has); ``colors``: a colour per label (else the cycle's)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     counts = set()
@@ -142,7 +160,8 @@ def plot_test_errors(curves: dict[str, list[Path]], path: Path) -> None:
         epochs = [r["epoch"] for r in runs[0]]
         errors = np.array([[r["test_error"] for r in ep] for ep in runs])
         (line,) = ax.plot(epochs, errors.mean(axis=0),
-                          label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})")
+                          label=f"{label} ({len(runs)} seed{'s' if len(runs) > 1 else ''})",
+                          **_color(colors, label))
         if len(runs) > 1:
             ax.fill_between(epochs, errors.min(axis=0), errors.max(axis=0),
                             color=line.get_color(), alpha=0.2, linewidth=0)

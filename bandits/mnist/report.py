@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.core.files import write_atomic, write_csv
-from bandits.mnist.figures import plot_snr, plot_test_errors, plot_weight_hists
+from bandits.mnist.figures import KIND_COLORS, plot_snr, plot_test_errors, plot_weight_hists
 from bandits.mnist.gather import MODELS_FILE, gather, read_models, write_models
 from bandits.mnist.rows import best_bbb, models_table, rows_table
 from bandits.mnist.tables import (
@@ -76,9 +76,10 @@ def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
     under ``root``; a note names those that are not."""
     figures: list[tuple[str, list[Path], Callable[[Path], None]]] = []
     if best is not None:
-        curves, title = _fig4_curves(root, best)
+        curves, title, kinds = _fig4_curves(root, best)
+        snr_colors = {label: KIND_COLORS[k] for label, k in kinds.items() if k in KIND_COLORS}
         figures.append(("fig4_snr.png", list(curves.values()),
-                        lambda path: plot_snr(curves, path, title)))
+                        lambda path: plot_snr(curves, path, title, snr_colors)))
     # Figure 2: each row chosen on validation (every row when none has a validation
     # set), over the seeds whose epochs are under root (its first seed at least);
     # Figure 3 as the paper draws it: one histogram per method
@@ -86,14 +87,16 @@ def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
     tests = {label: [root / d / "epochs.csv" for d in row["dirs"]
                      if d == row["first"] or (root / d / "epochs.csv").is_file()]
              for label, (_, row) in zip(_labels(drawn), drawn.iterrows())}
+    colors = _kind_colors(drawn)
     figures.append(("fig2_test_error.png", [seeds[0] for seeds in tests.values()],
-                    lambda path: plot_test_errors(tests, path)))
+                    lambda path: plot_test_errors(tests, path, colors)))
     shown = rows[~rows["quick"]]
     shown = shown[shown["chosen"]] if shown["chosen"].any() else shown
     hists = {label: root / row["first"]
              for label, (_, row) in zip(_labels(shown), shown.iterrows())}
+    hist_colors = _kind_colors(shown)
     figures.append(("fig3_weights.png", [d / "weights_hist.csv" for d in hists.values()],
-                    lambda path: plot_weight_hists(hists, path)))
+                    lambda path: plot_weight_hists(hists, path, hist_colors)))
     missing = []  # figures whose models' files are not there (a shipped models.jsonl)
     for name, sources, draw in sorted(figures, key=lambda f: f[0]):
         if sources and all(p.is_file() for p in sources):
@@ -113,6 +116,15 @@ KIND_LABELS = {"sgd": "SGD", "dropout": "dropout", "bbb-gaussian": "BBB, Gaussia
 one figure are of one kind)."""
 
 
+def _kind_colors(rows: pd.DataFrame) -> dict[str, str]:
+    """Each row's legend label (:func:`_labels`) with its kind's colour, where one kind has
+    one row in the figure (two rows of one kind keep the cycle's colours, to be told
+    apart)."""
+    kinds = list(rows["kind"])
+    return {label: KIND_COLORS[k] for label, k in zip(_labels(rows), kinds)
+            if k in KIND_COLORS and kinds.count(k) == 1}
+
+
 def _labels(rows: pd.DataFrame) -> list[str]:
     """A figure's legend label per row: its kind's name and its epochs, with its run's
     name where that is not yet unique."""
@@ -122,8 +134,10 @@ def _labels(rows: pd.DataFrame) -> list[str]:
             for lab, (_, r) in zip(labels, rows.iterrows())]
 
 
-def _fig4_curves(root: Path, best: pd.DataFrame) -> tuple[dict[str, Path], str]:
-    """Figure 4's curves (label: ``snr_hist.csv``) and title, for the paper's model: the
+def _fig4_curves(root: Path, best: pd.DataFrame
+                 ) -> tuple[dict[str, Path], str, dict[str, str]]:
+    """Figure 4's curves (label: ``snr_hist.csv``), title and each label's kind, for the
+    paper's model: the
     first seed of the scale-mixture row chosen on validation (the paper's Table 2
     network; of the widest MLP with one), beside the Gaussian row chosen on validation at
     that width; without a scale-mixture MLP row, the BBB row with the lowest validation
@@ -132,13 +146,15 @@ def _fig4_curves(root: Path, best: pd.DataFrame) -> tuple[dict[str, Path], str]:
     widths = sorted(set(mlp.loc[mlp["kind"] == "bbb-mixture", "hidden"]))
     if not widths:
         top = best.iloc[0]  # best is ordered by validation error
-        return {top["name"]: root / top["first"] / "snr_hist.csv"}, top["name"]
+        return ({top["name"]: root / top["first"] / "snr_hist.csv"}, top["name"],
+                {top["name"]: top["kind"]})
     hidden = widths[-1]
-    curves = {}
+    curves, kinds = {}, {}
     for kind, name in (("bbb-mixture", "scale mixture"), ("bbb-gaussian", "Gaussian")):
         picked = mlp[(mlp["kind"] == kind) & (mlp["hidden"] == hidden)]
         if len(picked):
             row = picked.iloc[0]
-            curves[f"{name}, seed {row['settings']['seed']}"] = (root / row["first"]
-                                                                / "snr_hist.csv")
-    return curves, f"2 x {hidden}, chosen rows"
+            label = f"{name}, seed {row['settings']['seed']}"
+            curves[label] = root / row["first"] / "snr_hist.csv"
+            kinds[label] = kind
+    return curves, f"2 x {hidden}, chosen rows", kinds
