@@ -1,0 +1,224 @@
+"""The shipped results' bytes on another processor, without a second machine: each
+check's command run here and on an emulated processor, and its files compared.
+
+The pinned kernels (:mod:`bandits.core.kernels`) promise the same bytes on every x86-64
+processor with AVX2. A check run on one processor cannot test that, so this command runs
+each check's command on this processor and again on an emulated one (QEMU's user-mode
+emulator, ``qemu-x86_64 -cpu MODEL``; by default an Intel Haswell: AVX2, no AVX-512, and
+an Intel vendor, for which MKL chooses its own code paths), and compares the bytes of the
+files each check names. The checks:
+
+* ``bandit``: 400 steps of BBB and greedy, one seed, under the pin and with the libraries'
+  own kernels (``BANDITS_NATIVE_KERNELS=1``). The pinned runs must be the same bytes; the
+  unpinned pair says whether the emulated processor takes other kernel paths at all (if it
+  gives the same bytes too, the check shows nothing);
+* ``regression``: ``python -m bandits.regression``, against the shipped
+  ``results/regression``;
+* ``quick``: the default command (``--log-points 500``, as the test that reruns it),
+  against the shipped ``results/mushroom/quick``.
+
+Every command runs in one process (``--workers 1``): a worker process started by exec
+would run on the real processor. Emulation is slow (about 10-30 times).
+
+Outputs in ``--out DIR`` (default ``runs/<timestamp>-same-bytes``): ``checks.csv`` (per
+check, processor, kernels and file: what it was compared with, whether it is the same,
+the command's seconds) and ``config.json`` (command, machine, the emulator, torch's own
+kernel set on each processor). Exit status 1 when a pinned pair differs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bandits.core import kernels
+from bandits.core.config import (
+    UsageError,
+    build_parser,
+    check_ranges,
+    first_paragraph,
+    setting,
+)
+from bandits.core.files import machine, write_csv, write_json
+from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.processes import stop_on_ctrl_c
+
+REPO = Path(__file__).resolve().parents[2]
+EMULATOR = "qemu-x86_64"
+
+
+@dataclass(frozen=True)
+class Check:
+    """A command (its arguments after ``python``, given the output directory) and the
+    files of its output compared; ``shipped``: the folder of the shipped result they must
+    equal (else the two processors' files are compared with each other); ``unpinned``:
+    also run with the libraries' own kernels."""
+
+    name: str
+    argv: Callable[[Path], list[str]]
+    files: tuple[str, ...]
+    shipped: Path | None = None
+    unpinned: bool = False
+
+
+CHECKS: dict[str, Check] = {c.name: c for c in (
+    Check("bandit", lambda out: ["-m", "bandits.run", "--agent", "bbb", "greedy", "--seeds",
+                                 "1", "--steps", "400", "--workers", "1", "--no-progress",
+                                 "--out", str(out)],
+          ("metrics.csv", "phases.csv", "summary.csv"), unpinned=True),
+    Check("regression", lambda out: ["-m", "bandits.regression", "--no-plot", "--out", str(out)],
+          ("regression.csv",), shipped=REPO / "results" / "regression"),
+    Check("quick", lambda out: ["-m", "bandits.run", "--log-points", "500", "--workers", "1",
+                                "--no-progress", "--out", str(out)],
+          ("summary.csv", "metrics.csv", "phases.csv"),
+          shipped=REPO / "results" / "mushroom" / "quick"),
+)}
+
+
+@dataclass
+class Config:
+    """Settings of the cross-processor check; each field is a CLI flag (``--kebab-case``)."""
+
+    checks: list[str] = setting(list(CHECKS), "checks to run, from: " + ", ".join(CHECKS),
+                                nargs="+", choices=list(CHECKS), type=str)
+    cpu: str = setting("Haswell-v4", "the emulated processor (a model of "
+                       "'qemu-x86_64 -cpu help'; it must have AVX2)", type=str)
+    data_dir: str | None = setting(None, "directory with mushroom/ (else $BANDITS_DATA_DIR "
+                                   "or the cache)", type=str)
+    out: str | None = setting(None, "output directory (default runs/<timestamp>-same-bytes)",
+                              type=str)
+    overwrite: bool = setting(False, "replace this command's outputs in --out")
+
+
+def parser():
+    return build_parser(Config, "bandits.same_bytes", first_paragraph(__doc__))
+
+
+def emulator_prefix(cpu: str) -> list[str]:
+    """The command prefix that runs a program on the emulated processor ``cpu``; a
+    :class:`UsageError` where there is no emulator or the host is not x86-64."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        raise UsageError("the pinned kernels' promise is for x86-64; this machine is "
+                         f"{platform.machine()}")
+    if shutil.which(EMULATOR) is None:
+        raise UsageError(f"{EMULATOR} not found: install QEMU's user-mode emulator "
+                         "(Debian and Ubuntu: apt install qemu-user)")
+    return [EMULATOR, "-cpu", cpu]
+
+
+def _run(prefix: list[str], argv: list[str], env: dict[str, str]) -> float:
+    """Seconds taken by ``python ARGV`` after ``prefix``; a RuntimeError with the end of
+    its output when it fails."""
+    start = time.perf_counter()
+    done = subprocess.run([*prefix, sys.executable, *argv], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " ".join((done.stderr or done.stdout).split()[-40:])
+        raise RuntimeError(f"{shlex.join([*prefix, 'python', *argv])} failed "
+                           f"(exit {done.returncode}): {tail}")
+    return time.perf_counter() - start
+
+
+def capability(prefix: list[str]) -> str:
+    """torch's own kernel set (unpinned) on the processor ``prefix`` runs on."""
+    env = {**os.environ, kernels.NATIVE: "1"}
+    for name in kernels.PIN:
+        env.pop(name, None)
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    done = subprocess.run([*prefix, sys.executable, "-c", code], env=env,
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
+               checks: dict[str, Check] = CHECKS) -> list[dict]:
+    """Each check on this processor (prefix ``[]``) and on ``emulated``, pinned (and
+    unpinned where it says so): a row per processor, kernels and file."""
+    rows = []
+    base = {**os.environ, "BANDITS_WORKERS": "1"}
+    for name in kernels.PIN:  # each run pins (or not) for itself, from a clean start
+        base.pop(name, None)
+    if data_dir:
+        base["BANDITS_DATA_DIR"] = data_dir
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            check = checks[name]
+            modes = [("pinned", {}), *([("native", {kernels.NATIVE: "1"})]
+                                       if check.unpinned else [])]
+            for mode, extra in modes:
+                outs = {}
+                for where, prefix in (("this", []), ("emulated", emulated)):
+                    out = Path(tmp) / f"{name}-{mode}-{where}"
+                    seconds = _run(prefix, check.argv(out), {**base, **extra})
+                    outs[where] = (out, seconds)
+                for where, (out, seconds) in outs.items():
+                    for f in check.files:
+                        against = (check.shipped / f if check.shipped is not None
+                                   else outs["this"][0] / f)
+                        if check.shipped is None and where == "this":
+                            continue  # the reference of the pair
+                        rows.append({
+                            "check": name, "processor": where, "kernels": mode, "file": f,
+                            "compared_with": ("shipped" if check.shipped is not None
+                                              else "this processor"),
+                            "same": (out / f).read_bytes() == against.read_bytes(),
+                            "seconds": round(seconds, 1)})
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.same_bytes", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        cfg = Config(**vars(parser().parse_args(argv)))
+        check_ranges(cfg)
+        emulated = emulator_prefix(cfg.cpu)
+        out = output_dir(cfg.out, "same-bytes", cfg.overwrite, ("checks.csv", "config.json"),
+                         kind="bandits.same_bytes")
+    except (UsageError, OutputDirError) as e:
+        print(f"bandits.same_bytes: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        start = time.perf_counter()
+        try:
+            found = {"this": capability([]), "emulated": capability(emulated)}
+            if found["emulated"] not in ("AVX2", "AVX512"):
+                raise RuntimeError(f"the emulated {cfg.cpu} has no AVX2 (torch finds "
+                                   f"{found['emulated']}): the pin promises nothing there; "
+                                   "choose a model with AVX2, e.g. Haswell-v4")
+            rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir)
+        except (RuntimeError, subprocess.CalledProcessError) as e:
+            print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
+            remove_if_unused(out)
+            return 2
+        write_csv(rows, out / "checks.csv")
+        done = subprocess.run([EMULATOR, "--version"], capture_output=True, text=True)
+        write_json({"checks": cfg.checks, "cpu": cfg.cpu,
+                    "command": "python -m bandits.same_bytes " + shlex.join(argv),
+                    "machine": machine(), "emulator": done.stdout.splitlines()[0],
+                    "torch_kernels_unpinned": found,
+                    "wall_seconds": round(time.perf_counter() - start, 1)},
+                   out / "config.json")
+    finally:
+        release_dir(out)
+    differ = [r for r in rows if r["kernels"] == "pinned" and not r["same"]]
+    for r in rows:
+        print(f"{r['check']:>10} {r['processor']:>8} {r['kernels']:>6} {r['file']:<14} "
+              f"{'same' if r['same'] else 'DIFFERENT'} as {r['compared_with']} "
+              f"({r['seconds']:.0f} s)")
+    print(f"torch's own kernels: {found['this']} here, {found['emulated']} on the emulated "
+          f"{cfg.cpu}")
+    print(f"outputs in {out}")
+    return 1 if differ else 0
