@@ -28,6 +28,7 @@ kernel set on each processor). Exit status 1 when a pinned pair differs.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -145,7 +146,7 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
     unpinned where it says so): a row per processor, kernels and file."""
     rows = []
     base = {**os.environ, "BANDITS_WORKERS": "1"}
-    for name in kernels.PIN:  # each run pins (or not) for itself, from a clean start
+    for name in [*kernels.PIN, kernels.NATIVE]:  # each run pins (or not) for itself
         base.pop(name, None)
     if data_dir:
         base["BANDITS_DATA_DIR"] = data_dir
@@ -159,6 +160,7 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                 for where, prefix in (("this", []), ("emulated", emulated)):
                     out = Path(tmp) / f"{name}-{mode}-{where}"
                     seconds = _run(prefix, check.argv(out), {**base, **extra})
+                    _ran_as_asked(out, mode == "pinned")
                     outs[where] = (out, seconds)
                 for where, (out, seconds) in outs.items():
                     for f in check.files:
@@ -173,6 +175,18 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                             "same": (out / f).read_bytes() == against.read_bytes(),
                             "seconds": round(seconds, 1)})
     return rows
+
+
+def _ran_as_asked(out: Path, pinned: bool) -> None:
+    """A RuntimeError where the run's ``config.json`` records other kernels than asked
+    for (a user's own pin variables, say); nothing where it records none."""
+    try:
+        record = json.loads((out / "config.json").read_text())["versions"]["kernels"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if record.get("pinned") is not pinned:
+        asked = "pinned" if pinned else "the libraries' own"
+        raise RuntimeError(f"{out.name} ran with the kernels {record}, not {asked}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
