@@ -3,49 +3,134 @@ emulated one (the emulator replaced by nothing here, except in the slow test).""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
+import torch
 
 from bandits.tools import same_bytes
 from bandits.tools.same_bytes import Check, run_checks
 
-WRITE = "import sys, pathlib; p = pathlib.Path(sys.argv[1]); p.mkdir(); "
+# a fake command: writes a.txt (BODY) and the kernels record a run's config.json holds
+WRITE = ("import json, os, sys, pathlib; p = pathlib.Path(sys.argv[1]); p.mkdir(); "
+         "pinned = os.environ.get('BANDITS_NATIVE_KERNELS') != '1'; "
+         "(p / 'config.json').write_text(json.dumps("
+         "{'versions': {'kernels': {'pinned': pinned}}})); ")
 
 
 def _check(name: str, body: str, **kw) -> Check:
     return Check(name, lambda out: ["-c", WRITE + body, str(out)], ("a.txt",), **kw)
 
 
-def test_each_file_is_compared_with_the_other_processor_or_the_shipped_one(tmp_path):
+def _shipped(tmp_path, text="42", pinned=True, torch_version=torch.__version__):
     shipped = tmp_path / "shipped"
     shipped.mkdir()
-    (shipped / "a.txt").write_text("42")
+    (shipped / "a.txt").write_text(text)
+    (shipped / "config.json").write_text(json.dumps(
+        {"versions": {"torch": torch_version, "kernels": {"pinned": pinned}}}))
+    return shipped
+
+
+STEADY = "(p / 'a.txt').write_text('42')"
+DRIFTS = "import time; (p / 'a.txt').write_text(str(time.time_ns()))"
+
+
+def test_each_file_is_compared_with_the_other_processor_and_the_shipped_one(tmp_path):
     checks = {
-        "steady": _check("steady", "(p / 'a.txt').write_text('42')", unpinned=True),
-        "shipped": _check("shipped", "(p / 'a.txt').write_text('42')", shipped=shipped),
-        "drifts": _check("drifts", "import time; (p / 'a.txt').write_text(str(time.time_ns()))"),
+        "steady": _check("steady", STEADY, unpinned=True),
+        "shipped": _check("shipped", STEADY, shipped=_shipped(tmp_path)),
+        "drifts": _check("drifts", DRIFTS),
     }
     rows = run_checks(["steady", "shipped", "drifts"], [], None, checks)
-    got = {(r["check"], r["processor"], r["kernels"]): (r["compared_with"], r["same"])
-           for r in rows}
-    assert got == {
-        ("steady", "emulated", "pinned"): ("this processor", True),
-        ("steady", "emulated", "native"): ("this processor", True),
-        ("shipped", "this", "pinned"): ("shipped", True),
-        ("shipped", "emulated", "pinned"): ("shipped", True),
-        ("drifts", "emulated", "pinned"): ("this processor", False),
-    }
+    got = [(r["check"], r["processor"], r["kernels"], r["compared_with"], r["same"])
+           for r in rows]
+    assert got == [
+        ("steady", "emulated", "pinned", "this processor", True),
+        ("steady", "emulated", "native", "this processor", True),
+        ("shipped", "this", "pinned", "shipped", True),
+        ("shipped", "emulated", "pinned", "shipped", True),
+        ("shipped", "emulated", "pinned", "this processor", True),
+        ("drifts", "emulated", "pinned", "this processor", False),
+    ]
     assert all(r["file"] == "a.txt" and r["seconds"] >= 0 for r in rows)
 
 
-def test_a_failing_command_names_itself_in_one_line(tmp_path):
-    checks = {"bad": _check("bad", "sys.exit('no such data set')")}
-    with pytest.raises(RuntimeError, match=r"failed \(exit 1\): no such data set"):
-        run_checks(["bad"], [], None, checks)
+@pytest.mark.parametrize("body, match", [
+    ("sys.exit('no such data set')", r"failed \(exit 1\): no such data set"),
+    ("pass", "cannot read a.txt"),  # wrote no file
+    ("(p / 'config.json').unlink(); (p / 'a.txt').write_text('1')", "records no kernels"),
+])
+def test_a_check_that_cannot_be_made_is_one_clear_error(body, match):
+    with pytest.raises(RuntimeError, match=match):
+        run_checks(["bad"], [], None, {"bad": _check("bad", body)})
+
+
+def test_a_run_with_other_kernels_than_asked_is_refused(monkeypatch):
+    # the user's own variables are cleared: a pinned run is pinned whatever the parent has
+    monkeypatch.setenv("BANDITS_NATIVE_KERNELS", "1")
+    rows = run_checks(["x"], [], None, {"x": _check("x", STEADY, unpinned=True)})
+    assert [r["kernels"] for r in rows] == ["pinned", "native"]
+    liar = "(p / 'config.json').write_text(json.dumps({'versions': {'kernels': {'pinned': " \
+           "not pinned}}})); (p / 'a.txt').write_text('1')"
+    with pytest.raises(RuntimeError, match="not pinned"):
+        run_checks(["x"], [], None, {"x": _check("x", liar)})
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"pinned": False}, "kernels unpinned"),
+    ({"torch_version": "1.0.0"}, "made with torch 1.0.0"),
+])
+def test_a_shipped_result_not_made_under_this_pin_is_not_compared(tmp_path, kw, match):
+    check = _check("s", STEADY, shipped=_shipped(tmp_path, **kw))
+    with pytest.raises(RuntimeError, match=match):
+        run_checks(["s"], [], None, {"s": check})
+
+
+def _fake_emulator(monkeypatch, checks):
+    monkeypatch.setattr(same_bytes, "CHECKS", checks)
+    monkeypatch.setattr(same_bytes, "emulator_prefix", lambda cpu: [])
+    monkeypatch.setattr(same_bytes, "capability", lambda prefix: "AVX2")
+
+
+@pytest.mark.parametrize("status", [0, 1])
+def test_the_exit_status_says_whether_a_pinned_file_differs(tmp_path, monkeypatch, capsys,
+                                                            status):
+    # the check named "bandit" replaced by a fake one
+    _fake_emulator(monkeypatch, {"bandit": _check("bandit", DRIFTS if status else STEADY)})
+    monkeypatch.setattr(same_bytes.subprocess, "run", _with_version(same_bytes.subprocess.run))
+    assert same_bytes.main(["--checks", "bandit", "--out", str(tmp_path / "o")]) == status
+    text = capsys.readouterr().out
+    assert ("DIFFERENT" in text) == bool(status)
+    rows = (tmp_path / "o" / "checks.csv").read_text().splitlines()
+    assert rows[0].startswith("check,processor,kernels,file,compared_with,same,seconds")
+    record = json.loads((tmp_path / "o" / "config.json").read_text())
+    assert record["command"].startswith("python -m bandits.same_bytes")
+    assert record["versions"]["torch"] == torch.__version__
+
+
+def _with_version(run):
+    """subprocess.run, with the emulator's --version answered here."""
+    import subprocess
+
+    def patched(cmd, *args, **kw):
+        if cmd[-1] == "--version":
+            return subprocess.CompletedProcess(cmd, 0, "qemu-x86_64 version 0\n", "")
+        return run(cmd, *args, **kw)
+    return patched
+
+
+def test_a_check_that_fails_leaves_no_output_folder_and_no_traceback(tmp_path, monkeypatch,
+                                                                   capsys):
+    _fake_emulator(monkeypatch, {"bandit": _check("bandit", "sys.exit('broken')")})
+    assert same_bytes.main(["--checks", "bandit", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "broken" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_no_emulator_is_a_one_line_error_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(same_bytes.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(same_bytes.shutil, "which", lambda name: None)
     assert same_bytes.main(["--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip()

@@ -22,8 +22,11 @@ would run on the real processor. Emulation is slow (about 10-30 times).
 
 Outputs in ``--out DIR`` (default ``runs/<timestamp>-same-bytes``): ``checks.csv`` (per
 check, processor, kernels and file: what it was compared with, whether it is the same,
-the command's seconds) and ``config.json`` (command, machine, the emulator, torch's own
-kernel set on each processor). Exit status 1 when a pinned pair differs.
+the command's seconds) and ``config.json`` (command, machine, versions, the emulator,
+torch's own kernel set on each processor). A shipped result is compared only where it was
+made under the pin with this torch version (else the command says so and stops). Exit
+status 0 when every pinned file is the same, 1 when one differs (from the other
+processor's or from the shipped one), 2 when a check could not be run.
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ from bandits.core.config import (
     first_paragraph,
     setting,
 )
-from bandits.core.files import machine, write_csv, write_json
+from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
-from bandits.core.processes import stop_on_ctrl_c
+from bandits.core.processes import die_with_parent, stop_on_ctrl_c
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR = "qemu-x86_64"
@@ -120,13 +123,22 @@ def _run(prefix: list[str], argv: list[str], env: dict[str, str]) -> float:
     """Seconds taken by ``python ARGV`` after ``prefix``; a RuntimeError with the end of
     its output when it fails."""
     start = time.perf_counter()
-    done = subprocess.run([*prefix, sys.executable, *argv], env=env, cwd=REPO,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = " ".join((done.stderr or done.stdout).split()[-40:])
-        raise RuntimeError(f"{shlex.join([*prefix, 'python', *argv])} failed "
-                           f"(exit {done.returncode}): {tail}")
+    _call([*prefix, sys.executable, *argv], env, f"{shlex.join([*prefix, 'python', *argv])}")
     return time.perf_counter() - start
+
+
+def _call(cmd: list[str], env: dict[str, str], what: str) -> str:
+    """The standard output of ``cmd`` (killed with this process; run from the repository's
+    root); a RuntimeError naming ``what`` with the end of its output when it fails."""
+    done = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True,
+                          preexec_fn=die_with_parent if sys.platform.startswith("linux")
+                          else None)
+    if done.returncode != 0:
+        lines = [ln for ln in (done.stderr or done.stdout).splitlines()
+                 if "TCG doesn't support" not in ln]  # the emulator's feature warnings
+        tail = " ".join(" ".join(lines).split()[-40:])
+        raise RuntimeError(f"{what} failed (exit {done.returncode}): {tail}")
+    return done.stdout
 
 
 def capability(prefix: list[str]) -> str:
@@ -135,24 +147,45 @@ def capability(prefix: list[str]) -> str:
     for name in kernels.PIN:
         env.pop(name, None)
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    done = subprocess.run([*prefix, sys.executable, "-c", code], env=env,
-                          capture_output=True, text=True, check=True)
-    return done.stdout.strip()
+    return _call([*prefix, sys.executable, "-c", code], env,
+                 f"{' '.join(prefix) or 'this processor'}: reading torch's kernel set").strip()
+
+
+def shipped_ok(folder: Path) -> None:
+    """A RuntimeError unless the shipped result in ``folder`` was made under the pin with
+    this torch version (else its bytes are not promised, whatever the processor)."""
+    import torch
+
+    try:
+        versions = json.loads((folder / "config.json").read_text())["versions"]
+        pinned, made = versions["kernels"]["pinned"], versions["torch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise RuntimeError(f"{folder}/config.json records no torch version or kernels: "
+                           "not a shipped result to compare with") from None
+    if pinned is not True or made != torch.__version__:
+        raise RuntimeError(f"{folder} was made with torch {made}, kernels "
+                           f"{'pinned' if pinned else 'unpinned'}; its bytes are promised "
+                           f"only under the pin with the same torch (here {torch.__version__})")
 
 
 def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
-               checks: dict[str, Check] = CHECKS) -> list[dict]:
-    """Each check on this processor (prefix ``[]``) and on ``emulated``, pinned (and
-    unpinned where it says so): a row per processor, kernels and file."""
+               checks: dict[str, Check] | None = None) -> list[dict]:
+    """Each check (of ``checks``, else :data:`CHECKS`) on this processor (prefix ``[]``)
+    and on ``emulated``, pinned (and unpinned where it says so): a row per processor,
+    kernels and file, compared with the shipped file where the check has one, and the
+    emulated processor's file with this one's."""
+    checks = CHECKS if checks is None else checks
     rows = []
     base = {**os.environ, "BANDITS_WORKERS": "1"}
     for name in [*kernels.PIN, kernels.NATIVE]:  # each run pins (or not) for itself
         base.pop(name, None)
-    if data_dir:
-        base["BANDITS_DATA_DIR"] = data_dir
+    if data_dir:  # the commands run from the repository's root
+        base["BANDITS_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             check = checks[name]
+            if check.shipped is not None:
+                shipped_ok(check.shipped)
             modes = [("pinned", {}), *([("native", {kernels.NATIVE: "1"})]
                                        if check.unpinned else [])]
             for mode, extra in modes:
@@ -162,29 +195,37 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                     seconds = _run(prefix, check.argv(out), {**base, **extra})
                     _ran_as_asked(out, mode == "pinned")
                     outs[where] = (out, seconds)
-                for where, (out, seconds) in outs.items():
+                pairs = [("emulated", "this processor", outs["this"][0])]
+                if check.shipped is not None and mode == "pinned":
+                    pairs = [("this", "shipped", check.shipped),
+                             ("emulated", "shipped", check.shipped), *pairs]
+                for where, what, folder in pairs:
+                    out, seconds = outs[where]
                     for f in check.files:
-                        against = (check.shipped / f if check.shipped is not None
-                                   else outs["this"][0] / f)
-                        if check.shipped is None and where == "this":
-                            continue  # the reference of the pair
-                        rows.append({
-                            "check": name, "processor": where, "kernels": mode, "file": f,
-                            "compared_with": ("shipped" if check.shipped is not None
-                                              else "this processor"),
-                            "same": (out / f).read_bytes() == against.read_bytes(),
-                            "seconds": round(seconds, 1)})
+                        rows.append({"check": name, "processor": where, "kernels": mode,
+                                     "file": f, "compared_with": what,
+                                     "same": _read(out / f) == _read(folder / f),
+                                     "seconds": round(seconds, 1)})
     return rows
+
+
+def _read(file: Path) -> bytes:
+    try:
+        return file.read_bytes()
+    except OSError as e:
+        raise RuntimeError(f"cannot read {file.name} of {file.parent.name}: "
+                           f"{e.strerror or e}") from None
 
 
 def _ran_as_asked(out: Path, pinned: bool) -> None:
     """A RuntimeError where the run's ``config.json`` records other kernels than asked
-    for (a user's own pin variables, say); nothing where it records none."""
+    for, or none."""
     try:
         record = json.loads((out / "config.json").read_text())["versions"]["kernels"]
+        said = record["pinned"]
     except (OSError, ValueError, KeyError, TypeError):
-        return
-    if record.get("pinned") is not pinned:
+        raise RuntimeError(f"{out.name}: its config.json records no kernels") from None
+    if said is not pinned:
         asked = "pinned" if pinned else "the libraries' own"
         raise RuntimeError(f"{out.name} ran with the kernels {record}, not {asked}")
 
@@ -208,12 +249,14 @@ def _main(argv: Sequence[str] | None) -> int:
         start = time.perf_counter()
         try:
             found = {"this": capability([]), "emulated": capability(emulated)}
-            if found["emulated"] not in ("AVX2", "AVX512"):
-                raise RuntimeError(f"the emulated {cfg.cpu} has no AVX2 (torch finds "
-                                   f"{found['emulated']}): the pin promises nothing there; "
-                                   "choose a model with AVX2, e.g. Haswell-v4")
+            for where, found_here in found.items():
+                if found_here not in ("AVX2", "AVX512"):
+                    name = "this processor" if where == "this" else f"the emulated {cfg.cpu}"
+                    raise RuntimeError(f"{name} has no AVX2 (torch finds {found_here}): the "
+                                       "pin promises nothing there; emulate a model with "
+                                       "AVX2, e.g. Haswell-v4")
             rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir)
-        except (RuntimeError, subprocess.CalledProcessError) as e:
+        except RuntimeError as e:
             print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
             remove_if_unused(out)
             return 2
@@ -221,10 +264,14 @@ def _main(argv: Sequence[str] | None) -> int:
         done = subprocess.run([EMULATOR, "--version"], capture_output=True, text=True)
         write_json({"checks": cfg.checks, "cpu": cfg.cpu,
                     "command": "python -m bandits.same_bytes " + shlex.join(argv),
-                    "machine": machine(), "emulator": done.stdout.splitlines()[0],
+                    "machine": machine(), "versions": package_versions(),
+                    "emulator": done.stdout.splitlines()[0],
                     "torch_kernels_unpinned": found,
                     "wall_seconds": round(time.perf_counter() - start, 1)},
                    out / "config.json")
+    except KeyboardInterrupt:
+        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
+        raise
     finally:
         release_dir(out)
     differ = [r for r in rows if r["kernels"] == "pinned" and not r["same"]]
@@ -234,5 +281,9 @@ def _main(argv: Sequence[str] | None) -> int:
               f"({r['seconds']:.0f} s)")
     print(f"torch's own kernels: {found['this']} here, {found['emulated']} on the emulated "
           f"{cfg.cpu}")
+    native = [r["same"] for r in rows if r["kernels"] == "native"]
+    if native and all(native):
+        print("note: unpinned, both processors gave the same bytes too: the emulated "
+              "processor took no other kernel path, so this check shows little")
     print(f"outputs in {out}")
     return 1 if differ else 0
