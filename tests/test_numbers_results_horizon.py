@@ -348,6 +348,14 @@ def _paper_machine() -> str:
             f"agents as one population)")
 
 
+def _paper_kernels() -> str:
+    """The kernels the run records: the libraries' own, on a processor with AVX-512."""
+    k = _config(PAPER)["versions"]["kernels"]
+    assert k["pinned"] is False and k["aten"] == "AVX512", k
+    return ("each, the libraries' own kernels (`BANDITS_NATIVE_KERNELS=1`; under the "
+            "[pinned kernels]")
+
+
 def _paper_workers() -> str:
     return (f"(BBB's worker {_worker(PAPER, 'bbb')} s, the epsilon-greedy worker "
             f"{_worker(PAPER, 'greedy')} s;")
@@ -358,6 +366,14 @@ def _metrics_thinned(run: str, about: bool = False) -> str:
     size = f"about {round(n, -2)}" if about else f"{n}"
     return (f"`metrics.csv` thinned to {size} steps per run (the run writes "
             f"{_config(run)['log_points']};")
+
+
+def _metrics_written(run: str) -> str:
+    """A shipped ``metrics.csv`` as its run wrote it: its steps per run and the flag."""
+    n, points = _thinned(run), _config(run)["log_points"]
+    assert len(_csv(f"{run}/metrics.csv")) == n * 40  # 4 agents x 10 seeds, nothing cut
+    return (f"`metrics.csv` as the run wrote it: {n} steps per run (`--log-points "
+            f"{points}`:")
 
 
 def _floors() -> dict[str, float]:
@@ -839,7 +855,8 @@ def _old_probes() -> str:
 
 QUOTES = [  # (a page, a callable giving a snippet of its prose, built from the files)
     *((_page(PAPER), q) for q in (
-        _paper_set_up, _paper_machine, _paper_workers, lambda: _metrics_thinned(PAPER),
+        _paper_set_up, _paper_machine, _paper_kernels, _paper_workers,
+        lambda: _metrics_written(PAPER),
         _exploration_cost, _paper_met, _paper_floors, _paper_not_met, _starved, _paper_bar,
         _paper_mistakes, _paper_spread, _paper_pessimistic, _kl_seen_summary, _screen_20k)),
     *((_page(KL_SEEN), q) for q in (
@@ -899,7 +916,7 @@ SETTINGS = {
     _page(PAPER): {"Blundell et al. 2015, section 5.3", "(sigma 1), likelihood noise 0.1",
                    "initial posterior sigma 0.02", "(4208 edible and 3916\npoisonous",
                    "10,000", "40,001", "50,000", "(step 4096)", "the last 4096", "4096, was",
-                   "20,000", "(a buffer of 50,000)"},
+                   "20,000", "(a buffer of 50,000)", "with AVX-512)"},
     _page(KL_SEEN): {"10,000", "4096"},
     _page(H100): {"Blundell et al. 2015, section 5.3", "2 x 100 ReLU; buffer 4096",
                   "noise 0.1", "per 2000 steps", "in every 2000 steps",

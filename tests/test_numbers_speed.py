@@ -73,17 +73,6 @@ def _default_command_wall() -> str:
     return "--overwrite`, " + wall.replace(" min ", " min\n") + ";"
 
 
-def _long_preset_estimate() -> str:
-    """The `long` preset's time alone: an observation its run's README states (the shipped
-    run shared the cores), quoted as that README gives it."""
-    text = (REPO / "results/mushroom/paper-horizon/README.md").read_text(encoding="utf-8")
-    m = re.search(r"alone the run takes about (\d+) min: its slower worker made ([\d-]+) "
-                  r"steps per second", " ".join(text.split()))
-    assert m, "the paper-horizon README no longer states the run's time alone"
-    return (f"about {m[1]} minutes (estimated\nfrom its slower worker's {m[2]} steps per "
-            "second")
-
-
 # ---- the training step: fused against the per-agent loop, on a CPU
 
 
@@ -336,7 +325,7 @@ def _mnist_workers() -> str:
 
 
 QUOTES = [(PAGE, text) for text in (
-    _scaling, _default_command, _default_command_wall, _long_preset_estimate,
+    _scaling, _default_command, _default_command_wall,
     _fused_step, _populations, _gflops, _matmul_precision,
     _h100, _h100_run, _h200, _h200_run,
     _disjoint_inputs, _grouped_rows, _widths, _denormals, _six_agents, _bbb_weights,
