@@ -35,7 +35,22 @@ def _probe(**extra: str) -> dict:
 
 @x86
 def test_the_pin_set_before_torch_loads_is_in_force():
-    assert _probe() == {"pinned": True, "aten": "AVX2", **kernels.PIN}
+    assert _probe() == {"pinned": True, "aten": "AVX2", **kernels.PIN,
+                        "processor": kernels.processor()}
+
+
+def test_the_record_names_the_processor():
+    name = kernels.processor()
+    assert name and name == kernels.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        text = cpuinfo.read_text()
+        vendor = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
+                       if ln.startswith("vendor_id")), None)
+        if vendor:
+            assert name.startswith(vendor)
+        first = text.split("\n\n")[0]
+        assert name.endswith(" avx512") == (" avx512f" in first)
 
 
 @x86

@@ -19,11 +19,17 @@ records what was in force (:func:`record`). To let the libraries choose their fa
 kernels instead (other bytes; ``python -m bandits.bench --kernels`` measures the
 difference), set ``BANDITS_NATIVE_KERNELS=1``.
 
-What the pin promises: the same bytes for the same command and torch version on any
-x86-64 processor with AVX2, for any number of workers. Not promised: another torch (or
-MKL) version, a GPU, a processor without AVX2, ARM. The pin acts only where it is set
-before torch is first imported: a program that imports torch first and then calls an
-entry point's ``main`` runs with whatever kernels torch chose (:func:`record` says so).
+What the pin gives: the same code paths (AVX2) whatever the processor offers beyond AVX2.
+What it does not give: the same bytes on every processor. On an emulated Intel Haswell
+(``python -m bandits.same_bytes``) matrix products, ``sqrt``, ``exp`` and ``log`` come
+out other bytes than on the AMD EPYC the shipped results were made on, even pinned: MKL's
+vector functions refine approximate-reciprocal instructions whose results each processor
+model defines for itself (here ``torch.sqrt`` is not correctly rounded; emulated, it is),
+and its matrix products differ too. What is promised: the same bytes for the same command
+and torch version on the same processor model, for any number of workers; ``config.json``
+records the processor (:func:`processor`). The pin acts only where it is set before torch
+is first imported: a program that imports torch first and then calls an entry point's
+``main`` runs with whatever kernels torch chose (:func:`record` says so).
 
 This module imports only the standard library.
 """
@@ -75,10 +81,27 @@ def in_force() -> bool:
     return torch.backends.cpu.get_cpu_capability() == "AVX2"
 
 
+def processor() -> str:
+    """The processor, as ``/proc/cpuinfo`` names it: vendor and model name, and ``avx512``
+    where it has AVX-512 (where there is no ``/proc/cpuinfo``: ``platform.processor()``)."""
+    try:
+        first = open("/proc/cpuinfo", encoding="utf-8").read().split("\n\n")[0]
+    except OSError:
+        return platform.processor() or platform.machine()
+    fields = {}
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    parts = [fields.get("vendor_id", ""), fields.get("model name", "")]
+    if " avx512f " in f" {fields.get('flags', '')} ":
+        parts.append("avx512")
+    return " ".join(p for p in parts if p) or platform.machine()
+
+
 def record() -> dict[str, object]:
     """What ``config.json`` records of the kernels: whether the pin is in force, torch's
     kernel set, and each of the pin's variables as this process has it (None: unset)."""
     import torch
 
     return {"pinned": in_force(), "aten": torch.backends.cpu.get_cpu_capability(),
-            **{name: os.environ.get(name) for name in PIN}}
+            **{name: os.environ.get(name) for name in PIN}, "processor": processor()}
