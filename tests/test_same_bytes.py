@@ -152,3 +152,22 @@ def test_a_short_bandit_run_is_the_same_bytes_on_an_emulated_haswell(mushroom_da
                   ("metrics.csv", "summary.csv"))
     rows = run_checks(["bandit"], emulated, str(mushroom_data_dir), {"bandit": short})
     assert [r["same"] for r in rows] == [True, True], rows
+
+
+def test_a_kept_check_leaves_each_processors_files_in_the_output(tmp_path):
+    kept = tmp_path / "out"
+    rows = run_checks(["k"], [], None, {"k": _check("k", STEADY, unpinned=True, keep=True)},
+                      keep=kept)
+    assert [r["same"] for r in rows] == [True, True]
+    assert sorted(p.parent.name for p in kept.glob("*/a.txt")) == [
+        "k-native-emulated", "k-native-this", "k-pinned-emulated", "k-pinned-this"]
+
+
+def test_the_ops_check_hashes_every_operation_and_counts_sqrts_off_by_a_rounding(tmp_path):
+    rows = run_checks(["ops"], [], None, keep=tmp_path)
+    assert all(r["same"] for r in rows)  # one processor: the same bytes twice
+    table = (tmp_path / "ops-pinned-this" / "ops.csv").read_text().splitlines()
+    assert table[0] == "op,sha256" and {"mm", "sqrt", "exp", "log"} <= {
+        line.split(",")[0] for line in table}
+    assert table[-1].startswith("sqrt: values not correctly rounded (of 4096),")
+    assert 0 <= int(table[-1].rsplit(",", 1)[1]) <= 4096

@@ -15,7 +15,10 @@ files each check names. The checks:
 * ``regression``: ``python -m bandits.regression``, against the shipped
   ``results/regression``;
 * ``quick``: the default command (``--log-points 500``, as the test that reruns it),
-  against the shipped ``results/mushroom/quick``.
+  against the shipped ``results/mushroom/quick``;
+* ``ops``: single operations on fixed inputs (matrix products, ``sqrt``, ``exp``, ``log``,
+  ...), each one's bytes hashed, and whether ``sqrt`` is correctly rounded: where a
+  difference comes from. Its ``ops.csv`` of each processor is kept in ``--out``.
 
 Every command runs in one process (``--workers 1``): a worker process started by exec
 would run on the real processor. Emulation is slow (about 10-30 times).
@@ -72,6 +75,36 @@ class Check:
     files: tuple[str, ...]
     shipped: Path | None = None
     unpinned: bool = False
+    keep: bool = False  # its files copied to --out/<check>-<kernels>-<processor>/
+
+
+# The ``ops`` check: each operation's output bytes hashed (sha256), on fixed inputs.
+OPS = r"""
+import hashlib, pathlib, sys
+import numpy as np, torch
+torch.set_num_threads(1)
+g = torch.Generator().manual_seed(0)
+x, w = torch.randn(64, 119, generator=g), torch.randn(100, 119, generator=g)
+b = torch.randn(100, generator=g)
+v = torch.randn(4096, generator=g)
+pos = v.abs() + 1e-3
+exact_sqrt = np.sqrt(pos.numpy().astype(np.float64)).astype(np.float32)
+ops = {"inputs (randn)": v, "mm": x @ w.T, "addmm": torch.addmm(b, x, w.T),
+       "bmm": torch.bmm(x.expand(4, 64, 119), w.T.expand(4, 119, 100)),
+       "sqrt": torch.sqrt(pos), "exp": torch.exp(v), "log": torch.log(pos),
+       "log1p": torch.log1p(pos), "softplus": torch.nn.functional.softplus(v),
+       "tanh": torch.tanh(v), "sigmoid": torch.sigmoid(v), "sum": v.sum().reshape(1),
+       "div": v / (v.abs() + 1.0)}
+out = pathlib.Path(sys.argv[1]); out.mkdir()
+rows = ["op,sha256"] + [f"{k},{hashlib.sha256(t.contiguous().numpy().tobytes()).hexdigest()[:16]}"
+                        for k, t in ops.items()]
+wrong = int((torch.sqrt(pos).numpy() != exact_sqrt).sum())
+rows.append(f"sqrt: values not correctly rounded (of 4096),{wrong}")
+(out / "ops.csv").write_text("\n".join(rows) + "\n")
+import json
+from bandits.core import kernels
+(out / "config.json").write_text(json.dumps({"versions": {"kernels": kernels.record()}}))
+"""
 
 
 CHECKS: dict[str, Check] = {c.name: c for c in (
@@ -85,6 +118,8 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
                                 "--no-progress", "--out", str(out)],
           ("summary.csv", "metrics.csv", "phases.csv"),
           shipped=REPO / "results" / "mushroom" / "quick"),
+    Check("ops", lambda out: ["-c", "from bandits.core import kernels; kernels.pin()\n" + OPS,
+                              str(out)], ("ops.csv",), unpinned=True, keep=True),
 )}
 
 
@@ -123,7 +158,8 @@ def _run(prefix: list[str], argv: list[str], env: dict[str, str]) -> float:
     """Seconds taken by ``python ARGV`` after ``prefix``; a RuntimeError with the end of
     its output when it fails."""
     start = time.perf_counter()
-    _call([*prefix, sys.executable, *argv], env, f"{shlex.join([*prefix, 'python', *argv])}")
+    what = shlex.join([*prefix, "python", *argv])
+    _call([*prefix, sys.executable, *argv], env, what if len(what) < 200 else what[:196] + " ...")
     return time.perf_counter() - start
 
 
@@ -169,7 +205,7 @@ def shipped_ok(folder: Path) -> None:
 
 
 def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
-               checks: dict[str, Check] | None = None) -> list[dict]:
+               checks: dict[str, Check] | None = None, keep: Path | None = None) -> list[dict]:
     """Each check (of ``checks``, else :data:`CHECKS`) on this processor (prefix ``[]``)
     and on ``emulated``, pinned (and unpinned where it says so): a row per processor,
     kernels and file, compared with the shipped file where the check has one, and the
@@ -195,6 +231,11 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                     seconds = _run(prefix, check.argv(out), {**base, **extra})
                     _ran_as_asked(out, mode == "pinned")
                     outs[where] = (out, seconds)
+                    if check.keep and keep is not None:
+                        kept = keep / f"{name}-{mode}-{where}"
+                        kept.mkdir(parents=True, exist_ok=True)
+                        for f in check.files:
+                            shutil.copyfile(out / f, kept / f)
                 pairs = [("emulated", "this processor", outs["this"][0])]
                 if check.shipped is not None and mode == "pinned":
                     pairs = [("this", "shipped", check.shipped),
@@ -240,7 +281,8 @@ def _main(argv: Sequence[str] | None) -> int:
         cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
         emulated = emulator_prefix(cfg.cpu)
-        out = output_dir(cfg.out, "same-bytes", cfg.overwrite, ("checks.csv", "config.json"),
+        out = output_dir(cfg.out, "same-bytes", cfg.overwrite,
+                         ("checks.csv", "config.json", "ops-*/ops.csv"),
                          kind="bandits.same_bytes")
     except (UsageError, OutputDirError) as e:
         print(f"bandits.same_bytes: error: {e}", file=sys.stderr)
@@ -255,7 +297,8 @@ def _main(argv: Sequence[str] | None) -> int:
                     raise RuntimeError(f"{name} has no AVX2 (torch finds {found_here}): the "
                                        "pin promises nothing there; emulate a model with "
                                        "AVX2, e.g. Haswell-v4")
-            rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir)
+            rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir,
+                              keep=out)
         except RuntimeError as e:
             print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
             remove_if_unused(out)
