@@ -15,8 +15,10 @@ from bandits.tools.same_bytes import Check, run_checks
 # a fake command: writes a.txt (BODY) and the kernels record a run's config.json holds
 WRITE = ("import json, os, sys, pathlib; p = pathlib.Path(sys.argv[1]); p.mkdir(); "
          "pinned = os.environ.get('BANDITS_NATIVE_KERNELS') != '1'; "
-         "(p / 'config.json').write_text(json.dumps("
-         "{'versions': {'kernels': {'pinned': pinned}}})); ")
+         "(p / 'config.json').write_text(json.dumps({'versions': {'kernels': {"
+         "'pinned': pinned and os.environ.get('MKL_CBWR', 'AVX2') == 'AVX2', "
+         "'MKL_CBWR': os.environ.get('MKL_CBWR', 'AVX2'), 'ATEN_CPU_CAPABILITY': 'avx2', "
+         "'ONEDNN_MAX_CPU_ISA': 'AVX2'}}})); ")
 
 
 def _check(name: str, body: str, **kw) -> Check:
@@ -171,3 +173,10 @@ def test_the_ops_check_hashes_every_operation_and_counts_sqrts_off_by_a_rounding
         line.split(",")[0] for line in table}
     assert table[-1].startswith("sqrt: values not correctly rounded (of 4096),")
     assert 0 <= int(table[-1].rsplit(",", 1)[1]) <= 4096
+
+
+def test_another_mkl_mode_is_run_checked_and_named_for_what_it_is(tmp_path):
+    rows = run_checks(["k"], [], None, {"k": _check("k", STEADY, keep=True)}, keep=tmp_path,
+                      mkl_cbwr="COMPATIBLE")
+    assert [(r["kernels"], r["same"]) for r in rows] == [("MKL_CBWR=COMPATIBLE", True)]
+    assert (tmp_path / "k-mkl_cbwr-compatible-emulated" / "a.txt").is_file()

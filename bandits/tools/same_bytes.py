@@ -135,6 +135,10 @@ class Config:
                                    "or the cache)", type=str)
     out: str | None = setting(None, "output directory (default runs/<timestamp>-same-bytes)",
                               type=str)
+    mkl_cbwr: str | None = setting(
+        None, "MKL_CBWR for the pinned runs instead of the pin's AVX2 (e.g. COMPATIBLE, "
+        "MKL's code for every x86-64 processor); the kernels mode is then named "
+        "'MKL_CBWR=VALUE'", type=str)
     overwrite: bool = setting(False, "replace this command's outputs in --out")
 
 
@@ -205,7 +209,8 @@ def shipped_ok(folder: Path) -> None:
 
 
 def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
-               checks: dict[str, Check] | None = None, keep: Path | None = None) -> list[dict]:
+               checks: dict[str, Check] | None = None, keep: Path | None = None,
+               mkl_cbwr: str | None = None) -> list[dict]:
     """Each check (of ``checks``, else :data:`CHECKS`) on this processor (prefix ``[]``)
     and on ``emulated``, pinned (and unpinned where it says so): a row per processor,
     kernels and file, compared with the shipped file where the check has one, and the
@@ -222,17 +227,18 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
             check = checks[name]
             if check.shipped is not None:
                 shipped_ok(check.shipped)
-            modes = [("pinned", {}), *([("native", {kernels.NATIVE: "1"})]
-                                       if check.unpinned else [])]
+            pinned = (("pinned", {}) if mkl_cbwr is None
+                      else (f"MKL_CBWR={mkl_cbwr}", {"MKL_CBWR": mkl_cbwr}))
+            modes = [pinned, *([("native", {kernels.NATIVE: "1"})] if check.unpinned else [])]
             for mode, extra in modes:
                 outs = {}
                 for where, prefix in (("this", []), ("emulated", emulated)):
                     out = Path(tmp) / f"{name}-{mode}-{where}"
                     seconds = _run(prefix, check.argv(out), {**base, **extra})
-                    _ran_as_asked(out, mode == "pinned")
+                    _ran_as_asked(out, mode != "native", mkl_cbwr)
                     outs[where] = (out, seconds)
                     if check.keep and keep is not None:
-                        kept = keep / f"{name}-{mode}-{where}"
+                        kept = keep / f"{name}-{mode.replace('=', '-').lower()}-{where}"
                         kept.mkdir(parents=True, exist_ok=True)
                         for f in check.files:
                             shutil.copyfile(out / f, kept / f)
@@ -258,12 +264,15 @@ def _read(file: Path) -> bytes:
                            f"{e.strerror or e}") from None
 
 
-def _ran_as_asked(out: Path, pinned: bool) -> None:
+def _ran_as_asked(out: Path, pinned: bool, mkl_cbwr: str | None = None) -> None:
     """A RuntimeError where the run's ``config.json`` records other kernels than asked
-    for, or none."""
+    for (the pin, with ``mkl_cbwr`` for MKL's where given), or none."""
     try:
         record = json.loads((out / "config.json").read_text())["versions"]["kernels"]
         said = record["pinned"]
+        if pinned and mkl_cbwr is not None:  # the pin but MKL's variable
+            said = record["MKL_CBWR"] == mkl_cbwr and all(
+                record[k] == v for k, v in kernels.PIN.items() if k != "MKL_CBWR")
     except (OSError, ValueError, KeyError, TypeError):
         raise RuntimeError(f"{out.name}: its config.json records no kernels") from None
     if said is not pinned:
@@ -298,14 +307,14 @@ def _main(argv: Sequence[str] | None) -> int:
                                        "pin promises nothing there; emulate a model with "
                                        "AVX2, e.g. Haswell-v4")
             rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir,
-                              keep=out)
+                              keep=out, mkl_cbwr=cfg.mkl_cbwr)
         except RuntimeError as e:
             print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
             remove_if_unused(out)
             return 2
         write_csv(rows, out / "checks.csv")
         done = subprocess.run([EMULATOR, "--version"], capture_output=True, text=True)
-        write_json({"checks": cfg.checks, "cpu": cfg.cpu,
+        write_json({"checks": cfg.checks, "cpu": cfg.cpu, "mkl_cbwr": cfg.mkl_cbwr,
                     "command": "python -m bandits.same_bytes " + shlex.join(argv),
                     "machine": machine(), "versions": package_versions(),
                     "emulator": done.stdout.splitlines()[0],
@@ -317,7 +326,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise
     finally:
         release_dir(out)
-    differ = [r for r in rows if r["kernels"] == "pinned" and not r["same"]]
+    differ = [r for r in rows if r["kernels"] != "native" and not r["same"]]
     for r in rows:
         print(f"{r['check']:>10} {r['processor']:>8} {r['kernels']:>6} {r['file']:<14} "
               f"{'same' if r['same'] else 'DIFFERENT'} as {r['compared_with']} "
