@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -180,3 +181,65 @@ def test_another_mkl_mode_is_run_checked_and_named_for_what_it_is(tmp_path):
                       mkl_cbwr="COMPATIBLE")
     assert [(r["kernels"], r["same"]) for r in rows] == [("MKL_CBWR=COMPATIBLE", True)]
     assert (tmp_path / "k-mkl_cbwr-compatible-emulated" / "a.txt").is_file()
+
+
+# ---- the shipped check: results/same-bytes, its page built from its files
+
+SHIPPED = Path(__file__).resolve().parents[1] / "results" / "same-bytes"
+
+
+def checks_table(folder: Path) -> list[str]:
+    """The page's rows of a shipped folder's ``checks.csv``."""
+    import csv
+
+    with open(folder / "checks.csv", newline="") as f:
+        return [f"| {r['check']} | {r['processor']} | {r['kernels']} | {r['file']} | "
+                f"{r['compared_with']} | {'same' if r['same'] == 'True' else '**other bytes**'}"
+                f" | {float(r['seconds']):.0f} |" for r in csv.DictReader(f)]
+
+
+def ops_table(modes: dict[str, Path]) -> list[str]:
+    """The page's rows of the ``ops`` check: per operation and kernels mode, whether this
+    processor and the emulated one gave the same bytes; the last row: the sqrts that are
+    not correctly rounded on each."""
+    read = {}
+    for mode, (here, there) in modes.items():
+        a = dict(line.rsplit(",", 1) for line in here.read_text().splitlines()[1:])
+        b = dict(line.rsplit(",", 1) for line in there.read_text().splitlines()[1:])
+        read[mode] = (a, b)
+    first = next(iter(read.values()))[0]
+    rows = []
+    for op in first:
+        if op.startswith("sqrt: "):
+            cells = [f"{a[op]} here, {b[op]} emulated" for a, b in read.values()]
+        else:
+            cells = ["same" if a[op] == b[op] else "**other bytes**" for a, b in read.values()]
+        rows.append(f"| {op} | " + " | ".join(cells) + " |")
+    return rows
+
+
+def _ops_modes() -> dict[str, tuple[Path, Path]]:
+    ops, compat = SHIPPED / "ops", SHIPPED / "compatible"
+    return {"pinned": (ops / "ops-pinned-this/ops.csv", ops / "ops-pinned-emulated/ops.csv"),
+            "compatible": (compat / "ops-mkl_cbwr-compatible-this/ops.csv",
+                           compat / "ops-mkl_cbwr-compatible-emulated/ops.csv")}
+
+
+def test_the_shipped_page_is_its_files():
+    bandit = same_bytes.CHECKS["bandit"].argv(Path("o"))
+    assert bandit[bandit.index("--steps") + 1] == "400"  # "a 400-step ... run" (and docs)
+    page = (SHIPPED / "README.md").read_text()
+    for folder in ("short", "ops", "compatible"):
+        for row in checks_table(SHIPPED / folder):
+            assert row in page, row
+        record = json.loads((SHIPPED / folder / "config.json").read_text())
+        assert f"    {record['command']}" in page
+    for row in ops_table(_ops_modes()):
+        assert row in page, row
+    flat = " ".join(page.split())
+    counts = {m: [int(p.read_text().splitlines()[-1].rsplit(",", 1)[1]) for p in pair]
+              for m, pair in _ops_modes().items()}
+    assert counts["pinned"][0] == counts["compatible"][0]  # "here in either mode"
+    assert f"here in either mode ({counts['pinned'][0]} of 4096 values)" in flat
+    assert counts["pinned"][1] == 0  # "correctly rounded under the pin"
+    assert f"off in {counts['compatible'][1]} values in the compatible mode" in flat
