@@ -23,7 +23,6 @@ from bandits.mnist.model_files import (
     write_histograms,
 )
 
-
 KIND_COLORS = {"sgd": OKABE_ITO[0], "dropout": OKABE_ITO[1], "bbb-gaussian": OKABE_ITO[2],
                "bbb-mixture": OKABE_ITO[3]}
 """The colour of each kind of model in every figure of a report (Figures 2-4 give one
