@@ -146,15 +146,21 @@ def test_no_emulator_is_a_one_line_error_and_writes_nothing(tmp_path, monkeypatc
 @pytest.mark.skipif(shutil.which(same_bytes.EMULATOR) is None or
                     same_bytes.platform.machine().lower() not in ("x86_64", "amd64"),
                     reason="needs QEMU's user-mode emulator (qemu-x86_64) on x86-64")
-def test_a_short_bandit_run_is_the_same_bytes_on_an_emulated_haswell(mushroom_data_dir):
+def test_on_an_emulated_haswell_mkls_operations_differ_and_torchs_own_agree(tmp_path):
+    """What the docs say of the pin (docs/simulator.md, results/same-bytes): pinned, an
+    emulated Intel Haswell gives other bytes for MKL's matrix products and vector
+    functions, the same for torch's own kernels."""
     emulated = same_bytes.emulator_prefix("Haswell-v4")
     assert same_bytes.capability(emulated) == "AVX2"  # the emulator is in effect
-    short = Check("bandit", lambda out: ["-m", "bandits.run", "--agent", "bbb", "--seeds",
-                                         "1", "--steps", "60", "--workers", "1",
-                                         "--no-progress", "--out", str(out)],
-                  ("metrics.csv", "summary.csv"))
-    rows = run_checks(["bandit"], emulated, str(mushroom_data_dir), {"bandit": short})
-    assert [r["same"] for r in rows] == [True, True], rows
+    rows = run_checks(["ops"], emulated, None, keep=tmp_path)
+    assert [r["kernels"] for r in rows] == ["pinned", "native"]
+    here, there = (dict(line.rsplit(",", 1) for line in
+                        (tmp_path / f"ops-pinned-{w}" / "ops.csv").read_text().splitlines()[1:])
+                   for w in ("this", "emulated"))
+    assert [op for op in ("mm", "addmm", "bmm", "sqrt", "exp", "log")
+            if here[op] == there[op]] == []
+    assert [op for op in ("inputs (randn)", "log1p", "softplus", "tanh", "sigmoid", "sum", "div")
+            if here[op] != there[op]] == []
 
 
 def test_a_kept_check_leaves_each_processors_files_in_the_output(tmp_path):
