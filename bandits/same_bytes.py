@@ -1,5 +1,5 @@
 """``python -m bandits.same_bytes``: the shipped results' bytes on an emulated second
-processor (the pinned kernels' promise checked without a second machine).
+processor (a command's bytes checked without a second machine).
 
 The command itself is :mod:`bandits.tools.same_bytes`; this module starts it (after turning
 Ctrl-C on)."""

@@ -1,5 +1,5 @@
-"""The same bytes on every x86-64 machine with AVX2: the math kernels pinned before torch
-loads.
+"""The math kernels pinned before torch loads: the same code paths (AVX2) on every x86-64
+processor, and the same bytes on the same processor model.
 
 torch's own vectorised kernels (ATen), MKL (the BLAS of torch's CPU wheels) and oneDNN
 each choose their code path by the processor they find, and two paths round differently:

@@ -1,16 +1,16 @@
 """The shipped results' bytes on another processor, without a second machine: each
 check's command run here and on an emulated processor, and its files compared.
 
-The pinned kernels (:mod:`bandits.core.kernels`) promise the same bytes on every x86-64
-processor with AVX2. A check run on one processor cannot test that, so this command runs
-each check's command on this processor and again on an emulated one (QEMU's user-mode
+Whether a command gives the same bytes on another processor, under the pinned kernels
+(:mod:`bandits.core.kernels`) or not, cannot be seen on one processor, so this command
+runs each check's command on this processor and again on an emulated one (QEMU's user-mode
 emulator, ``qemu-x86_64 -cpu MODEL``; by default an Intel Haswell: AVX2, no AVX-512, and
 an Intel vendor, for which MKL chooses its own code paths), and compares the bytes of the
 files each check names. The checks:
 
 * ``bandit``: 400 steps of BBB and greedy, one seed, under the pin and with the libraries'
-  own kernels (``BANDITS_NATIVE_KERNELS=1``). The pinned runs must be the same bytes; the
-  unpinned pair says whether the emulated processor takes other kernel paths at all (if it
+  own kernels (``BANDITS_NATIVE_KERNELS=1``): whether the pinned runs are the same bytes;
+  the unpinned pair says whether the emulated processor takes other kernel paths at all (if it
   gives the same bytes too, the check shows nothing);
 * ``regression``: ``python -m bandits.regression``, against the shipped
   ``results/regression``;
