@@ -211,7 +211,7 @@ def test_a_setting_added_later_leaves_the_identity_of_older_runs_as_it_was():
     from bandits.simulator.resume import identity
 
     shipped = json.loads((Path(__file__).parents[1] / "results" / "mushroom"
-                          / "paper-horizon" / "config.json").read_text())  # made before it
+                          / "paper-horizon-kl-seen" / "config.json").read_text())  # made before it
     assert "normalize" not in shipped and identity(shipped) == shipped["identity"]
     assert identity({**shipped, "normalize": "none"}) == shipped["identity"]
     assert identity({**shipped, "normalize": "l2"}) != shipped["identity"]
