@@ -249,3 +249,38 @@ def test_the_shipped_page_is_its_files():
     assert f"here in either mode ({counts['pinned'][0]} of 4096 values)" in flat
     assert counts["pinned"][1] == 0  # "correctly rounded under the pin"
     assert f"off in {counts['compatible'][1]} values in the compatible mode" in flat
+
+
+@pytest.mark.skipif(same_bytes.platform.machine().lower() not in ("x86_64", "amd64"),
+                    reason="the command runs on x86-64 only")
+def test_sigterm_leaves_no_temporary_folder_no_output_and_no_child(tmp_path):
+    """A stand-in emulator on PATH (it runs the program as it is): the command starts a
+    check, is stopped by SIGTERM, and leaves nothing behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bin_dir, scratch = tmp_path / "bin", tmp_path / "scratch"
+    bin_dir.mkdir()
+    scratch.mkdir()
+    fake = bin_dir / same_bytes.EMULATOR
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo fake; exit 0; fi\n'
+                    'shift 2\nexec "$@"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "TMPDIR": str(scratch), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.same_bytes", "--checks",
+                             "regression", "--out", str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 120
+    while not any(scratch.glob("*/regression-*")):  # a check's run has begun
+        assert proc.poll() is None and time.monotonic() < end, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert "stopped by signal SIGTERM" in err
+    time.sleep(1)  # the child, killed with its parent, is gone
+    assert list(scratch.iterdir()) == [] and not out.exists()

@@ -34,6 +34,7 @@ processor's or from the shipped one), 2 when a check could not be run.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -58,6 +59,7 @@ from bandits.core.config import (
 from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.core.processes import die_with_parent, stop_on_ctrl_c
+from bandits.core.startup import on_stop
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR = "qemu-x86_64"
@@ -223,6 +225,7 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
     if data_dir:  # the commands run from the repository's root
         base["BANDITS_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
     with tempfile.TemporaryDirectory() as tmp:
+        on_stop(functools.partial(shutil.rmtree, tmp, True))  # SIGTERM: no folder left
         for name in names:
             check = checks[name]
             if check.shipped is not None:
@@ -296,6 +299,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (UsageError, OutputDirError) as e:
         print(f"bandits.same_bytes: error: {e}", file=sys.stderr)
         return 2
+    on_stop(functools.partial(remove_if_unused, out))  # SIGTERM before any output: no folder
     try:
         start = time.perf_counter()
         try:
