@@ -21,7 +21,7 @@ files each check names. The checks:
   difference comes from. Its ``ops.csv`` of each processor is kept in ``--out``.
 
 Every command runs in one process (``--workers 1``): a worker process started by exec
-would run on the real processor. Emulation is slow (about 10-30 times).
+would run on the real processor. Emulation is slow: minutes where a run here takes seconds.
 
 Outputs in ``--out DIR`` (default ``runs/<timestamp>-same-bytes``): ``checks.csv`` (per
 check, processor, kernels and file: what it was compared with, whether it is the same,
