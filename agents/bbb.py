@@ -64,6 +64,7 @@ from bandits.bayes import (
     posterior_grads,
     sample_weights,
 )
+from bandits.bayes.exact import sqrt
 from bandits.core.config import OPEN, SIGMA, setting
 
 
@@ -160,7 +161,7 @@ class BBBAgent(NeuralAgent):
             mean = batched_linear(h, wm, bm)  # (runs, batch, out)
             v = batched_linear(h * h, wv, bv)
             noise = self.fill_random_(torch.empty_like(mean), "normal")
-            return mean + v.sqrt() * noise
+            return mean + sqrt(v) * noise
 
         var = F.softplus(rho).square()
         return m.apply_layers(x, list(zip(m.split(mu), m.split(var))),

@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from agents.base import Agent, AgentSpec
+from bandits.bayes.exact import sqrt
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import POSITIVE, setting
 
@@ -63,8 +64,8 @@ def cholesky_rank_one_update(L: Tensor, x: Tensor) -> Tensor:
     t = 1 + torch.cumsum(p * p, -1)
     t_prev = torch.cat([torch.ones_like(t[..., :1]), t[..., :-1]], -1)
     tail = (L * p.unsqueeze(-2)).flip(-1).cumsum(-1).flip(-1)  # column j: sum_{i >= j} p_i L_i
-    L.mul_((t / t_prev).sqrt().unsqueeze(-2))
-    L[..., :-1].addcmul_(tail[..., 1:], (p / (t * t_prev).sqrt())[..., None, :-1])
+    L.mul_(sqrt(t / t_prev).unsqueeze(-2))
+    L[..., :-1].addcmul_(tail[..., 1:], (p / sqrt(t * t_prev))[..., None, :-1])
     return L
 
 
@@ -88,8 +89,8 @@ def inverse_factor_rank_one_update(U: Tensor, x: Tensor) -> Tensor:
     tau = torch.cat([torch.ones_like(s[..., :1]), tau_plus[..., :-1]], -1)
     head = U * s.unsqueeze(-2)
     head.cumsum_(-1)  # column j: sum_{i <= j} s_i U_i
-    U.mul_((tau / tau_plus).sqrt().unsqueeze(-2))
-    U[..., 1:].addcmul_(head[..., :-1], (s / (tau * tau_plus).sqrt())[..., None, 1:], value=-1)
+    U.mul_(sqrt(tau / tau_plus).unsqueeze(-2))
+    U[..., 1:].addcmul_(head[..., :-1], (s / sqrt(tau * tau_plus))[..., None, 1:], value=-1)
     return U
 
 
@@ -97,7 +98,7 @@ def inverse_rank_one_update(S: Tensor, x: Tensor) -> Tensor:
     """Sherman-Morrison, in place, batched: ``S (..., d, d)`` symmetric positive definite,
     ``x (..., d)`` -> ``(S^-1 + x x^T)^-1 = S - (S x)(S x)^T / (1 + x^T S x)``."""
     v = (x.unsqueeze(-2) @ S).squeeze(-2)  # (S x)^T = x^T S
-    u = v / (1 + (x * v).sum(-1, keepdim=True)).sqrt()
+    u = v / sqrt(1 + (x * v).sum(-1, keepdim=True))
     S.addcmul_(u.unsqueeze(-1), u.unsqueeze(-2), value=-1)
     return S
 
@@ -220,7 +221,7 @@ class BayesLinearRegression:
             q = (z @ self.U).square().sum(-1)
         else:  # (z^T S) z
             q = ((z @ self.S) * z).sum(-1)
-        return q.squeeze(-1).clamp(min=0).sqrt()  # rounding could make a tiny q negative
+        return sqrt(q.squeeze(-1).clamp(min=0))  # rounding could make a tiny q negative
 
     def inverse_gamma(self, mu: Tensor) -> tuple[Tensor, Tensor]:
         """The posterior ``(a, b)`` of ``sigma^2``, each ``(runs, actions)``."""
@@ -239,7 +240,7 @@ class BayesLinearRegression:
         sigma2 = b / gamma  # IG(a, b): b / Gamma(a, 1)
         # beta = mu + sigma U eps has covariance sigma^2 U U^T = sigma^2 Lambda^-1
         step = (normal.unsqueeze(-2) @ self.U.mT).squeeze(-2)  # (U eps)^T = eps^T U^T
-        return mu + sigma2.sqrt().unsqueeze(-1) * step
+        return mu + sqrt(sigma2).unsqueeze(-1) * step
 
     def state_dict(self) -> dict[str, Tensor]:
         return {self._key: getattr(self, self._key), "mu": self.mu, "zty": self.zty,

@@ -44,6 +44,7 @@ from torch import Tensor
 from agents.base import AgentConfig, AgentSpec
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
+from bandits.bayes.exact import sqrt
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import OPEN, setting
 
@@ -117,7 +118,7 @@ class NeuralUCBAgent(NeuralAgent):
             quad = torch.einsum("rap,rpq,raq->ra", g, self.u_inv, g)
         else:
             quad = (g.square() / self.u_diag.unsqueeze(1)).sum(-1)
-        return (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt()
+        return sqrt(c.ucb_lambda * c.nu * quad.clamp(min=0))
 
     @torch.no_grad()
     def scores_widths_and_kept(self, x: Tensor) -> tuple[Tensor, Tensor, Any]:
@@ -138,7 +139,7 @@ class NeuralUCBAgent(NeuralAgent):
         out = m.apply_layers(x, m.split(m.mu), inputs)  # (runs, rows, outputs)
         quad = m.weighted_square_norms(inputs, m.mu, self.mean_output(out),
                                        self.u_diag.reciprocal())
-        return self.means(out), (c.ucb_lambda * c.nu * quad.clamp(min=0)).sqrt(), inputs
+        return self.means(out), sqrt(c.ucb_lambda * c.nu * quad.clamp(min=0)), inputs
 
     @torch.no_grad()
     def chosen_gradients(self, kept: Any, actions: Tensor) -> Tensor:

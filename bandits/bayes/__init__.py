@@ -2,6 +2,8 @@
 
 The modules, each importing only those above it:
 
+* :mod:`bandits.bayes.exact`: :func:`sqrt`, a square root that every processor rounds
+  the same way (the processor's own instruction rather than MKL's vector function);
 * :mod:`bandits.bayes.priors`: the priors, :class:`GaussianPrior` and the scale mixture
   :class:`ScaleMixturePrior` (the paper's eq. 7), and their constants for the fused
   complexity cost (:class:`PriorConsts`, one prior per run: :func:`runs_prior_consts`);
@@ -41,6 +43,7 @@ from bandits.bayes.cost import (
     mu_rho_grads,
     posterior_grads,
 )
+from bandits.bayes.exact import sqrt
 from bandits.bayes.flat import FlatMLP, sample_weights
 from bandits.bayes.layers import (
     ESTIMATORS,
@@ -100,4 +103,5 @@ __all__ = [
     "sample_weights",
     "sigma_to_rho",
     "snr",
+    "sqrt",
 ]

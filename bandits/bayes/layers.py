@@ -37,6 +37,7 @@ from torch import Tensor, nn
 
 from bandits.bayes._checks import check_positive, is_count
 from bandits.bayes.cost import closed_form_cost, fused_mc_cost, mc_cost_terms
+from bandits.bayes.exact import sqrt
 from bandits.bayes.priors import (
     Prior,
     ScaleMixturePrior,
@@ -272,7 +273,7 @@ class BayesLinear(_RunsLayer):
             sw = self.weight_sigma * self.weight_mask
             var = self._linear(x * x, sw * sw,
                                None if self.bias_mu is None else self.bias_sigma**2)
-            return mean + var.clamp_min(1e-30).sqrt() * self._normal(mean.shape)
+            return mean + sqrt(var.clamp_min(1e-30)) * self._normal(mean.shape)
         # flipout: the sample's perturbation (weights and bias), its sign flipped per
         # example on the input and the output side
         delta = w - self.weight_mu * self.weight_mask

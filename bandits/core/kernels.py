@@ -40,7 +40,7 @@ import os
 import platform
 import sys
 
-PIN: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+PIN: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE",
                        "ONEDNN_MAX_CPU_ISA": "AVX2"}
 """The environment variables of the pin and their values."""
 

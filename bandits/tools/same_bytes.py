@@ -97,11 +97,25 @@ ops = {"inputs (randn)": v, "mm": x @ w.T, "addmm": torch.addmm(b, x, w.T),
        "log1p": torch.log1p(pos), "softplus": torch.nn.functional.softplus(v),
        "tanh": torch.tanh(v), "sigmoid": torch.sigmoid(v), "sum": v.sum().reshape(1),
        "div": v / (v.abs() + 1.0)}
+from bandits.bayes import sqrt
+a = (x.T @ x).double() + torch.eye(119, dtype=torch.float64)
+chol = torch.linalg.cholesky(a)
+p = torch.nn.Parameter(v.clone())
+opt = torch.optim.Adam([p], lr=0.01, fused=True)
+p.grad = torch.tanh(v)
+opt.step()
+ops.update({"bandits.bayes.sqrt": sqrt(pos), "float64 exp": torch.exp(v.double()),
+            "cholesky (float64)": chol,
+            "solve_triangular (float64)": torch.linalg.solve_triangular(
+                chol, a[:, :8], upper=False),
+            "Adam step (fused)": p.detach()})
 out = pathlib.Path(sys.argv[1]); out.mkdir()
 rows = ["op,sha256"] + [f"{k},{hashlib.sha256(t.contiguous().numpy().tobytes()).hexdigest()[:16]}"
                         for k, t in ops.items()]
 wrong = int((torch.sqrt(pos).numpy() != exact_sqrt).sum())
 rows.append(f"sqrt: values not correctly rounded (of 4096),{wrong}")
+wrong = int((sqrt(pos).numpy() != exact_sqrt).sum())
+rows.append(f"bandits.bayes.sqrt: values not correctly rounded (of 4096),{wrong}")
 (out / "ops.csv").write_text("\n".join(rows) + "\n")
 import json
 from bandits.core import kernels
