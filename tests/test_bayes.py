@@ -967,3 +967,39 @@ def test_mc_cost_uses_current_parameters_at_the_recorded_noise():
     b = layer.bias_mu.detach() + sb * eps_b
     expected_b = (normal(layer.bias_mu.detach(), sb).log_prob(b) - normal(0, 1).log_prob(b)).sum()
     torch.testing.assert_close(after, expected_w + expected_b, rtol=1e-4, atol=1e-3)
+
+
+# ---- bandits.bayes.sqrt: the same bytes on every processor
+
+
+def test_sqrt_is_correctly_rounded_and_differentiates_as_torchs():
+    from bandits.bayes import sqrt
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 0x7F800000, (1 << 20,), generator=g, dtype=torch.int32).view(
+        torch.float32)  # every positive finite float32 is a candidate
+    exact = np.sqrt(x.numpy().astype(np.float64)).astype(np.float32)  # rounded once
+    assert np.array_equal(sqrt(x).numpy(), exact)
+    d = torch.rand(1000, dtype=torch.float64, generator=g) * 1e6
+    assert np.array_equal(sqrt(d).numpy(), np.sqrt(d.numpy()))
+    w = (torch.rand(7, 5, generator=g) + 0.1).requires_grad_()
+    sqrt(w).sum().backward()
+    assert torch.equal(w.grad, 0.5 / sqrt(w.detach()))
+    assert torch.isnan(sqrt(torch.tensor([-1.0]))).all()
+    assert sqrt(torch.ones(3, dtype=torch.bfloat16)).dtype == torch.bfloat16  # torch's
+
+
+def test_no_square_root_on_a_runs_path_is_torchs_own():
+    """torch's CPU sqrt is MKL's, rounded by the processor (bandits.bayes.exact): the
+    agents, environments, the library and the simulator take bandits.bayes.sqrt."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("agents", "envs", "bandits/bayes", "bandits/core",
+                              "bandits/simulator")
+             for p in (root / folder).rglob("*.py") if p.name != "exact.py"]
+    own = re.compile(r"torch\.sqrt\(|\.sqrt_?\(\)|\*\* *0\.5\b|\.pow\(0\.5\)|\.rsqrt\(")
+    found = [f"{p.relative_to(root)}:{i}" for p in files
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if own.search(line.split("#")[0])]
+    assert found == []

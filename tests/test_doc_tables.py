@@ -118,17 +118,15 @@ def test_an_unknown_block_name_is_an_error(tmp_path):
         doc_tables.regenerate("<!-- generated: nope -->\nx\n<!-- end generated -->\n", tmp_path)
 
 
-# The processor the shipped results were made on, as bandits.core.kernels.processor() names
-# it, for the records that do not name theirs (their pages say: a 2-core AMD EPYC).
-SHIPPED_ON = "AuthenticAMD AMD EPYC avx512"
-
-
 def _pinned_or_skip(shipped: Path) -> None:
-    """The byte-for-byte promise holds for the same processor model under the pinned kernels
-    (bandits.core.kernels): skip elsewhere (an emulated Intel Haswell gives other bytes,
-    pinned or not: results/same-bytes); the shipped result must have been made under the
-    pin, and this process (conftest.py pins before torch loads) must run under it."""
+    """The byte-for-byte promise (docs/simulator.md, "Same bytes: what is promised"): the
+    same bytes under the pinned kernels (bandits.core.kernels) on any x86-64 processor with
+    AVX2, with the torch version the result was made with. Skipped, saying so, only where
+    the promise does not reach; the shipped result must have been made under the pin as it
+    is now, and this process (conftest.py pins before torch loads) must run under it."""
     import json
+
+    import torch
 
     from bandits.core import kernels
 
@@ -138,12 +136,14 @@ def _pinned_or_skip(shipped: Path) -> None:
     if not _has_avx2():
         pytest.skip("the same bytes are promised on x86-64 processors with AVX2; this one "
                     "has none")
-    made = json.loads(shipped.read_text()).get("versions", {}).get("kernels", {})
+    versions = json.loads(shipped.read_text()).get("versions", {})
+    made = versions.get("kernels", {})
     assert made.get("pinned") is True, f"{shipped} was not made under the pinned kernels"
-    on = made.get("processor", SHIPPED_ON)
-    if kernels.processor() != on:
-        pytest.skip(f"the same bytes are promised on the processor model the result was made "
-                    f"on ({on}); this one is {kernels.processor()}")
+    assert {k: made.get(k) for k in kernels.PIN} == kernels.PIN, \
+        f"{shipped} was made under another pin than bandits.core.kernels.PIN: make it again"
+    if versions.get("torch") != torch.__version__:
+        pytest.skip(f"the same bytes are promised for the torch version the result was made "
+                    f"with ({versions.get('torch')}); this is {torch.__version__}")
     assert kernels.in_force(), "the tests run without the pinned kernels (see conftest.py)"
 
 

@@ -152,9 +152,8 @@ class Config:
     out: str | None = setting(None, "output directory (default runs/<timestamp>-same-bytes)",
                               type=str)
     mkl_cbwr: str | None = setting(
-        None, "MKL_CBWR for the pinned runs instead of the pin's AVX2 (e.g. COMPATIBLE, "
-        "MKL's code for every x86-64 processor); the kernels mode is then named "
-        "'MKL_CBWR=VALUE'", type=str)
+        None, "MKL_CBWR for the pinned runs instead of the pin's COMPATIBLE (e.g. AVX2, "
+        "MKL's AVX2 code); the kernels mode is then named 'MKL_CBWR=VALUE'", type=str)
     overwrite: bool = setting(False, "replace this command's outputs in --out")
 
 
