@@ -191,6 +191,14 @@ def test_another_mkl_mode_is_run_checked_and_named_for_what_it_is(tmp_path):
     assert (tmp_path / "k-mkl_cbwr-avx2-emulated" / "a.txt").is_file()
 
 
+def test_no_native_skips_the_libraries_own_kernels(tmp_path):
+    rows = run_checks(["k"], [], None, {"k": _check("k", STEADY, unpinned=True, keep=True)},
+                      keep=tmp_path, mkl_cbwr="AVX2", native=False)
+    assert [(r["kernels"], r["same"]) for r in rows] == [("MKL_CBWR=AVX2", True)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "k-mkl_cbwr-avx2-emulated", "k-mkl_cbwr-avx2-this"]
+
+
 # ---- the shipped check: results/same-bytes, its page built from its files
 
 SHIPPED = Path(__file__).resolve().parents[1] / "results" / "same-bytes"

@@ -1,35 +1,36 @@
-"""The math kernels pinned before torch loads: the same code paths (AVX2) on every x86-64
-processor, and the same bytes on the same processor model.
+"""The math kernels pinned before torch loads: the same bytes on every x86-64 processor
+with AVX2.
 
-torch's own vectorised kernels (ATen), MKL (the BLAS of torch's CPU wheels) and oneDNN
-each choose their code path by the processor they find, and two paths round differently:
-the same seed then gives another bandit run on an AVX-512 machine than on an AVX2 one,
-or on an Intel processor than on an AMD one, where MKL chooses differently. Every
-entry point (``python -m bandits.run`` and the others) calls :func:`pin` before it
-imports torch, which sets
+torch's own vectorised kernels (ATen), MKL (the BLAS and vector functions of torch's CPU
+wheels) and oneDNN each choose their code path by the processor they find, and two paths
+round differently: unpinned, the same seed gives another bandit run on an AVX-512 machine
+than on an AVX2 one, or on an Intel processor than on an AMD one. Every entry point
+(``python -m bandits.run`` and the others) calls :func:`pin` before it imports torch,
+which sets
 
 - ``ATEN_CPU_CAPABILITY=avx2``: ATen's AVX2 kernels, even where AVX-512 is there;
-- ``MKL_CBWR=AVX2``: MKL's conditional numerical reproducibility, its AVX2 path on every
-  processor that has AVX2;
+- ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility in its compatible
+  mode, one code path for every x86-64 processor (its ``AVX2`` mode still lets the
+  matrix products, ``exp`` and ``log`` differ between an AMD and an Intel processor);
 - ``ONEDNN_MAX_CPU_ISA=AVX2``: oneDNN's kernels at most AVX2.
+
+One function no mode makes the same: MKL's vector square root, which refines an
+approximate instruction that each processor model defines for itself. The project's code
+takes :func:`bandits.bayes.sqrt` instead (the processor's own, correctly rounded, square
+root instruction).
 
 A variable the user set already is left as it is (and recorded as it is). The pin is
 set only on x86-64: elsewhere (ARM) these variables mean nothing. ``config.json``
-records what was in force (:func:`record`). To let the libraries choose their fastest
-kernels instead (other bytes; ``python -m bandits.bench --kernels`` measures the
-difference), set ``BANDITS_NATIVE_KERNELS=1``.
+records what was in force (:func:`record`) and the processor (:func:`processor`). To let
+the libraries choose their fastest kernels instead (other bytes; ``python -m bandits.bench
+--kernels`` measures the difference), set ``BANDITS_NATIVE_KERNELS=1``.
 
-What the pin gives: the same code paths (AVX2) whatever the processor offers beyond AVX2.
-What it does not give: the same bytes on every processor. On an emulated Intel Haswell
-(``python -m bandits.same_bytes``) matrix products, ``sqrt``, ``exp`` and ``log`` come
-out other bytes than on the AMD EPYC the shipped results were made on, even pinned: MKL's
-vector functions refine approximate-reciprocal instructions whose results each processor
-model defines for itself (here ``torch.sqrt`` is not correctly rounded; emulated, it is),
-and its matrix products differ too. What is promised: the same bytes for the same command
-and torch version on the same processor model, for any number of workers; ``config.json``
-records the processor (:func:`processor`). The pin acts only where it is set before torch
-is first imported: a program that imports torch first and then calls an entry point's
-``main`` runs with whatever kernels torch chose (:func:`record` says so).
+What is promised: the same bytes for the same command and torch version under the pin on
+any x86-64 processor with AVX2, for any number of workers. ``python -m
+bandits.same_bytes`` checks it against an emulated Intel Haswell. The pin acts only where
+it is set before torch is first imported: a program that imports torch first and then
+calls an entry point's ``main`` runs with whatever kernels torch chose (:func:`record`
+says so).
 
 This module imports only the standard library.
 """

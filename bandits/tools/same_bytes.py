@@ -154,6 +154,8 @@ class Config:
     mkl_cbwr: str | None = setting(
         None, "MKL_CBWR for the pinned runs instead of the pin's COMPATIBLE (e.g. AVX2, "
         "MKL's AVX2 code); the kernels mode is then named 'MKL_CBWR=VALUE'", type=str)
+    no_native: bool = setting(False, "skip the runs with the libraries' own kernels "
+                              "(BANDITS_NATIVE_KERNELS=1) of the bandit and ops checks")
     overwrite: bool = setting(False, "replace this command's outputs in --out")
 
 
@@ -225,9 +227,10 @@ def shipped_ok(folder: Path) -> None:
 
 def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                checks: dict[str, Check] | None = None, keep: Path | None = None,
-               mkl_cbwr: str | None = None) -> list[dict]:
+               mkl_cbwr: str | None = None, native: bool = True) -> list[dict]:
     """Each check (of ``checks``, else :data:`CHECKS`) on this processor (prefix ``[]``)
-    and on ``emulated``, pinned (and unpinned where it says so): a row per processor,
+    and on ``emulated``, pinned (and unpinned where it says so, unless ``native`` is
+    false): a row per processor,
     kernels and file, compared with the shipped file where the check has one, and the
     emulated processor's file with this one's."""
     checks = CHECKS if checks is None else checks
@@ -245,7 +248,8 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                 shipped_ok(check.shipped)
             pinned = (("pinned", {}) if mkl_cbwr is None
                       else (f"MKL_CBWR={mkl_cbwr}", {"MKL_CBWR": mkl_cbwr}))
-            modes = [pinned, *([("native", {kernels.NATIVE: "1"})] if check.unpinned else [])]
+            modes = [pinned, *([("native", {kernels.NATIVE: "1"})]
+                               if check.unpinned and native else [])]
             for mode, extra in modes:
                 outs = {}
                 for where, prefix in (("this", []), ("emulated", emulated)):
@@ -324,7 +328,7 @@ def _main(argv: Sequence[str] | None) -> int:
                                        "pin promises nothing there; emulate a model with "
                                        "AVX2, e.g. Haswell-v4")
             rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir,
-                              keep=out, mkl_cbwr=cfg.mkl_cbwr)
+                              keep=out, mkl_cbwr=cfg.mkl_cbwr, native=not cfg.no_native)
         except RuntimeError as e:
             print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
             remove_if_unused(out)
@@ -332,6 +336,7 @@ def _main(argv: Sequence[str] | None) -> int:
         write_csv(rows, out / "checks.csv")
         done = subprocess.run([EMULATOR, "--version"], capture_output=True, text=True)
         write_json({"checks": cfg.checks, "cpu": cfg.cpu, "mkl_cbwr": cfg.mkl_cbwr,
+                    "no_native": cfg.no_native,
                     "command": "python -m bandits.same_bytes " + shlex.join(argv),
                     "machine": machine(), "versions": package_versions(),
                     "emulator": done.stdout.splitlines()[0],
