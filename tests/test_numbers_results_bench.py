@@ -366,8 +366,7 @@ def _quick_products() -> str:
     agents, seeds = len(quick["agent"]), quick["seeds"]
     seconds = updates * agents * seeds * mflop * 1e6 / (rate * 1e9)
     return (f"(`results/mushroom/quick`) took {_wall('results/mushroom/quick')} with two "
-            f"worker processes while a 50,000-step bandit run shared the cores (its "
-            f"`config.json`). The matrix products alone of {updates:,} updates of "
+            f"worker processes alone on the cores (its `config.json`). The matrix products alone of {updates:,} updates of "
             f"{agents * seeds} networks ({agents} agents x {seeds} seeds) at this size (about "
             f"{mflop} MFLOP per network and update, forward and backward) take about "
             f"{round(seconds, -1):.0f} s at {rate} GFLOP/s on one thread.")

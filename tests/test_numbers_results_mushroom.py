@@ -492,8 +492,7 @@ def test_a_quoted_number_is_its_files(page, group):
 # only); a bare number is a setting wherever the page writes it.
 SETTINGS = {
     PAGE: {"(2015, Figure 6)", "the 10-seed runs at 20,000 and 50,000 steps",
-           "The 10,000-step comparison", "[memory-decay-0.3]",  # a run's folder
-           "while a 50,000-step bandit run shared"},  # the length of another job
+           "The 10,000-step comparison", "[memory-decay-0.3]"},  # a run's folder
     TUNING: {"2-hidden-layer 100-unit", "buffer 4096", "torch 2.13 CPU build",
              # the steps, likelihood noises and initial sigmas the tuning runs tried
              "3000", "2000", "0.05", "0.01", "0.02", "0.2"},
