@@ -221,19 +221,19 @@ def checks_table(folder: Path) -> list[str]:
                 f" | {float(r['seconds']):.0f} |" for r in csv.DictReader(f)]
 
 
-def ops_table(modes: dict[str, Path]) -> list[str]:
-    """The page's rows of the ``ops`` check: per operation and kernels mode, whether this
-    processor and the emulated one gave the same bytes; the last row: the sqrts that are
-    not correctly rounded on each."""
+def ops_table(modes: dict[str, tuple[Path, Path]], name: str = "ops.csv") -> list[str]:
+    """The page's rows of the ``ops`` check's ``name`` file: per operation and kernels
+    mode, whether this processor and the emulated one gave the same bytes; a count of
+    values not correctly rounded as the two counts."""
     read = {}
     for mode, (here, there) in modes.items():
-        a = dict(line.rsplit(",", 1) for line in here.read_text().splitlines()[1:])
-        b = dict(line.rsplit(",", 1) for line in there.read_text().splitlines()[1:])
+        a = dict(line.rsplit(",", 1) for line in (here / name).read_text().splitlines()[1:])
+        b = dict(line.rsplit(",", 1) for line in (there / name).read_text().splitlines()[1:])
         read[mode] = (a, b)
     first = next(iter(read.values()))[0]
     rows = []
     for op in first:
-        if op.startswith("sqrt: "):
+        if "not correctly rounded" in op:
             cells = [f"{a[op]} here, {b[op]} emulated" for a, b in read.values()]
         else:
             cells = ["same" if a[op] == b[op] else "**other bytes**" for a, b in read.values()]
@@ -241,31 +241,44 @@ def ops_table(modes: dict[str, Path]) -> list[str]:
     return rows
 
 
+FOLDERS = ("pinned", "regression", "mkl-avx2")
+
+
 def _ops_modes() -> dict[str, tuple[Path, Path]]:
-    ops, compat = SHIPPED / "ops", SHIPPED / "compatible"
-    return {"pinned": (ops / "ops-pinned-this/ops.csv", ops / "ops-pinned-emulated/ops.csv"),
-            "compatible": (compat / "ops-mkl_cbwr-compatible-this/ops.csv",
-                           compat / "ops-mkl_cbwr-compatible-emulated/ops.csv")}
+    pinned, avx2 = SHIPPED / "pinned", SHIPPED / "mkl-avx2"
+    return {"pinned": (pinned / "ops-pinned-this", pinned / "ops-pinned-emulated"),
+            "MKL_CBWR=AVX2": (avx2 / "ops-mkl_cbwr-avx2-this", avx2 / "ops-mkl_cbwr-avx2-emulated"),
+            "native": (pinned / "ops-native-this", pinned / "ops-native-emulated")}
 
 
 def test_the_shipped_page_is_its_files():
+    import csv
+
     bandit = same_bytes.CHECKS["bandit"].argv(Path("o"))
     assert bandit[bandit.index("--steps") + 1] == "400"  # "a 400-step ... run" (and docs)
     page = (SHIPPED / "README.md").read_text()
-    for folder in ("short", "ops", "compatible"):
+    for folder in FOLDERS:
         for row in checks_table(SHIPPED / folder):
             assert row in page, row
         record = json.loads((SHIPPED / folder / "config.json").read_text())
         assert f"    {record['command']}" in page
-    for row in ops_table(_ops_modes()):
-        assert row in page, row
-    flat = " ".join(page.split())
-    counts = {m: [int(p.read_text().splitlines()[-1].rsplit(",", 1)[1]) for p in pair]
-              for m, pair in _ops_modes().items()}
-    assert counts["pinned"][0] == counts["compatible"][0]  # "here in either mode"
-    assert f"here in either mode ({counts['pinned'][0]} of 4096 values)" in flat
-    assert counts["pinned"][1] == 0  # "correctly rounded under the pin"
-    assert f"off in {counts['compatible'][1]} values in the compatible mode" in flat
+        assert record["versions"]["kernels"]["MKL_CBWR"] == "COMPATIBLE"  # made under the pin
+    for name in ("ops.csv", "sqrt.csv"):
+        for row in ops_table(_ops_modes(), name):
+            assert row in page, row
+    with open(SHIPPED / "pinned" / "checks.csv", newline="") as f:
+        pinned = list(csv.DictReader(f))
+    with open(SHIPPED / "regression" / "checks.csv", newline="") as f:
+        pinned += list(csv.DictReader(f))
+    # "under the pin every file a run writes is the same bytes; torch's own sqrt is not"
+    assert {(r["check"], r["file"]) for r in pinned
+            if r["kernels"] == "pinned" and r["same"] != "True"} == {("ops", "sqrt.csv")}
+    # "with MKL's AVX2 mode, or the libraries' own kernels, the bandit run differs"
+    with open(SHIPPED / "mkl-avx2" / "checks.csv", newline="") as f:
+        avx2 = list(csv.DictReader(f))
+    assert not any(r["same"] == "True" for r in avx2 if r["check"] == "bandit")
+    assert not any(r["same"] == "True" for r in pinned
+                   if r["check"] == "bandit" and r["kernels"] == "native")
 
 
 @pytest.mark.skipif(same_bytes.platform.machine().lower() not in ("x86_64", "amd64"),
