@@ -257,6 +257,7 @@ def test_the_shipped_page_is_its_files():
     bandit = same_bytes.CHECKS["bandit"].argv(Path("o"))
     assert bandit[bandit.index("--steps") + 1] == "400"  # "a 400-step ... run" (and docs)
     page = (SHIPPED / "README.md").read_text()
+    flat = " ".join(page.split())
     for folder in FOLDERS:
         for row in checks_table(SHIPPED / folder):
             assert row in page, row
@@ -279,6 +280,22 @@ def test_the_shipped_page_is_its_files():
     assert not any(r["same"] == "True" for r in avx2 if r["check"] == "bandit")
     assert not any(r["same"] == "True" for r in pinned
                    if r["check"] == "bandit" and r["kernels"] == "native")
+    # the prose's numbers: the emulated run's seconds, the wall times, the sqrt counts
+    bandit_s = next(float(r["seconds"]) for r in pinned
+                    if (r["check"], r["processor"], r["kernels"]) == ("bandit", "emulated",
+                                                                      "pinned"))
+    assert f"a 400-step bandit run took {bandit_s:.0f} s there" in flat
+    for folder in FOLDERS:
+        seconds = json.loads((SHIPPED / folder / "config.json").read_text())["wall_seconds"]
+        minutes, rest = divmod(round(seconds), 60)
+        assert f"`{folder}` {minutes} min {rest} s" in flat, folder
+    counts = {m: [dict(line.rsplit(",", 1) for line in (d / "sqrt.csv").read_text()
+                       .splitlines()[1:])["torch.sqrt: values not correctly rounded (of 4096)"]
+                  for d in pair] for m, pair in _ops_modes().items()}
+    assert counts["pinned"][0] == counts["MKL_CBWR=AVX2"][0]  # "here" in both modes
+    assert f"not correctly rounded here ({counts['pinned'][0]} of 4096 values)" in flat
+    assert counts["MKL_CBWR=AVX2"][1] == "0"  # "emulated it is correctly rounded in AVX2"
+    assert f"off in {counts['pinned'][1]} values in the compatible one" in flat
 
 
 @pytest.mark.skipif(same_bytes.platform.machine().lower() not in ("x86_64", "amd64"),
