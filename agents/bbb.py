@@ -64,7 +64,7 @@ from bandits.bayes import (
     posterior_grads,
     sample_weights,
 )
-from bandits.bayes.exact import sqrt
+from bandits.bayes.exact import power, sqrt
 from bandits.core.config import OPEN, SIGMA, setting
 
 
@@ -179,7 +179,7 @@ class BBBAgent(NeuralAgent):
                 sigma = F.softplus(out[..., 1]) + self.config.noise_sigma
                 per_datum = (out[..., 0] - rewards).square() / (2 * sigma.square()) + sigma.log()
                 if self.config.nll_beta:  # beta-NLL: sigma^(2 beta) held constant
-                    weighted = per_datum * sigma.detach().pow(2.0 * self.config.nll_beta)
+                    weighted = per_datum * power(sigma.detach(), 2.0 * self.config.nll_beta)
                     nll = weighted.mean(dim=1)
                     g_mu, g_rho = torch.autograd.grad(nll.sum(), [mu, rho])
                     return per_datum.detach().mean(dim=1), g_mu, g_rho

@@ -30,6 +30,7 @@ from torch import Tensor
 from agents.base import Agent
 from agents.graph_capture import CapturedUpdates
 from bandits.bayes import MLP, FlatMLP
+from bandits.bayes.exact import power
 from bandits.core.buffer import ReplayBuffer
 
 LIKELIHOODS = ("fixed", "learned")
@@ -61,7 +62,7 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
     d_s = d_sigma * torch.sigmoid(s)
     d_out = torch.stack([d_mu, d_s], dim=-1).div_(out.shape[1])
     if beta:
-        d_out.mul_(sigma.pow(2.0 * beta).unsqueeze(-1))
+        d_out.mul_(power(sigma, 2.0 * beta).unsqueeze(-1))
     if weights is not None:
         d_out.mul_(weights.unsqueeze(-1))
     return d_out, nll

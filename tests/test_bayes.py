@@ -987,6 +987,12 @@ def test_sqrt_is_correctly_rounded_and_differentiates_as_torchs():
     assert torch.equal(w.grad, 0.5 / sqrt(w.detach()))
     assert torch.isnan(sqrt(torch.tensor([-1.0]))).all()
     assert sqrt(torch.ones(3, dtype=torch.bfloat16)).dtype == torch.bfloat16  # torch's
+    assert sqrt(torch.tensor(6.25)).item() == 2.5  # a 0-d tensor
+    assert torch.equal(sqrt(torch._neg_view(-x[:5])), sqrt(x[:5]))  # a negative-bit view
+    from bandits.bayes import power
+
+    assert torch.equal(power(x[:100], 0.5), sqrt(x[:100]))
+    assert torch.equal(power(x[:100], 2.0), x[:100].pow(2.0))
 
 
 def test_no_square_root_on_a_runs_path_is_torchs_own():
@@ -998,7 +1004,8 @@ def test_no_square_root_on_a_runs_path_is_torchs_own():
     files = [p for folder in ("agents", "envs", "bandits/bayes", "bandits/core",
                               "bandits/simulator")
              for p in (root / folder).rglob("*.py") if p.name != "exact.py"]
-    own = re.compile(r"torch\.sqrt\(|\.sqrt_?\(\)|\*\* *0\.5\b|\.pow\(0\.5\)|\.rsqrt\(")
+    files.append(root / "bandits" / "tools" / "regression.py")
+    own = re.compile(r"torch\.sqrt\(|\.sqrt_?\(\)|\*\* *0?\.5\b|pow_?\((\w+, *)?0?\.5\)")
     found = [f"{p.relative_to(root)}:{i}" for p in files
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if own.search(line.split("#")[0])]

@@ -3,7 +3,8 @@
 The modules, each importing only those above it:
 
 * :mod:`bandits.bayes.exact`: :func:`sqrt`, a square root that every processor rounds
-  the same way (the processor's own instruction rather than MKL's vector function);
+  the same way (the processor's own instruction rather than MKL's vector function), and
+  :func:`power`, which takes it for an exponent of 0.5;
 * :mod:`bandits.bayes.priors`: the priors, :class:`GaussianPrior` and the scale mixture
   :class:`ScaleMixturePrior` (the paper's eq. 7), and their constants for the fused
   complexity cost (:class:`PriorConsts`, one prior per run: :func:`runs_prior_consts`);
@@ -43,7 +44,7 @@ from bandits.bayes.cost import (
     mu_rho_grads,
     posterior_grads,
 )
-from bandits.bayes.exact import sqrt
+from bandits.bayes.exact import power, sqrt
 from bandits.bayes.flat import FlatMLP, sample_weights
 from bandits.bayes.layers import (
     ESTIMATORS,
@@ -98,6 +99,7 @@ __all__ = [
     "mc_cost_terms",
     "mu_rho_grads",
     "posterior_grads",
+    "power",
     "prune_by_snr",
     "runs_prior_consts",
     "sample_weights",

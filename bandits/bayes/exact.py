@@ -23,8 +23,9 @@ from torch import Tensor
 class _Sqrt(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
+        a = x.detach().resolve_neg().resolve_conj().contiguous().numpy()
         with np.errstate(invalid="ignore"):  # a negative value gives NaN, as in torch
-            y = torch.from_numpy(np.sqrt(x.detach().contiguous().numpy()))
+            y = torch.from_numpy(np.asarray(np.sqrt(a)))  # asarray: a 0-d result too
         ctx.save_for_backward(y)
         return y
 
@@ -36,8 +37,16 @@ class _Sqrt(torch.autograd.Function):
 
 def sqrt(x: Tensor) -> Tensor:
     """The square root of ``x``, correctly rounded on every processor (module docstring);
-    differentiable. float16 and bfloat16 CPU tensors, and tensors off the CPU, take torch's
-    ``sqrt``."""
-    if x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64):
+    differentiable (not through ``torch.func`` transforms, nor traced by
+    ``torch.compile``). float16 and bfloat16 CPU tensors, sparse ones, and tensors off
+    the CPU take torch's ``sqrt``."""
+    if (x.device.type != "cpu" or x.layout != torch.strided
+            or x.dtype not in (torch.float32, torch.float64)):
         return x.sqrt()
     return _Sqrt.apply(x)
+
+
+def power(x: Tensor, exponent: float) -> Tensor:
+    """``x ** exponent``; where the exponent is 0.5 (which torch hands to its ``sqrt``),
+    :func:`sqrt`."""
+    return sqrt(x) if exponent == 0.5 else x.pow(exponent)
