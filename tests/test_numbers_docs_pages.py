@@ -18,7 +18,7 @@ from functools import lru_cache
 import pandas as pd
 import pytest
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO, _pin_cost, _prose_numbers
 
 PAGES = ("docs/design-choices.md", "docs/simulator.md", "docs/sweeps.md",
          "docs/environments.md", "docs/datasets.md", "docs/regression.md", "docs/tests.md",
@@ -291,6 +291,8 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files or 
     )),
     *(("docs/simulator.md", text) for text in (
         _made_with_mkl_avx2,
+        lambda: "measured the\ndefault command {} times as long pinned and the fused training "
+                "step {} times".format(*_pin_cost()),
         lambda: f"MNIST pixels / {_pixel_scale()}",
         lambda: f"(disjoint inputs:\n{_disjoint_mnist_weights()} weights per run)",
         lambda: f"Mushroom (2 x {_mushroom_features()} inputs) {_mushroom_reference()}",

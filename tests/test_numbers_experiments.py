@@ -25,6 +25,7 @@ from test_quoted_numbers import (
     _at_50k,
     _decay_03_vs_1,
     _late,
+    _pin_cost,
     _prose_numbers,
     _revised,
     _screen,
@@ -267,6 +268,8 @@ def _agents_per_step_papers() -> str:
 
 
 QUOTES = [  # (the page quoting, the text it must hold, built from the shipped files)
+    (PAGE, lambda: "the pin (MKL's compatible mode) takes {} times as long for the default "
+                   "command and {} times for the fused step".format(*_pin_cost())),
     (PAGE, _paper_preset_stop),
     (PAGE, lambda: f"with its population; {_minutes(PRESET)} |"),
     (PAGE, lambda: f"both set-ups' Figure 6 side by side; {_minutes(DECAY_1)} |"),

@@ -366,7 +366,8 @@ def _quick_products() -> str:
     agents, seeds = len(quick["agent"]), quick["seeds"]
     seconds = updates * agents * seeds * mflop * 1e6 / (rate * 1e9)
     return (f"(`results/mushroom/quick`) took {_wall('results/mushroom/quick')} with two "
-            f"worker processes alone on the cores (its `config.json`). The matrix products alone of {updates:,} updates of "
+            f"worker processes alone on the cores (its `config.json`). The matrix products "
+            f"alone of {updates:,} updates of "
             f"{agents * seeds} networks ({agents} agents x {seeds} seeds) at this size (about "
             f"{mflop} MFLOP per network and update, forward and backward) take about "
             f"{round(seconds, -1):.0f} s at {rate} GFLOP/s on one thread.")
@@ -545,6 +546,16 @@ def _h200_against_h100() -> str:
 # kernels: what the pinned kernels cost
 
 
+def _kernel_ratios() -> str:
+    t = _csv(f"{KERNELS}/kernels.csv", "command")
+    command, step = (t.loc[c, "pinned"] / t.loc[c, "native"] for c in KERNEL_ROWS)
+    for c in KERNEL_ROWS:  # "the rounds do not overlap"
+        each = {k: [float(x) for x in t.loc[c, f"{k}_each"].split()] for k in ("pinned", "native")}
+        assert min(each["pinned"]) > max(each["native"]), c
+    return (f"The default command takes {command:.2f} times as long pinned, the fused step "
+            f"{step:.2f} times; the rounds do not overlap.")
+
+
 def _same_bytes() -> str:
     same = _csv(f"{KERNELS}/kernels.csv", "command").loc[
         "python -m bandits.run (the default command)", "same_bytes"]
@@ -601,6 +612,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files)
     (f"{H200}/README.md", lambda: _gpu_projection(H200, 1)),
     (f"{H200}/README.md", _h200_against_h100),
     (f"{KERNELS}/README.md", _same_bytes),
+    (f"{KERNELS}/README.md", _kernel_ratios),
     (f"{REGRESSION}/README.md",
      lambda: f"wall time {_json(f'{REGRESSION}/config.json')['wall_seconds']:.1f} s while"),
     (f"{REGRESSION}/README.md", _known_noise),

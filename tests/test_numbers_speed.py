@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
+from test_quoted_numbers import REPO, _pin_cost, _prose_numbers
 
 PAGE = "docs/speed.md"
 BENCH = "results/bench"
@@ -325,6 +325,8 @@ def _mnist_workers() -> str:
 
 
 QUOTES = [(PAGE, text) for text in (
+    lambda: "the default command takes {} times as long pinned and the fused\ntraining step "
+            "{} times".format(*_pin_cost()),
     _scaling, _default_command, _default_command_wall,
     _fused_step, _populations, _gflops, _matmul_precision,
     _h100, _h100_run, _h200, _h200_run,
