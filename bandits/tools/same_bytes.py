@@ -12,6 +12,9 @@ files each check names. The checks:
   own kernels (``BANDITS_NATIVE_KERNELS=1``): whether the pinned runs are the same bytes;
   the unpinned pair says whether the emulated processor takes other kernel paths at all (if it
   gives the same bytes too, the check shows nothing);
+* ``agents``: 200 steps of every other agent (BBB with the local reparameterisation
+  trick, the linear agents, NeuralUCB, NeuralTS, dropout, the bootstrap, neural-linear,
+  uniform), one seed, under the pin;
 * ``regression``: ``python -m bandits.regression``, against the shipped
   ``results/regression``;
 * ``quick``: the default command (``--log-points 500``, as the test that reruns it),
@@ -132,11 +135,21 @@ from bandits.core import kernels
 """
 
 
+# every agent but those of the bandit check: the local reparameterisation trick, the linear
+# agents' linear algebra, NeuralUCB's and NeuralTS's widths, dropout, the bootstrap
+OTHER_AGENTS = ("bbb-lrt", "linfullpost", "linucb", "neuralucb", "neuralts", "dropout",
+                "bootstrap", "neurallinear", "uniform")
+
+
 CHECKS: dict[str, Check] = {c.name: c for c in (
     Check("bandit", lambda out: ["-m", "bandits.run", "--agent", "bbb", "greedy", "--seeds",
                                  "1", "--steps", "400", "--workers", "1", "--no-progress",
                                  "--out", str(out)],
           ("metrics.csv", "phases.csv", "summary.csv"), unpinned=True),
+    Check("agents", lambda out: ["-m", "bandits.run", "--agent", *OTHER_AGENTS, "--seeds", "1",
+                                 "--steps", "200", "--workers", "1", "--no-progress",
+                                 "--out", str(out)],
+          ("metrics.csv", "phases.csv", "summary.csv")),
     Check("regression", lambda out: ["-m", "bandits.regression", "--no-plot", "--out", str(out)],
           ("regression.csv",), shipped=REPO / "results" / "regression"),
     Check("quick", lambda out: ["-m", "bandits.run", "--log-points", "500", "--workers", "1",
