@@ -355,7 +355,7 @@ SETTINGS = {
                           "2010", "2015", "2016", "2018", "2020", "2021", "7.2", "2.13", "512",
                           "100", "0.01", "0.05", "0.1", "0.001", "500", "1000", "2000",
                           "4096", "10,000", "15,000", "50,000",
-                          "400"},  # 400: the steps of same_bytes's bandit check (its test)
+                          "400", "200"},  # the steps of same_bytes's bandit and agents checks
     "docs/sweeps.md": {"130"},
     "docs/environments.md": {"2015", "5.3", "2018"},
     "docs/datasets.md": {"2018"},

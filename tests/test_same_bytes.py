@@ -241,7 +241,7 @@ def ops_table(modes: dict[str, tuple[Path, Path]], name: str = "ops.csv") -> lis
     return rows
 
 
-FOLDERS = ("pinned", "regression", "mkl-avx2")
+FOLDERS = ("pinned", "regression", "agents", "mkl-avx2")
 
 
 def _ops_modes() -> dict[str, tuple[Path, Path]]:
@@ -256,6 +256,8 @@ def test_the_shipped_page_is_its_files():
 
     bandit = same_bytes.CHECKS["bandit"].argv(Path("o"))
     assert bandit[bandit.index("--steps") + 1] == "400"  # "a 400-step ... run" (and docs)
+    agents = same_bytes.CHECKS["agents"].argv(Path("o"))
+    assert agents[agents.index("--steps") + 1] == "200"  # "200 steps of every other agent"
     page = (SHIPPED / "README.md").read_text()
     flat = " ".join(page.split())
     for folder in FOLDERS:
@@ -269,8 +271,9 @@ def test_the_shipped_page_is_its_files():
             assert row in page, row
     with open(SHIPPED / "pinned" / "checks.csv", newline="") as f:
         pinned = list(csv.DictReader(f))
-    with open(SHIPPED / "regression" / "checks.csv", newline="") as f:
-        pinned += list(csv.DictReader(f))
+    for folder in ("regression", "agents"):
+        with open(SHIPPED / folder / "checks.csv", newline="") as f:
+            pinned += list(csv.DictReader(f))
     # "under the pin every file a run writes is the same bytes; torch's own sqrt is not"
     assert {(r["check"], r["file"]) for r in pinned
             if r["kernels"] == "pinned" and r["same"] != "True"} == {("ops", "sqrt.csv")}
