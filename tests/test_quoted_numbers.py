@@ -24,7 +24,7 @@ def _pin_cost() -> tuple[str, str]:
     """What the pinned kernels cost (results/bench/kernels): pinned / native of the
     default command and of the fused step, as the pages write them."""
     t = pd.read_csv(REPO / "results/bench/kernels/kernels.csv").set_index("command")
-    command, step = (f"{t.loc[c, 'pinned'] / t.loc[c, 'native']:.2f}" for c in (
+    command, step = (f"{t.loc[c, 'pinned_over_native']:.2f}" for c in (
         "python -m bandits.run (the default command)", "fused training step (bandits.bench)"))
     return command, step
 

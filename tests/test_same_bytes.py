@@ -112,6 +112,15 @@ def test_the_exit_status_says_whether_a_pinned_file_differs(tmp_path, monkeypatc
     assert record["versions"]["torch"] == torch.__version__
 
 
+def test_a_file_shown_only_is_reported_but_not_in_the_exit_status(tmp_path, monkeypatch):
+    check = Check("bandit", lambda out: ["-c", WRITE + DRIFTS, str(out)], ("a.txt",),
+                  shown_only=("a.txt",))
+    _fake_emulator(monkeypatch, {"bandit": check})
+    monkeypatch.setattr(same_bytes.subprocess, "run", _with_version(same_bytes.subprocess.run))
+    assert same_bytes.main(["--checks", "bandit", "--out", str(tmp_path / "o")]) == 0
+    assert "False" in (tmp_path / "o" / "checks.csv").read_text()  # still reported
+
+
 def _with_version(run):
     """subprocess.run, with the emulator's --version answered here."""
     import subprocess

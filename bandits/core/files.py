@@ -88,9 +88,8 @@ def save_figure(fig, path: Path, **kwargs) -> None:
 def package_versions() -> dict[str, str]:
     """Versions of Python and the packages a result depends on, the CPU's instruction
     set that torch's kernels use (``cpu_capability``) and whether the kernels were pinned
-    (``kernels``, :func:`bandits.core.kernels.record`, with the processor): another
-    processor can round differently, pinned or not, and a bandit run then takes other
-    actions."""
+    (``kernels``, :func:`bandits.core.kernels.record`, with the processor): unpinned,
+    another processor can round differently, and a bandit run then takes other actions."""
     import gymnasium
     import matplotlib
     import torch
