@@ -10,9 +10,9 @@ the raw context (Li et al. 2010); ``neuralucb``, ``neuralts``: NeuralUCB (Zhou e
 online-bootstrap ensemble; ``neurallinear``: a linear posterior on the greedy
 network's last hidden layer; ``uniform``: random actions.
 
-:func:`make_agents` builds the populations a run trains: agents that differ only in how
-they act (the epsilon-greedy ones) share one population, so one training step serves
-them all; each keeps its own seeds and generators (see :mod:`agents.base`).
+:func:`make_agents` builds the populations a run trains: one per agent, so that an
+agent's numbers never depend on the agents beside it (alone, beside any others, in any
+order, with any number of workers: the same bytes; ``tests/test_neighbours.py``).
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ AgentConfig = compose(
     """Every agent's settings: :class:`CommonSettings` and each registered agent's own
     (its spec's ``settings``), one dataclass. ``AgentConfig(hidden=(16,), heads=3)``; an
     agent reads the fields it knows.""", module=__name__)
-
-# settings in which the members of one population may differ
-PER_MEMBER = ("epsilon",)
 
 
 def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], Member]:
@@ -103,29 +100,24 @@ def make_agents(
     cuda_graph: bool = True,
     compile: bool = False,
 ) -> list[Agent]:
-    """The populations that train ``names``, each agent with ``runs`` runs.
-
-    Agents of one class whose settings differ only in :data:`PER_MEMBER` share a
-    population (in the order given); ``seed(name)`` is each agent's entropy. Each agent
-    acts and learns exactly as :func:`make_agent` alone would make it.
-    """
-    members = {name: _member(name, seed(name), config) for name in names}
-    return [_build(members[group[0]][0], [members[n][1] for n in group], context_dim,
-                   n_actions, runs, device, cuda_graph, compile)
-            for group in population_groups(names, config)]
+    """The populations that train ``names``, one per agent (in the order given), each
+    with ``runs`` runs; ``seed(name)`` is each agent's entropy. Each acts and learns
+    exactly, to the byte, as :func:`make_agent` alone would make it."""
+    return [make_agent(name, context_dim, n_actions, runs, seed(name), config, device,
+                       cuda_graph, compile)
+            for group in population_groups(names, config) for name in group]
 
 
 def population_groups(names: Sequence[str], config: AgentConfig | None = None
                       ) -> list[list[str]]:
-    """The agents of each population :func:`make_agents` builds, in its order: agents of
-    one class whose settings differ only in :data:`PER_MEMBER` share one. Populations are
-    independent of each other, so they may run in different processes."""
-    groups: dict[tuple, list[str]] = {}
+    """The agents of each population :func:`make_agents` builds, in its order: one agent
+    each (an unknown name is refused here). Populations are independent of each other, so
+    they may run in different processes, and none changes another's numbers. (Agents
+    that differ only in how they act, the epsilon-greedy ones, once shared a population;
+    its batched kernels then summed a member's runs in another order beside others.)"""
     for name in names:
-        cls, member = _member(name, 0, config)
-        shared = dataclasses.replace(member.config, **{k: None for k in PER_MEMBER})
-        groups.setdefault((cls, repr(shared)), []).append(name)
-    return list(groups.values())
+        _member(name, 0, config)
+    return [[name] for name in names]
 
 
 __all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "Member",

@@ -15,9 +15,9 @@ only in how they act (greedy, 1 % and 5 % greedy): each is a *member* with its o
 seeds' runs (``runs_per_member`` of them, consecutive), its own settings and its own
 generators, so every member draws exactly the random numbers it would draw alone. Its
 arithmetic is the same only up to rounding: the batched kernels may sum a member's runs
-in another order when they start at another offset of the population (a member of 10
-runs beside others can end elsewhere over a long run; the same command always gives the
-same bytes). A population of one member is the plain single agent.
+in another order when they start at another offset of the population. So a run builds
+one population per agent (:func:`agents.make_agents`), a population of one member, the
+plain single agent, and an agent's bytes never depend on its neighbours.
 """
 
 from __future__ import annotations

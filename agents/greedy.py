@@ -4,8 +4,9 @@ The same network shape, buffer and training schedule as the Bayes-by-Backprop
 agent, trained on squared error. With probability ``epsilon`` the agent acts
 uniformly at random, else greedily on its reward estimates. ``greedy``,
 ``eps1`` and ``eps5`` are epsilon = 0, 0.01, 0.05 (Blundell et al. 2015, Fig. 6).
-They differ in nothing else, so they train as one population: each member has its
-own epsilon.
+They differ in nothing else; each trains as a population of its own (one class can hold
+several members, each with its own epsilon, but a run never groups them: a member's
+batched sums would round otherwise beside others).
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from bandits.core import kernels
 
-kernels.pin()  # before anything imports torch, as every entry point does: the same bytes
+# exact mode before anything imports torch, as --exact does: the byte-for-byte reruns of
+# the shipped results compare like with like (and the processes the tests start inherit it)
+kernels.pin(exact=True)
 
 import pytest  # noqa: E402
 

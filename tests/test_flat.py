@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+import agents as agents_registry
 from agents import AgentConfig, make_agent, make_agents
 from bandits.bayes import FlatMLP, GaussianPrior, ScaleMixturePrior, make_mlp
 from bandits.bayes.flat import ArmGroups, block_outer_sums
@@ -78,8 +79,11 @@ def test_flat_mlp_rejects_what_it_cannot_hold():
 def _trajectory(names, agent_name, steps=12, updates=3):
     """Actions and final parameters of ``agent_name`` trained in a population of ``names``."""
     cfg = AgentConfig(hidden=(16,), batch_size=8)
-    pops = make_agents(names, D, A, R, lambda n: [0, R, len(n)], cfg)
-    pop = next(p for p in pops if agent_name in p.names)
+    # a population of several members, built by hand (a run never builds one: each
+    # agent is its own population); its members still draw their own random numbers
+    members = [agents_registry._member(n, [0, R, len(n)], cfg) for n in names]
+    pop = agents_registry._build(members[0][0], [m for _, m in members], D, A, R, "cpu",
+                                 cuda_graph=False, compile=False)
     k = pop.names.index(agent_name)
     buf = ReplayBuffer(32, pop.runs, D)
     rng = np.random.default_rng(1)
@@ -103,11 +107,12 @@ def test_a_member_of_a_population_learns_exactly_as_alone(name):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
-def test_populations_group_only_agents_that_train_alike():
+def test_a_run_builds_one_population_per_agent():
+    # neighbour-free agents: even agents that train alike never share a population
     pops = make_agents(["eps5", "bbb", "greedy", "uniform", "eps1"], D, A, R,
                        lambda n: 0, AgentConfig(hidden=(4,)))
-    assert [p.names for p in pops] == [["eps5", "greedy", "eps1"], ["bbb"], ["uniform"]]
-    assert pops[0].runs == 3 * R
+    assert [p.names for p in pops] == [["eps5"], ["bbb"], ["greedy"], ["uniform"], ["eps1"]]
+    assert all(p.runs == R for p in pops)
 
 
 @pytest.mark.slow

@@ -69,7 +69,7 @@ LAYERS = [
 ]
 COMMANDS = ["bandits.run", "bandits.sweep", "bandits.plot", "bandits.diagnose",
             "bandits.bench", "bandits.regression", "bandits.gradient_variance",
-            "bandits.doc_tables", "bandits.same_bytes"]
+            "bandits.doc_tables", "bandits.same_bytes", "bandits.confirm"]
 
 
 def _folder_of(module: str) -> str:

@@ -1,6 +1,6 @@
-"""The pinned math kernels (bandits.core.kernels): set by every entry point before torch loads,
-recorded in config.json, left to the libraries with BANDITS_NATIVE_KERNELS=1, and a
-variable the user set is kept as it is."""
+"""The math kernels (bandits.core.kernels): the libraries' own by default; in exact mode
+(--exact, BANDITS_EXACT=1) pinned by every entry point before torch loads; recorded in
+config.json with the mode MKL reports; a variable the user set is kept as it is."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ x86 = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (*kernels.PIN, kernels.NATIVE)}
+    env = {k: v for k, v in os.environ.items()
+           if k not in (*kernels.PIN, kernels.NATIVE, kernels.EXACT)}
     return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
@@ -34,9 +35,40 @@ def _probe(**extra: str) -> dict:
 
 
 @x86
-def test_the_pin_set_before_torch_loads_is_in_force():
-    assert _probe() == {"pinned": True, "aten": "AVX2", **kernels.PIN,
-                        "processor": kernels.processor()}
+def test_exact_mode_pins_before_torch_loads_and_records_what_mkl_ran():
+    assert _probe(BANDITS_EXACT="1") == {
+        "mode": "exact", "pinned": True, "aten": "AVX2", **kernels.PIN,
+        "mkl_ran": "COMPATIBLE", "processor": kernels.processor()}
+
+
+@x86
+def test_the_default_is_the_libraries_own_kernels():
+    got = _probe()
+    assert got["mode"] == "native" and got["pinned"] is False
+    assert all(got[k] is None for k in kernels.PIN) and got["mkl_ran"] == "OFF"
+
+
+@x86
+def test_a_mode_mkl_ignores_is_recorded_as_what_it_ran():
+    # MKL_CBWR=BOGUS is not a mode: MKL runs AUTO, and the record says so
+    got = _probe(MKL_CBWR="BOGUS")
+    assert got["MKL_CBWR"] == "BOGUS" and got["mkl_ran"] == "AUTO"
+
+
+@pytest.mark.parametrize("value", ["maybe", "TRUEISH", "2"])
+def test_a_malformed_switch_is_one_line(value):
+    done = subprocess.run([sys.executable, "-m", "bandits.run", "--agent", "greedy"],
+                          env=_env(BANDITS_EXACT=value), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "BANDITS_EXACT" in done.stderr
+
+
+def test_exact_mode_and_native_kernels_together_are_refused():
+    done = subprocess.run([sys.executable, "-m", "bandits.run", "--exact"],
+                          env=_env(BANDITS_NATIVE_KERNELS="1"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "opposite" in done.stderr
 
 
 def test_the_record_names_the_processor():
@@ -62,7 +94,7 @@ def test_native_kernels_leave_the_choice_to_the_libraries():
 
 @x86
 def test_a_variable_the_user_set_is_kept_and_the_record_says_it_is_not_the_pin():
-    got = _probe(MKL_CBWR="AVX2")
+    got = _probe(MKL_CBWR="AVX2", BANDITS_EXACT="1")
     assert got["MKL_CBWR"] == "AVX2" and got["pinned"] is False
 
 
@@ -70,28 +102,47 @@ def test_a_variable_the_user_set_is_kept_and_the_record_says_it_is_not_the_pin()
 def test_a_pin_after_torch_loaded_is_not_taken_for_one():
     code = ("import torch; from bandits.core import kernels; kernels.pin(); import json; "
             "print(json.dumps(kernels.record()))")
-    done = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", code], env=_env(BANDITS_EXACT="1"),
+                          capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(done.stdout)["pinned"] is False
 
 
 @x86
-@pytest.mark.parametrize("native", [False, True])
-def test_a_run_records_its_kernels_in_config_json(tmp_path, native):
-    extra = {kernels.NATIVE: "1"} if native else {}
+@pytest.mark.parametrize("how", ["default", "flag", "variable"])
+def test_a_run_records_its_mode_and_its_command_reproduces_it(tmp_path, how):
+    extra = {kernels.EXACT: "1"} if how == "variable" else {}
     out = tmp_path / "run"
     subprocess.run([sys.executable, "-m", "bandits.run", "--env", "wheel", "--agent", "greedy",
                     "--seeds", "1", "--steps", "5", "--hidden", "8", "--no-progress",
-                    "--out", str(out)], env=_env(**extra), capture_output=True, timeout=300,
-                   check=True)
-    record = json.loads((out / "config.json").read_text())["versions"]["kernels"]
-    assert record["pinned"] is (not native)
-    assert record["ATEN_CPU_CAPABILITY"] == (None if native else "avx2")
+                    *(["--exact"] if how == "flag" else []), "--out", str(out)],
+                   env=_env(**extra), capture_output=True, timeout=300, check=True)
+    config = json.loads((out / "config.json").read_text())
+    record = config["versions"]["kernels"]
+    exact = how != "default"
+    assert record["mode"] == ("exact" if exact else "native") and record["pinned"] is exact
+    assert record["ATEN_CPU_CAPABILITY"] == ("avx2" if exact else None)
+    assert config["exact"] is exact
+    assert ("--exact" in config["command"].split()) is exact
 
 
-def test_this_test_process_runs_under_the_pin_where_it_applies():
-    # conftest.py pins before torch loads, as the entry points do: the byte-for-byte
-    # reruns of the shipped results compare like with like
-    if not kernels.applies():
-        pytest.skip("no pin here (BANDITS_NATIVE_KERNELS set, or not x86-64)")
+@x86
+def test_a_run_resumes_only_in_its_own_mode(tmp_path):
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "bandits.run"]
+    subprocess.run([*base, "--env", "wheel", "--agent", "greedy", "--seeds", "1", "--steps",
+                    "5", "--hidden", "8", "--no-progress", "--exact", "--out", str(out)],
+                   env=_env(), capture_output=True, timeout=300, check=True)
+    native = subprocess.run([*base, "--resume", str(out), "--steps", "6"], env=_env(),
+                            capture_output=True, text=True, timeout=300)
+    assert native.returncode == 2 and "--exact" in native.stderr
+    exact = subprocess.run([*base, "--resume", str(out), "--steps", "6", "--exact"],
+                           env=_env(), capture_output=True, text=True, timeout=300)
+    assert exact.returncode == 0, exact.stderr
+
+
+def test_this_test_process_runs_in_exact_mode_where_it_applies():
+    # conftest.py pins before torch loads, as --exact does: the byte-for-byte reruns of
+    # the shipped results compare like with like
+    if not kernels.x86_64():
+        pytest.skip("no exact mode here (not x86-64)")
     assert kernels.in_force()

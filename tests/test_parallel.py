@@ -55,7 +55,8 @@ def test_the_default_is_the_cores_at_most_one_per_population(monkeypatch):
 
     monkeypatch.delenv("BANDITS_WORKERS")
     monkeypatch.setattr(parallel, "available_cores", lambda: 8)
-    assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy", "eps1"])) == 2
+    # one population per agent (neighbour-free agents): three here
+    assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy", "eps1"])) == 3
     monkeypatch.setattr(parallel, "available_cores", lambda: 1)
     assert parallel.worker_count(parse_config(["--agent", "bbb", "greedy"])) == 1
     monkeypatch.setenv("BANDITS_WORKERS", "3")

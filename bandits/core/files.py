@@ -168,3 +168,11 @@ def written_by(file: Path) -> str | None:
     except (OSError, ValueError, UnicodeDecodeError, IndexError):
         return None
     return None
+
+
+def utc_now() -> str:
+    """This moment in UTC, to the second (``2026-11-28T17:34:57Z``): when a run started
+    and finished, in its ``config.json``."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

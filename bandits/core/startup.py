@@ -45,9 +45,14 @@ def on_stop(undo) -> None:
 
 def start(prog: str) -> None:
     """What the command ``prog`` does first, before its slow imports: its signal handlers
-    (:func:`interruptible`) and the math kernels pinned (:func:`bandits.core.kernels.pin`)."""
+    (:func:`interruptible`) and, in exact mode, the math kernels pinned
+    (:func:`bandits.core.kernels.pin`); a malformed ``BANDITS_EXACT`` is one line, exit 2."""
     interruptible(prog)
-    kernels.pin()
+    try:
+        kernels.pin()
+    except ValueError as e:  # BANDITS_EXACT=maybe: one line, before anything is written
+        os.write(2, f"{prog}: error: {e}\n".encode())
+        os._exit(2)
 
 
 def interruptible(prog: str) -> None:

@@ -8,7 +8,9 @@ from typing import Any
 
 from bandits.core import kernels
 
-kernels.pin()  # before torch loads (effective where nothing imported it before)
+# exact mode where BANDITS_EXACT=1 asks for it, before torch loads (effective where nothing
+# imported torch before)
+kernels.pin(exact=kernels.requested([]))
 
 import pandas as pd  # noqa: E402
 
@@ -25,7 +27,9 @@ def simulate(out: Path | str | None = None, **settings: Any):
     ``steps=2000``, ``seeds=3``, ``data_dir=...`` (else ``$BANDITS_DATA_DIR``, the cache,
     a download). The run writes every output of the command into ``out`` (default: a new
     directory under ``runs/``) and runs in this process, without a progress bar unless
-    ``no_progress=False``.
+    ``no_progress=False``. ``exact=True`` (exact mode: the same bytes on any x86-64
+    processor with AVX2) needs ``BANDITS_EXACT=1`` set before Python starts, which also
+    makes it the default.
 
     Returns:
         A pandas DataFrame, one row per agent, lowest mean first: ``agent``, the mean,

@@ -25,7 +25,14 @@ from bandits.core import checkpoint, denormals
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.checkpoint import CheckpointError
 from bandits.core.config import UsageError
-from bandits.core.files import device_name, machine, package_versions, write_csv, write_json
+from bandits.core.files import (
+    device_name,
+    machine,
+    package_versions,
+    utc_now,
+    write_csv,
+    write_json,
+)
 from bandits.core.import_path import hook_factory
 from bandits.core.processes import sigint_handler
 from bandits.core.runner import DIVERGED_STATUS
@@ -120,7 +127,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
               "device_name": device_name(cfg.device), "machine": machine(cfg.device),
-              "versions": package_versions(),
+              "versions": package_versions(), "started_utc": utc_now(),
               # which run this directory's checkpoints belong to (a copy of another
               # run's checkpoint, even one with the same settings, is refused)
               "run_id": uuid.uuid4().hex}
@@ -129,8 +136,10 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         record["run_id"] = resume["config"].get("run_id", record["run_id"])
         _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
         record.update(command=resume["config"]["command"],
+                      started_utc=resume["config"].get("started_utc"),
                       resumed=[*resume["config"].get("resumed", []),
-                               {"command": record["command"], "at_step": log.done}])
+                               {"command": record["command"], "at_step": log.done,
+                                "at_utc": utc_now()}])
         previous_wall = resume["config"].get("wall_seconds", 0.0)
     start = time.perf_counter()
 
@@ -183,7 +192,8 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                   diverged_runs=watch.found,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
-                  checkpoint_step=checkpoints.step)
+                  checkpoint_step=checkpoints.step,
+                  finished_utc=utc_now() if status == 0 and log.done == cfg.steps else None)
     try:
         # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):

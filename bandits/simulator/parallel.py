@@ -42,7 +42,7 @@ from types import SimpleNamespace
 import envs
 from agents import SPECS, population_groups
 from bandits.core.config import UsageError
-from bandits.core.files import package_versions, write_atomic, write_json
+from bandits.core.files import package_versions, utc_now, write_atomic, write_json
 from bandits.core.processes import (
     available_cores,
     ctrl_c_on,
@@ -130,7 +130,7 @@ def run(cfg, out: Path, command: str):
              for k, agents in enumerate(bins)]
     config = {**dataclasses.asdict(cfg), "workers": len(parts), "parts": parts,
               "command": command,
-              "versions": package_versions()}
+              "versions": package_versions(), "started_utc": utc_now()}
     config["identity"] = identity(config)
     try:
         write_json({**config, "running": True}, out / "config.json")
@@ -177,7 +177,7 @@ def _resume_parts(out: Path, config: dict, changes: dict, command: str):
             raise UsageError(f"cannot resume {out}: worker {k}'s checkpoint {d / 'checkpoint.pt'} "
                              "is missing (worker checkpoints stay out of git); rerun the "
                              "command with --overwrite to start again")
-    config["resumed"] = [*config.get("resumed", []), {"command": command}]
+    config["resumed"] = [*config.get("resumed", []), {"command": command, "at_utc": utc_now()}]
 
     cfg = SimpleNamespace(**{k: config[k] for k in
                              ("steps", "no_progress", "env", "seeds", "agent", "log_y")},
@@ -315,7 +315,9 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
                   wall_seconds_per_agent=wall_per_agent, interrupted=status == 130,
                   diverged=message if status == DIVERGED_STATUS else None,
                   diverged_runs=diverged_runs,
-                  worker_exit_codes=codes)
+                  worker_exit_codes=codes,
+                  finished_utc=utc_now() if status == 0 and min(done, default=0) == cfg.steps
+                  else None)
     config.pop("running", None)
     write_json(config, out / "config.json")
     draw_run(out, cfg.env, cfg.log_y, getattr(cfg, "act_samples", 1))  # after the run

@@ -17,8 +17,9 @@ from bandits.core.runner import RunKind
 from bandits.simulator.settings import CHECKPOINT_KIND, Config, build_parser, validate
 
 # flags that may be given beside --resume: they do not change the results
+# (--exact only as the run was made: it is the process's mode, checked against the run's)
 RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
-                "log_y", "progress_file", "hook")
+                "log_y", "progress_file", "hook", "exact")
 
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:
@@ -95,7 +96,8 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     saved = state["config"]  # config.json as it was when the checkpoint was written
     settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
     settings.update(changes)
-    settings.update(resume=out, out=out, overwrite=True)
+    # the run's own mode; validate() refuses a process pinned otherwise
+    settings.update(resume=out, out=out, overwrite=True, exact=bool(saved.get("exact", False)))
     try:
         cfg = Config(**settings)
         cfg.hidden = tuple(cfg.hidden)

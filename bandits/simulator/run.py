@@ -8,9 +8,8 @@ One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`
 (:class:`Probe`), show progress, watch for divergence (:class:`DivergenceWatch`),
 write checkpoints (:class:`Checkpoints`) and stop cleanly on Ctrl-C. The agents are
 those of :data:`agents.SPECS`. Every agent's ``--seeds`` runs are one batched model
-through the runs dimension, and agents that differ only in how they act (greedy,
-eps1, eps5) share one population and one training step (see
-:func:`agents.make_agents`); every run of every agent sees the same contexts and reward
+through the runs dimension, one population per agent, so that no agent's numbers
+depend on the agents beside it (see :func:`agents.make_agents`); every run of every agent sees the same contexts and reward
 draws for its seed (common random numbers). Populations may run in worker processes
 (:mod:`bandits.simulator.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
 ``memory.csv`` (:mod:`bandits.records.memory`), ``probes.csv``, ``config.json``, ``regret.png``
@@ -138,7 +137,10 @@ def _main(argv: list[str], command: str) -> int:
             outcome = resume(Path(args["resume"]), {k: args[k] for k in given - {"resume"}},
                              command)
         else:
-            outcome = start(parse_config(argv), command)
+            cfg = parse_config(argv)
+            if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying reproduces
+                command += " --exact"
+            outcome = start(cfg, command)
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ import torch
 import envs
 from agents import SPECS, AgentConfig, CommonSettings
 from agents.neural import epochs_need_sgd
+from bandits.core import kernels
 from bandits.core.config import (
     BIG,
     COUNT,
@@ -95,6 +96,7 @@ class RunSettings:
         False, "fuse the BBB training step's per-weight work with torch.compile "
         "(fewer kernels on a GPU; on a CPU it gains little and takes "
         "about 30 s to compile)")
+    exact: bool = setting(False, kernels.EXACT_HELP)
     out: Path | None = setting(
         None, "output directory (default: a new directory under runs/)",
         type=Path)
@@ -234,6 +236,8 @@ def _complete(values: dict[str, Any]) -> Config:
         if values[k] is None:  # (an agent's own setting only where a listed agent reads it)
             values[k] = v if k not in OWN_DEFAULTS or OWN_DEFAULTS[k][0] & listed \
                 else OWN_DEFAULTS[k][1]
+    if kernels.in_force():  # BANDITS_EXACT=1 (or --exact) pinned this process
+        values["exact"] = True
     cfg = Config(**values)
     validate(cfg)
     if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
@@ -255,6 +259,8 @@ def validate(cfg: Config) -> None:
                          "envs.register_dataset in this process first")
     check_ranges(cfg)
     check_choices(cfg)
+    if (why := kernels.problem(cfg.exact)) is not None:
+        raise UsageError(why)
     refuse_other_envs_settings(cfg)
     for path in cfg.hook or ():
         if (why := hook_problem(path)) is not None:

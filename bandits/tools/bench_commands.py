@@ -128,8 +128,9 @@ def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
     command with both times and ``pinned_over_native``; the default command's CSVs are
     compared too (``same_bytes``: whether the pin changes nothing on this processor).
     ``extra``: flags added to the default command (tests)."""
-    native_env = {k: v for k, v in os.environ.items() if k not in kernels.PIN}
-    envs = {"pinned": {**native_env, **kernels.PIN}, "native": {**native_env, kernels.NATIVE: "1"}}
+    native_env = {k: v for k, v in os.environ.items()
+                  if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE)}
+    envs = {"pinned": {**native_env, kernels.EXACT: "1"}, "native": native_env}
     files = ["metrics.csv", "summary.csv", "phases.csv"]
     run_times: dict[str, list[float]] = {"pinned": [], "native": []}
     step_times: dict[str, list[float]] = {"pinned": [], "native": []}

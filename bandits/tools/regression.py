@@ -44,6 +44,7 @@ import torch
 from torch import Tensor, nn
 
 from bandits.bayes import GaussianPrior, make_mlp
+from bandits.core import kernels
 from bandits.core.config import (
     COUNT,
     OPEN,
@@ -84,6 +85,7 @@ class Config:
                                      "runs/)", type=Path)
     overwrite: bool = setting(False, "allow writing into an existing non-empty directory")
     no_plot: bool = setting(False, "write the CSV and config.json only")
+    exact: bool = setting(False, kernels.EXACT_HELP)
 
 
 def truth(x: np.ndarray) -> np.ndarray:
@@ -257,6 +259,12 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
+        try:
+            cfg.exact = kernels.settle(cfg.exact)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying reproduces
+            argv = [*argv, "--exact"]
         out = output_dir(cfg.out, "regression", cfg.overwrite,
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"),
                          kind="bandits.regression")

@@ -226,8 +226,8 @@ def _call(cmd: list[str], env: dict[str, str], what: str) -> str:
 
 def capability(prefix: list[str]) -> str:
     """torch's own kernel set (unpinned) on the processor ``prefix`` runs on."""
-    env = {**os.environ, kernels.NATIVE: "1"}
-    for name in kernels.PIN:
+    env = {**os.environ}
+    for name in (*kernels.PIN, kernels.EXACT):
         env.pop(name, None)
     code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
     return _call([*prefix, sys.executable, "-c", code], env,
@@ -262,7 +262,7 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
     checks = CHECKS if checks is None else checks
     rows = []
     base = {**os.environ, "BANDITS_WORKERS": "1"}
-    for name in [*kernels.PIN, kernels.NATIVE]:  # each run pins (or not) for itself
+    for name in [*kernels.PIN, kernels.NATIVE, kernels.EXACT]:  # each run's own mode
         base.pop(name, None)
     if data_dir:  # the commands run from the repository's root
         base["BANDITS_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
@@ -272,9 +272,9 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
             check = checks[name]
             if check.shipped is not None:
                 shipped_ok(check.shipped)
-            pinned = (("pinned", {}) if mkl_cbwr is None
-                      else (f"MKL_CBWR={mkl_cbwr}", {"MKL_CBWR": mkl_cbwr}))
-            modes = [pinned, *([("native", {kernels.NATIVE: "1"})]
+            pinned = (("pinned", {kernels.EXACT: "1"}) if mkl_cbwr is None
+                      else (f"MKL_CBWR={mkl_cbwr}", {kernels.EXACT: "1", "MKL_CBWR": mkl_cbwr}))
+            modes = [pinned, *([("native", {})]
                                if check.unpinned and native else [])]
             for mode, extra in modes:
                 outs = {}

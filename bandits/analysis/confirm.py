@@ -1,0 +1,213 @@
+"""Paired comparisons of one agent against the others over the same seeds, from run folders
+joined into one table: the analysis of a pre-registered confirmation
+(``results/mushroom/heldout``).
+
+Each run folder's ``phases.csv`` gives, per agent and seed, the final cumulative regret
+(the sum of its phases' realised regret) and the late expected regret per step (its
+phases' expected regret from ``--late-from`` on, over the steps there). Folders are joined
+agent by agent (an agent's rows never depend on the agents beside it); an agent and seed
+in two folders, or a run short of ``--steps``, is one line. For every other agent the
+reference agent's paired differences (reference minus other, seed by seed) give the mean,
+its standard error, the wins, ties and losses of the reference, and a one-sided
+sign-flip (randomisation) test of "the reference's mean is lower": exact up to 16 seeds,
+else ``--flips`` random sign patterns from a fixed generator. Writes ``seeds.csv``,
+``agents.csv``, ``paired.csv`` and ``tables.md`` into ``--out``."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from agents import SPECS
+from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.config import first_paragraph, setting
+from bandits.core.files import write_csv
+from bandits.core.processes import stop_on_ctrl_c
+
+MEASURES = {"final": "final cumulative regret", "late": "late expected regret per step"}
+"""The two measures compared: the column of ``seeds.csv`` and how tables name it."""
+
+
+def per_seed(folders: Sequence[Path], steps: int, late_from: int) -> pd.DataFrame:
+    """One row per agent and seed: ``agent, seed, final, late, folder``. Raises
+    ValueError (one line) on a folder without ``phases.csv``, a run short of ``steps``,
+    phases that do not start at ``late_from``, or an agent and seed in two folders."""
+    frames = []
+    for folder in folders:
+        try:
+            phases = pd.read_csv(folder / "phases.csv")
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{folder}: no readable phases.csv ({e}); give bandits.run "
+                             "output folders") from None
+        end = phases.groupby(["agent", "seed"])["end"].max()
+        if (end < steps).any():
+            (agent, seed), got = end.idxmin(), int(end.min())
+            raise ValueError(f"{folder}: {agent} seed {seed} ran {got} of {steps} steps; "
+                             f"resume it to {steps} (python -m bandits.run --resume {folder})")
+        if late_from not in set(phases["start"]):
+            raise ValueError(f"{folder}: no phase starts at step {late_from}; give "
+                             f"--late-from at a phase's start")
+        late = phases[phases["start"] >= late_from]
+        rows = pd.DataFrame({
+            "final": phases.groupby(["agent", "seed"])["regret"].sum(),
+            "late": late.groupby(["agent", "seed"])["expected_regret"].sum()
+            / (steps - late_from + 1)}).reset_index()
+        frames.append(rows.assign(folder=str(folder)))
+    table = pd.concat(frames, ignore_index=True)
+    twice = table.duplicated(["agent", "seed"], keep=False)
+    if twice.any():
+        agent, seed = table.loc[twice, ["agent", "seed"]].iloc[0]
+        raise ValueError(f"{agent} seed {seed} is in two folders "
+                         f"({', '.join(table.loc[twice, 'folder'].unique())}); give each once")
+    return table.sort_values(["agent", "seed"], kind="stable").reset_index(drop=True)
+
+
+def sign_flip_p(d: np.ndarray, flips: int = 200_000, seed: int = 0) -> float:
+    """One-sided p-value of "the mean of ``d`` is below 0" by flipping the signs of the
+    differences: the share of sign patterns whose mean is at most the observed one
+    (exact over all 2^n patterns up to n = 16; else ``flips`` random patterns from
+    ``numpy.random.default_rng(seed)``, counting the observed one)."""
+    d = np.asarray(d, dtype=np.float64)
+    observed = d.mean()
+    tol = 1e-9 * max(1.0, float(np.abs(d).max(initial=0.0)))
+    if len(d) <= 16:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
+        return float(np.mean((signs * d).mean(axis=1) <= observed + tol))
+    rng = np.random.default_rng(seed)
+    signs = rng.choice((1.0, -1.0), size=(flips, len(d)))
+    return float((1 + np.sum((signs * d).mean(axis=1) <= observed + tol)) / (flips + 1))
+
+
+def _order(seeds: pd.DataFrame, reference: str) -> list[str]:
+    """The agents, the reference first, then in the registry's order."""
+    names = list(SPECS)
+    rank = {a: (a != reference, names.index(a) if a in names else len(names), a)
+            for a in seeds["agent"].unique()}
+    return sorted(rank, key=rank.__getitem__)
+
+
+def agents_table(seeds: pd.DataFrame, reference: str = "bbb") -> pd.DataFrame:
+    """Per agent (the reference first) and measure: seeds, mean, standard error, median."""
+    rows = []
+    for agent in _order(seeds, reference):
+        group = seeds[seeds["agent"] == agent]
+        for measure in MEASURES:
+            x = group[measure]
+            rows.append({"agent": agent, "measure": measure, "seeds": len(x),
+                         "mean": x.mean(), "se": x.std(ddof=1) / np.sqrt(len(x)),
+                         "median": x.median()})
+    return pd.DataFrame(rows)
+
+
+def paired_table(seeds: pd.DataFrame, reference: str, flips: int = 200_000) -> pd.DataFrame:
+    """The reference's paired differences to every other agent, per measure: seeds,
+    mean and standard error of (reference - other), wins, ties and losses of the
+    reference, the one-sided p-value (:func:`sign_flip_p`) and whether it is below 0.05."""
+    wide = {m: seeds.pivot(index="seed", columns="agent", values=m) for m in MEASURES}
+    if reference not in wide["final"]:
+        raise ValueError(f"no runs of the reference agent {reference!r}; give its folder")
+    rows = []
+    for other in _order(seeds, reference)[1:]:
+        for measure, table in wide.items():
+            both = table[[reference, other]].dropna()
+            if len(both) != len(table):
+                raise ValueError(f"{reference} and {other} do not cover the same seeds; "
+                                 "give the folders of every seed of both")
+            d = (both[reference] - both[other]).to_numpy()
+            p = sign_flip_p(d, flips)
+            rows.append({"measure": measure, "reference": reference, "other": other,
+                         "seeds": len(d), "mean_diff": d.mean(),
+                         "se": d.std(ddof=1) / np.sqrt(len(d)),
+                         "wins": int((d < 0).sum()), "ties": int((d == 0).sum()),
+                         "losses": int((d > 0).sum()), "p_one_sided": p,
+                         "separated": bool(p < 0.05)})
+    return pd.DataFrame(rows)
+
+
+def markdown(agents: pd.DataFrame, paired: pd.DataFrame, labels: dict[str, str]) -> str:
+    """The two tables of ``tables.md``: each agent's measures, and the paired tests."""
+    name = lambda a: labels.get(a, a)  # noqa: E731 - a one-line lookup
+    final = agents[agents["measure"] == "final"].set_index("agent")
+    late = agents[agents["measure"] == "late"].set_index("agent")
+    lines = ["| Agent | seeds | final cumulative regret, mean +- s.e. (median) | "
+             "late expected regret per step, mean +- s.e. |", "| --- | ---: | ---: | ---: |"]
+    for agent in final.index:
+        f, g = final.loc[agent], late.loc[agent]
+        lines.append(f"| {name(agent)} | {int(f['seeds'])} | {f['mean']:.0f} +- {f['se']:.0f} "
+                     f"({f['median']:.0f}) | {g['mean']:.3f} +- {g['se']:.3f} |")
+    lines += ["", "| Paired: reference - other | measure | seeds | mean +- s.e. | "
+              "wins / ties / losses | one-sided p | separated at 5 % |",
+              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for _, r in paired.iterrows():
+        digits = 0 if r["measure"] == "final" else 3
+        lines.append(f"| {name(r['reference'])} - {name(r['other'])} | {MEASURES[r['measure']]} "
+                     f"| {r['seeds']} | {r['mean_diff']:.{digits}f} +- {r['se']:.{digits}f} | "
+                     f"{r['wins']} / {r['ties']} / {r['losses']} | {r['p_one_sided']:.4f} | "
+                     f"{'yes' if r['separated'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Settings:
+    """The settings of ``python -m bandits.confirm``."""
+
+    dirs: list[Path] | None = setting(None, "bandits.run output folders to join",
+                                      positional=True, nargs="+", type=Path)
+    out: Path | None = setting(None, "folder for seeds.csv, agents.csv, paired.csv and "
+                               "tables.md (made if missing)", type=Path)
+    reference: str = setting("bbb", "the agent compared with every other")
+    steps: int = setting(50_000, "the steps every run must have reached", range=(1, 10**9))
+    late_from: int = setting(40_001, "the first step of the late regret per step",
+                             range=(1, 10**9))
+    flips: int = setting(200_000, "random sign patterns of the test beyond 16 seeds",
+                         range=(1000, 10**8))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return build_settings_parser(Settings, "python -m bandits.confirm",
+                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+
+
+def confirm(args: Settings) -> str:
+    """Write the five files into ``args.out``; the tables' markdown."""
+    if args.late_from > args.steps:
+        raise ValueError(f"--late-from {args.late_from} is past --steps {args.steps}")
+    seeds = per_seed(args.dirs, args.steps, args.late_from)
+    agents = agents_table(seeds, args.reference)
+    paired = paired_table(seeds, args.reference, args.flips)
+    text = markdown(agents, paired, {n: s.label for n, s in SPECS.items()})
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(seeds.drop(columns="folder"), args.out / "seeds.csv")
+    write_csv(agents, args.out / "agents.csv")
+    write_csv(paired, args.out / "paired.csv")
+    (args.out / "tables.md").write_text(text)
+    (args.out / "analysis.json").write_text(json.dumps(
+        {"folders": [str(d) for d in args.dirs], "reference": args.reference,
+         "steps": args.steps, "late_from": args.late_from, "flips": args.flips}, indent=1)
+        + "\n")
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("bandits.confirm", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = Settings(**vars(build_parser().parse_args(argv)))
+    if args.out is None:
+        print("bandits.confirm: error: give --out, the folder for the tables", file=sys.stderr)
+        return 2
+    try:
+        print(confirm(args), end="")
+    except (ValueError, OSError) as e:
+        print(f"bandits.confirm: error: {e}", file=sys.stderr)
+        return 2
+    return 0

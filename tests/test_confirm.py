@@ -1,0 +1,82 @@
+"""bandits.confirm: paired comparisons from joined run folders, and its sign-flip test."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bandits.analysis import confirm
+
+ROOT = Path(__file__).parents[1]
+SHIPPED = ROOT / "results" / "mushroom" / "memory-decay-0.3"
+
+
+def test_the_exact_test_counts_every_sign_pattern():
+    d = np.array([-3.0, -1.0, 2.0])
+    means = [np.mean(np.array(s) * d) for s in itertools.product((1, -1), repeat=3)]
+    assert confirm.sign_flip_p(d) == np.mean(np.array(means) <= d.mean() + 1e-12)
+    assert confirm.sign_flip_p(np.full(10, -1.0)) == 1 / 2**10
+    assert confirm.sign_flip_p(np.full(10, 1.0)) == 1.0
+
+
+def test_the_random_test_agrees_with_the_exact_one_where_both_apply():
+    rng = np.random.default_rng(3)
+    d = rng.normal(-0.3, 1.0, size=16)
+    exact = confirm.sign_flip_p(d)
+    flipped = confirm.sign_flip_p(np.concatenate([d, [0.0]]), flips=400_000)  # 17: random
+    assert abs(exact - flipped) < 0.01
+
+
+def test_the_shipped_tuning_run_gives_the_numbers_the_issue_audit_found(tmp_path):
+    # BBB - greedy over seeds 0-9 of results/mushroom/memory-decay-0.3: -597 +- 533,
+    # BBB lower on 5 seeds, higher on 4, one tie
+    seeds = confirm.per_seed([SHIPPED], 50_000, 40_001)
+    paired = confirm.paired_table(seeds, "bbb").set_index(["measure", "other"])
+    row = paired.loc[("final", "greedy")]
+    assert round(row["mean_diff"]) == -597 and round(row["se"]) == 533
+    assert (row["wins"], row["ties"], row["losses"]) == (5, 1, 4)
+    assert not row["separated"]
+    assert paired.loc[("final", "eps5"), "wins"] == 10
+
+
+def _phases(agent: str, seeds: range, end: int = 4) -> pd.DataFrame:
+    return pd.DataFrame([{"agent": agent, "seed": s, "start": start, "end": start + 1,
+                          "regret": 5 * s + start, "expected_regret": s}
+                         for s in seeds for start in range(1, end, 2)])
+
+
+def _folder(tmp_path: Path, name: str, *frames: pd.DataFrame) -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    pd.concat(frames).to_csv(d / "phases.csv", index=False)
+    return d
+
+
+def test_folders_join_agent_by_agent_and_refuse_overlaps_and_short_runs(tmp_path):
+    a = _folder(tmp_path, "a", _phases("bbb", range(10, 14)))
+    b = _folder(tmp_path, "b", _phases("greedy", range(10, 14)))
+    seeds = confirm.per_seed([a, b], 4, 3)
+    assert len(seeds) == 8 and set(seeds["agent"]) == {"bbb", "greedy"}
+    assert seeds.loc[0, "final"] == (5 * 10 + 1) + (5 * 10 + 3)
+    assert seeds.loc[0, "late"] == 10 / 2
+    with pytest.raises(ValueError, match="in two folders"):
+        confirm.per_seed([a, a], 4, 3)
+    with pytest.raises(ValueError, match="ran 4 of 6 steps"):
+        confirm.per_seed([a], 6, 3)
+    with pytest.raises(ValueError, match="no phase starts"):
+        confirm.per_seed([a], 4, 2)
+
+
+def test_the_command_writes_its_tables_and_refuses_a_missing_folder(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert confirm.main([str(SHIPPED), "--out", str(out)]) == 0
+    assert {p.name for p in out.iterdir()} == {"seeds.csv", "agents.csv", "paired.csv",
+                                               "tables.md", "analysis.json"}
+    assert "-597 +- 533 | 5 / 1 / 4" in (out / "tables.md").read_text()
+    assert confirm.main([str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no readable phases.csv" in err
