@@ -366,7 +366,8 @@ def _quick_products() -> str:
     agents, seeds = len(quick["agent"]), quick["seeds"]
     seconds = updates * agents * seeds * mflop * 1e6 / (rate * 1e9)
     return (f"(`results/mushroom/quick`) took {_wall('results/mushroom/quick')} with two "
-            f"worker processes alone on the cores (its `config.json`). The matrix products "
+            f"worker processes beside two other runs on the two cores (its `config.json`). "
+            f"The matrix products "
             f"alone of {updates:,} updates of "
             f"{agents * seeds} networks ({agents} agents x {seeds} seeds) at this size (about "
             f"{mflop} MFLOP per network and update, forward and backward) take about "

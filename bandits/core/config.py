@@ -262,6 +262,8 @@ def build_parser(cls, prog: str, description: str,
         parser_class = PlainParser
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=f"bbb-bandits {__version__}")
+    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}",
+                   help="print the version and exit")
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -105,7 +106,27 @@ def package_versions() -> dict[str, str]:
         "matplotlib": matplotlib.__version__,
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "kernels": kernels.record(),
+        "git": git_state(),
     }
+
+
+def git_state() -> dict[str, object] | None:
+    """The commit of the project's source and whether the source tree had changes not
+    committed (``dirty``), where the project runs from a git checkout; else None."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=30)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                 "--untracked-files=no", "--", "agents", "bandits", "envs"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if commit.returncode != 0 or status.returncode != 0:
+        return None
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
 def machine(device: str = "cpu") -> str:

@@ -28,6 +28,7 @@ from bandits.core.config import Parser, UsageError
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.processes import ctrl_c_on
 from bandits.core.runner import DIVERGED_STATUS, Diverged
+from bandits.core.version import __version__
 from bandits.mnist.adam_probe import probe
 from bandits.mnist.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
 from bandits.mnist.figures import redraw
@@ -267,6 +268,9 @@ def _run_command(argv: list[str]) -> int:
     """Run the command of ``argv`` (see :func:`split_command`); returns the exit status."""
     if argv in (["-h"], ["--help"]):
         print(help_text())
+        return 0
+    if argv == ["--version"]:
+        print(f"bbb-bandits {__version__}")
         return 0
     command, args, note = split_command(argv)
     if note is not None:

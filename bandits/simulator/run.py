@@ -9,11 +9,12 @@ One flow per step and population: ``agent.act`` -> ``env.step`` -> ``buffer.add`
 write checkpoints (:class:`Checkpoints`) and stop cleanly on Ctrl-C. The agents are
 those of :data:`agents.SPECS`. Every agent's ``--seeds`` runs are one batched model
 through the runs dimension, one population per agent, so that no agent's numbers
-depend on the agents beside it (see :func:`agents.make_agents`); every run of every agent sees the same contexts and reward
-draws for its seed (common random numbers). Populations may run in worker processes
-(:mod:`bandits.simulator.parallel`). Outputs: ``metrics.csv``, ``summary.csv``, ``phases.csv``,
-``memory.csv`` (:mod:`bandits.records.memory`), ``probes.csv``, ``config.json``, ``regret.png``
-(see the README).
+depend on the agents beside it (see :func:`agents.make_agents`); every run of every
+agent sees the same contexts and reward draws for its seed (common random numbers).
+Populations may run in worker processes (:mod:`bandits.simulator.parallel`). Outputs:
+``metrics.csv``, ``summary.csv``, ``phases.csv``, ``memory.csv``
+(:mod:`bandits.records.memory`), ``probes.csv``, ``config.json``, ``regret.png`` (see the
+README).
 """
 
 from __future__ import annotations

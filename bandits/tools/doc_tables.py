@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits.core.version import __version__
 from bandits.mnist.tables import PAPER_TABLE1 as PAPER
 from bandits.mnist.tables import PAPER_TABLE2 as PAPER_PRUNED
 from bandits.records.regret import ranking, summary_text
@@ -96,7 +97,9 @@ def figure6(root: Path) -> str:
     paper = ("| paper (Figure 6 and its text, 5 runs) | lowest, \"almost flat\" | eats nothing "
              "for about 1,000 steps, then does much better | (not described) | \"appears to "
              "over-explore\" |")
-    return "\n".join([head, row1, row2, paper]) + "\n"
+    paired = memory_tables.paired_rows(seeds, "cumulative_regret",
+                                       "expected_regret_per_step_last")
+    return "\n".join([head, row1, row2, *paired, paper]) + "\n"
 
 
 def quick_output(root: Path) -> str:
@@ -357,6 +360,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 when a table differs from its files")
     p.add_argument("--root", type=Path, default=ROOT, help="the repository's root")
+    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}",
+                   help="print the version and exit")
     args = p.parse_args(argv)
     stale = []
     rewritten = {}

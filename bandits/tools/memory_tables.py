@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits.analysis.confirm import sign_flip_p
 from bandits.tools.table_cells import bold_if, read_table
 
 ORDER = ("bbb", "greedy", "eps1", "eps5")
@@ -99,6 +100,27 @@ def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     return "\n".join(lines) + "\n"
 
 
+def paired_rows(t: pd.DataFrame, final: str = "regret", late: str = "late",
+                order: tuple[str, ...] = ("bbb", "greedy", "eps1", "eps5")) -> list[str]:
+    """Two rows of a Figure 6 table: BBB minus each other agent, paired seed by seed, of
+    the final cumulative regret and of the late regret per step (mean +- s.e.; BBB's wins,
+    ties and losses; the one-sided sign-flip p-value of "BBB is lower",
+    :func:`bandits.analysis.confirm.sign_flip_p`). ``t``: one row per agent and seed."""
+    rows = []
+    for column, digits, what in ((final, 0, "final regret"), (late, 3, "late regret")):
+        wide = t.pivot(index="seed", columns="agent", values=column)
+        cells = []
+        for other in order[1:]:
+            d = (wide[order[0]] - wide[other]).to_numpy()
+            se = d.std(ddof=1) / math.sqrt(len(d))
+            cells.append(f"{d.mean():.{digits}f} +- {se:.{digits}f} "
+                         f"({(d < 0).sum()} / {(d == 0).sum()} / {(d > 0).sum()}; "
+                         f"p = {sign_flip_p(d):.2f})")
+        rows.append(f"| BBB - agent, {what}, paired over {len(wide)} seeds (BBB's wins / "
+                    f"ties / losses; one-sided p) | | " + " | ".join(cells) + " |")
+    return rows
+
+
 def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/memory-horizon",
                    late: int = 10_000, label: str = "learner with a memory") -> str:
     """The winner's final cumulative regret (mean +- s.e. (median)) and expected regret
@@ -128,7 +150,7 @@ def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/me
     row3 = ("| exploration's own cost per step (late regret / it) | | | "
             + " | ".join(f"{floors[a]:.3f} ({g.get_group(a)['late'].mean() / floors[a]:.1f}x)"
                          for a in ("eps1", "eps5")) + " |")
-    return "\n".join([head, row1, row2, row3]) + "\n"
+    return "\n".join([head, row1, row2, row3, *paired_rows(t)]) + "\n"
 
 
 PILOT = {  # the decay 0.3 pilot against decay 1, both with every interaction kept
