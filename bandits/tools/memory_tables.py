@@ -115,7 +115,7 @@ def paired_rows(t: pd.DataFrame, final: str = "regret", late: str = "late",
             se = d.std(ddof=1) / math.sqrt(len(d))
             cells.append(f"{d.mean():.{digits}f} +- {se:.{digits}f} "
                          f"({(d < 0).sum()} / {(d == 0).sum()} / {(d > 0).sum()}; "
-                         f"p = {sign_flip_p(d):.2f})")
+                         f"p = {sign_flip_p(d):.3f})")
         rows.append(f"| BBB - agent, {what}, paired over {len(wide)} seeds (BBB's wins / "
                     f"ties / losses; one-sided p) | | " + " | ".join(cells) + " |")
     return rows
