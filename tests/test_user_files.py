@@ -422,3 +422,44 @@ def test_an_interrupted_bench_overwrite_keeps_the_earlier_files(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err, err  # stopped while measuring
     assert {k: v for k, v in _files(out).items() if k.startswith("scaling")} == before
+
+
+# ------------------------------------------ round 5: copies named like the project's files
+
+
+def test_overwrite_keeps_a_users_copies_of_a_worker_part_and_log(tmp_path):
+    out = tmp_path / "run"
+    assert main([*TINY, "--agent", "greedy", "eps1", "--workers", "2", "--out", str(out)]) == 0
+    parts = out / "parts"
+    backup = parts / "0-backup"
+    backup.mkdir()
+    (backup / "metrics.csv").write_bytes((parts / "0" / "metrics.csv").read_bytes())
+    (parts / "worker-0-old.log").write_text("an old log\n")
+    assert main([*TINY, "--agent", "greedy", "--workers", "1", "--out", str(out),
+                 "--overwrite"]) == 0
+    assert (backup / "metrics.csv").is_file() and (parts / "worker-0-old.log").is_file()
+
+
+def test_the_patterns_name_numbers_only_where_the_command_puts_them():
+    assert claims.name_matches("worker-12.log", "worker-<n>.log")
+    for other in ("worker-0-old.log", "worker-.log", "worker-0.log.bak", "xworker-0.log"):
+        assert not claims.name_matches(other, "worker-<n>.log"), other
+    assert claims.name_matches("batch-3.pt", "checkpoints/batch-<n>.pt".split("/")[-1])
+    assert not claims.name_matches("batch-0-good.pt", "batch-<n>.pt")
+    assert not claims.name_matches("batch-1 (copy).pt", "batch-<n>.pt")
+    assert claims.name_matches("a.csv", "*.csv") and not claims.name_matches("a.csvx", "*.csv")
+
+
+def test_an_mnist_model_folder_copied_under_another_name_is_not_the_grids(tmp_path):
+    from bandits.mnist.train import is_model_dir
+
+    record = {"model": "bbb", "arch": "mlp", "estimator": "reparam", "seed": 0,
+              "prior": "mixture", "pi": 0.25}
+    for name, own in (("prior=mixture__seed=0", True), ("seed=0", True),
+                      ("pi=0.25__seed=0", True), ("best_prior=mixture__seed=0", False),
+                      ("prior=gaussian__seed=0", False), ("prior=mixture__seed=1", False),
+                      ("copy of seed=0", False)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.json").write_text(json.dumps(record))
+        assert is_model_dir(d) is own, name

@@ -9,7 +9,6 @@ never written into nor removed. Which files a directory's outputs are:
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import os
 import re
 from collections.abc import Sequence
@@ -178,13 +177,22 @@ def entries(folder: Path) -> list[Path]:
         return []
 
 
+def name_matches(name: str, pattern: str) -> bool:
+    """Whether the file or folder name ``name`` is one that ``pattern`` names: the name
+    itself, with ``*`` for any text and ``<n>`` for a number (one or more digits) that
+    the command puts there (``worker-<n>.log`` names ``worker-0.log``, never a user's
+    ``worker-0-old.log``)."""
+    parts = [re.escape(p).replace(r"\*", ".*") for p in pattern.split("<n>")]
+    return re.fullmatch("[0-9]+".join(parts), name) is not None
+
+
 def stale_temporary_of(name: str, pattern: str) -> bool:
     """Whether ``name`` is what :func:`write_atomic` left of a file matching ``pattern``
     when its process was killed mid-write (``.NAME.PID.tmp``, that process gone)."""
     if not (name.startswith(".") and name.endswith(".tmp")):
         return False
     base, _, pid = name[1:-len(".tmp")].rpartition(".")
-    if not base or not pid.isdigit() or not fnmatch.fnmatchcase(base, pattern):
+    if not base or not pid.isdigit() or not name_matches(base, pattern):
         return False
     return int(pid) != os.getpid() and not _alive(int(pid))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import fnmatch
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from bandits.core.claims import (
     claim_dir,
     entries,
     holds_own_lock,
+    name_matches,
     release_dir,
     stale_temporary_of,
 )
@@ -122,8 +122,8 @@ def _real_dir(p: Path) -> bool:
 
 
 def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list[Path]]:
-    """The files under ``root`` that ``outputs`` names (``/``-separated ``fnmatch``
-    patterns, each part matched against one level's names), with the temporaries a killed
+    """The files under ``root`` that ``outputs`` names (``/``-separated patterns, each part
+    matched against one level's names by :func:`bandits.core.claims.name_matches`), with the temporaries a killed
     write of them left; and the folders the patterns go through (deepest first). Never
     follows a symbolic link to a folder; a folder is never one of the files."""
     files: dict[Path, None] = {}
@@ -133,13 +133,13 @@ def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list
         level = [root]
         for part in parts:
             level = [e for d in level for e in entries(d)
-                     if _real_dir(e) and fnmatch.fnmatchcase(e.name, part)]
+                     if _real_dir(e) and name_matches(e.name, part)]
             folders.update(dict.fromkeys(level))
         for d in level:
             for e in entries(d):
                 if e.name == LOCK or e.is_dir():
                     continue
-                if fnmatch.fnmatchcase(e.name, last) or stale_temporary_of(e.name, last):
+                if name_matches(e.name, last) or stale_temporary_of(e.name, last):
                     files[e] = None
     deepest = sorted(folders, key=lambda p: len(p.parts), reverse=True)
     return list(files), deepest

@@ -117,8 +117,15 @@ def is_model_dir(path: Path) -> bool:
         return False
     if not (isinstance(saved, dict) and {"model", "arch", "estimator", "seed"} <= saved.keys()):
         return False
-    own = f"seed={saved['seed']}"
-    return path.name == own or path.name.endswith(f"__{own}")
+    *setting, seed = path.name.split("__")
+    if seed != f"seed={saved['seed']}":
+        return False
+    for part in setting:  # each ``<setting>=<its value>`` of this model (setting_name)
+        key, _, value = part.partition("=")
+        if key not in saved or value not in (str(saved[key]), f"{saved[key]:g}"
+                                             if isinstance(saved[key], float) else None):
+            return False
+    return True
 
 
 def model_dirs(out: Path, models: Sequence[Config]) -> list[Path]:

@@ -34,7 +34,7 @@ MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "
                "pruning.md", MODEL_FILE, "snr_hist.csv", "weights_hist.csv",
                "test_error.png", "weights.png", "snr.png")
 OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
-           "checkpoints/batch-[0-9]*.pt",
+           "checkpoints/batch-<n>.pt",
            # a report's, from the models an --overwrite removes (bandits.mnist.report)
            "models.jsonl", "tables.md", "table1.csv", "fig2_test_error.png",
            "fig3_weights.png", "fig4_snr.png")

@@ -60,8 +60,8 @@ RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.c
              "diagnosis.png", "diagnosis.pdf", "memorisation.csv", "exploration.csv")
 # and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
 # its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
-OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-[0-9]*.log", f"{PARTS}/.progress-[0-9]*",
-           *(f"{PARTS}/[0-9]*/{name}" for name in RUN_FILES))
+OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-<n>.log", f"{PARTS}/.progress-<n>",
+           *(f"{PARTS}/<n>/{name}" for name in RUN_FILES))
 
 # the simulator's kind of run (see bandits.core.runner)
 RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
