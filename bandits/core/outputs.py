@@ -124,8 +124,9 @@ def _real_dir(p: Path) -> bool:
 def matching_files(root: Path, outputs: Sequence[str]) -> tuple[list[Path], list[Path]]:
     """The files under ``root`` that ``outputs`` names (``/``-separated patterns, each part
     matched against one level's names by :func:`bandits.core.claims.name_matches`), with
-    the temporaries a killed write of them left; and the folders the patterns go through (deepest first). Never
-    follows a symbolic link to a folder; a folder is never one of the files."""
+    the temporaries a killed write of them left; and the folders the patterns go through
+    (deepest first). Never follows a symbolic link to a folder; a folder is never one of
+    the files."""
     files: dict[Path, None] = {}
     folders: dict[Path, None] = {}
     for pattern in outputs:
