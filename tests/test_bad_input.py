@@ -401,3 +401,18 @@ def test_a_setting_an_agent_reads_or_its_preset_gives_is_accepted():
     assert parse_config(["--agent", "linucb", "greedy", "--lr", "0.01"]).lr == 0.01
     assert parse_config(["--preset", "paper", "--agent", "greedy"]).act_samples == 2
     assert parse_config(["--agent", "linfullpost", "--lin-lambda", "0.5"]).lin_lambda == 0.5
+
+
+@pytest.mark.parametrize("argv, flag_", [
+    (["--agent", "bbb", "--prior-pi", "0.3"], "--prior-pi 0.3"),
+    (["--agent", "bbb", "--prior", "mixture", "--prior-sigma", "2"], "--prior-sigma 2"),
+    (["--agent", "greedy", "--compile"], "--compile"),
+    (["--agent", "greedy", "--no-cuda-graph"], "--no-cuda-graph"),
+    (["--agent", "greedy", "--fit-tolerance", "0.01"], "--fit-tolerance 0.01"),
+])
+def test_a_setting_another_setting_leaves_without_effect_is_refused(argv, flag_, capsys):
+    from bandits.run import main as run_main
+
+    assert run_main([*argv, "--steps", "1", "--seeds", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{flag_} has no effect" in err

@@ -160,7 +160,12 @@ def test_the_config_records_a_command_that_reruns_it(tmp_path):
     argv = [*TINY, "--steps", "4", "--out", str(out)]
     assert main(argv) == 0
     command = json.loads((out / "config.json").read_text())["command"]
-    assert command == "python -m bandits.run " + " ".join(argv)
+    # the tests run in exact mode (BANDITS_EXACT=1, conftest.py): the command says so,
+    # so that copying it reproduces the bytes
+    from bandits.core import kernels
+
+    exact = " --exact" if kernels.in_force() else ""
+    assert command == "python -m bandits.run " + " ".join(argv) + exact
 
 
 def test_two_runs_started_at_once_into_one_directory(tmp_path):

@@ -242,6 +242,7 @@ def _complete(values: dict[str, Any]) -> Config:
     validate(cfg)
     if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
         refuse_other_agents_settings(cfg)
+        refuse_settings_without_effect(cfg)
     return cfg
 
 
@@ -354,6 +355,36 @@ def refuse_other_agents_settings(cfg: Config) -> None:
             raise UsageError(f"{flag(f.name)}{shown} is read by --agent "
                              f"{', '.join(readers)}, none of which this run lists "
                              f"({' '.join(cfg.agent)}); add one, or leave {flag(f.name)} out")
+
+
+# settings that act only under another setting's value: (the setting, the condition under
+# which it acts, what to add for it to act)
+CONDITIONAL: tuple[tuple[str, Any, str], ...] = (
+    ("compile", lambda c: any(a in ("bbb", "bbb-lrt") for a in c.agent),
+     "add --agent bbb (it fuses BBB's training step)"),
+    ("no_cuda_graph", lambda c: c.device == "cuda", "add --device cuda"),
+    ("fit_tolerance", lambda c: c.fit == "epochs", "add --fit epochs"),
+    ("prior_pi", lambda c: c.prior == "mixture", "add --prior mixture"),
+    ("prior_sigma1", lambda c: c.prior == "mixture", "add --prior mixture"),
+    ("prior_sigma2", lambda c: c.prior == "mixture", "add --prior mixture"),
+    ("prior_sigma", lambda c: c.prior == "gaussian", "use --prior gaussian"),
+)
+
+
+def refuse_settings_without_effect(cfg: Config) -> None:
+    """One line naming a setting given away from its default where another setting's
+    value leaves it without effect (``--prior-pi`` with the Gaussian prior, ``--compile``
+    without BBB, ``--no-cuda-graph`` on the CPU, ``--fit-tolerance`` without ``--fit
+    epochs``): it would change nothing, and was surely meant otherwise."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    for name, acts, fix in CONDITIONAL:
+        value = getattr(cfg, name)
+        if value != defaults[name] and value != PRESETS[cfg.preset].get(name) \
+                and not acts(cfg):
+            shown = "" if isinstance(value, bool) else f" {value:g}" \
+                if isinstance(value, float) else f" {value}"
+            raise UsageError(f"{flag(name)}{shown} has no effect in this run; {fix}, or "
+                             f"leave {flag(name)} out")
 
 
 def refuse_other_envs_settings(cfg: Config) -> None:

@@ -353,8 +353,10 @@ def _main(p: argparse.ArgumentParser, args: Settings,
     agents_in = df["variant"].str.count(r"\+") + 1
     agents_in[df["variant"].str.endswith("(all agents)")] = len(PAPER_AGENTS)
     df["seconds_per_run_update"] = df["seconds_per_update"] / (agents_in * args.runs)
-    speedups = {f"speedup_{k.split()[-1]}": t[f"per-agent loop {k}"] / t[f"fused {k}"]
-                for k in ("bbb", "greedy+eps1+eps5")}
+    populations = [v[len("fused "):] for v in t if v.startswith("fused ")
+                   and not v.endswith("(all agents)")]  # one per agent since neighbour-free
+    speedups = {f"speedup_{k}": t[f"per-agent loop {k}"] / t[f"fused {k}"]
+                for k in populations}
     summary = {
         **speedups,
         "per_run_update_seconds_before": before / run_updates,
