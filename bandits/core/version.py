@@ -1,4 +1,4 @@
 """The version of bbb-bandits (every command's --help ends with it; every run's config.json
 records it)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
