@@ -416,3 +416,43 @@ def test_a_setting_another_setting_leaves_without_effect_is_refused(argv, flag_,
     assert run_main([*argv, "--steps", "1", "--seeds", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and f"{flag_} has no effect" in err
+
+
+HOOKS = '''
+class Raises:
+    def __init__(self, cfg, out): pass
+    def after_step(self, populations, log, stopping):
+        if log.done == 3: raise RuntimeError("boom")
+class NoStep:
+    def __init__(self, cfg, out): pass
+class Ctor:
+    def __init__(self, cfg, out): raise ValueError("bad ctor")
+def wrong_signature(): return None
+class AfterRun:
+    def __init__(self, cfg, out): pass
+    def after_step(self, *a): pass
+    def after_run(self, log, out): raise KeyError("x")
+'''
+
+
+@pytest.mark.parametrize("hook, said", [
+    ("round5hooks:Raises", "after_step raised at step 3: RuntimeError: boom"),
+    ("round5hooks:NoStep", "has no after_step"),
+    ("round5hooks:Ctor", "raised ValueError: bad ctor"),
+    ("round5hooks:wrong_signature", "raised TypeError"),
+    ("round5hooks:AfterRun", "after_run raised: KeyError"),
+    ("round5syntax:x", "has a syntax error"),
+    ("round5import:x", "importing round5import raised RuntimeError: on import"),
+])
+def test_a_hook_that_fails_is_one_line(hook, said, tmp_path, monkeypatch, capsys):
+    from bandits.run import main as run_main
+
+    (tmp_path / "round5hooks.py").write_text(HOOKS)
+    (tmp_path / "round5syntax.py").write_text("def broken(:\n")
+    (tmp_path / "round5import.py").write_text("raise RuntimeError('on import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert run_main(["--env", "wheel", "--agent", "greedy", "--seeds", "1", "--steps", "5",
+                     "--hidden", "8", "--no-progress", "--workers", "1", "--hook", hook,
+                     "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err and said in err, err

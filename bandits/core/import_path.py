@@ -23,6 +23,10 @@ def hook_problem(path: str) -> str | None:
     except ImportError as e:
         return (f"cannot import {module} ({e}); put it on the Python path (PYTHONPATH, "
                 "or the current directory)")
+    except SyntaxError as e:
+        return f"{module} has a syntax error ({e.msg}, line {e.lineno}); fix it"
+    except Exception as e:  # noqa: BLE001 - the user's module: any error is one line
+        return f"importing {module} raised {type(e).__name__}: {e}"
     except AttributeError:
         return f"module {module} has no {name}"
     if not callable(factory):

@@ -90,6 +90,51 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
     pop.context = next_context
 
 
+class HookFailed(Exception):
+    """A ``--hook``'s ``after_step`` or ``after_run`` raised: the run stops with one line."""
+
+
+@dataclass
+class GivenHook:
+    """A ``--hook``'s object, its errors turned into one line (:class:`HookFailed`)."""
+
+    path: str
+    hook: Any
+
+    @classmethod
+    def made(cls, path: str, cfg: Config, out: Path) -> GivenHook:
+        """The object ``path``'s factory makes for this run; one line (:class:`UsageError`)
+        where making it raises or it has no ``after_step``."""
+        try:
+            hook = hook_factory(path)(cfg, out)
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+            raise UsageError(f"--hook {path}: making it with (cfg, out) raised "
+                             f"{type(e).__name__}: {e}") from None
+        if not callable(getattr(hook, "after_step", None)):
+            raise UsageError(f"--hook {path}: what it made has no after_step(populations, "
+                             "log, stopping) method; give it one")
+        return cls(path, hook)
+
+    def after_step(self, populations, log, stopping) -> None:
+        try:
+            self.hook.after_step(populations, log, stopping)
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+            raise HookFailed(f"--hook {self.path}: after_step raised at step {log.done}: "
+                             f"{type(e).__name__}: {e}") from None
+
+    def __getattr__(self, name: str) -> Any:  # after_run, where the hook has one
+        if name != "after_run" or not hasattr(self.hook, "after_run"):
+            raise AttributeError(name)
+
+        def after_run(log, out) -> None:
+            try:
+                self.hook.after_run(log, out)
+            except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+                raise HookFailed(f"--hook {self.path}: after_run raised: "
+                                 f"{type(e).__name__}: {e}") from None
+        return after_run
+
+
 @dataclass
 class Outcome:
     """How a run ended: its exit status (0 finished, 1 a worker died, 2 a bad checkpoint
@@ -148,6 +193,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                 "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
 
     record["identity"] = identity(record)
+    given = [GivenHook.made(path, cfg, out) for path in cfg.hook or ()]  # before any file
     try:
         write_json({**record, "steps_completed": log.done, "running": True},
                    out / "config.json")
@@ -160,7 +206,6 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     progress = Progress(cfg, log.done)
     # each looks after every step, in this order: the run's own, then --hook's, then the
     # caller's
-    given = [hook_factory(path)(cfg, out) for path in cfg.hook or ()]
     everyone = [probe, progress, checkpoints, *given, *hooks]
     status, message = 0, None
     try:
@@ -183,8 +228,13 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"
                 if checkpoints.step is not None else "no checkpoint was written")
         message = f"{e}; wrote the results up to step {log.done}; {kept}"
-    except CheckpointError as e:
+    except (CheckpointError, HookFailed) as e:
         status, message = 2, str(e)
+        if isinstance(e, HookFailed):
+            message += (f"; wrote the results up to step {log.done}"
+                        + (f"; resume from step {checkpoints.step} with: "
+                           f"{RUN.resume_command(out)}" if checkpoints.step is not None
+                           else ""))
     finally:
         progress.close()
     record.update(steps_completed=log.done, interrupted=status == 130,
@@ -206,6 +256,8 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                 if checkpoints.step is not None else "")
         return Outcome(2, f"error: cannot write the results to {out}: {e.strerror or e}"
                        + (f"; {kept}" if kept else ""))
+    except HookFailed as e:  # the run's own outputs are written whole before it
+        return Outcome(2, f"error: {e}; the run's outputs are written", out)
     if message and status in (2, 3):
         message = "error: " + message
     return Outcome(status, message, out)
