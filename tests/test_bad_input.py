@@ -456,3 +456,29 @@ def test_a_hook_that_fails_is_one_line(hook, said, tmp_path, monkeypatch, capsys
                      "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err and said in err, err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["-m", "bandits.same_bytes", "--mkl-cbwr", "NOTAMODE"], "not a mode of MKL's"),
+    (["-m", "bandits.same_bytes", "--mkl-cbwr", ""], "not a mode of MKL's"),
+    (["-m", "bandits.bench", "--kernels", "--scaling"], "give one at a time"),
+    (["-m", "bandits.sweep", "--gpus-per-point", "-1", "--set", "hidden=8", "--out", "s"],
+     "--gpus-per-point must be in"),
+])
+def test_round5_flags_that_were_taken_are_one_line(argv, said, tmp_path):
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    err = done.stderr.strip()
+    assert done.returncode == 2 and err.count("\n") == 0 and said in err, err
+
+
+@pytest.mark.parametrize("value", ["maybe", "TRUEISH"])
+def test_a_malformed_native_switch_is_one_line(value, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "BANDITS_EXACT"}
+    done = subprocess.run([sys.executable, "-m", "bandits.run", "--agent", "greedy"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**env, "BANDITS_NATIVE_KERNELS": value,
+                               "PYTHONPATH": str(Path(__file__).parents[1])})
+    err = done.stderr.strip()
+    assert done.returncode == 2 and err.count("\n") == 0 and "BANDITS_NATIVE_KERNELS" in err

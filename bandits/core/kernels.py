@@ -88,7 +88,7 @@ def requested(argv: list[str] | None = None) -> bool:
     line (:class:`ValueError`)."""
     argv = sys.argv[1:] if argv is None else argv
     exact = FLAG in argv or _switch(EXACT)
-    if exact and _switch(NATIVE):
+    if _switch(NATIVE) and exact:  # a malformed BANDITS_NATIVE_KERNELS is refused too
         raise ValueError(f"exact mode ({FLAG} or {EXACT}) and {NATIVE}=1 ask for opposite "
                          f"kernels; unset {NATIVE} (the libraries' own kernels are the "
                          f"default)")

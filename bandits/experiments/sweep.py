@@ -168,7 +168,7 @@ class Settings:
     workers: int = setting(os.cpu_count() or 1,
                            "points run at once (local pool size; a local Ray's CPUs)")
     cpus_per_point: float = setting(1.0, "Ray CPUs per point")
-    gpus_per_point: float = setting(0.0, "Ray GPUs per point")
+    gpus_per_point: float = setting(0.0, "Ray GPUs per point", range=(0, 1024))
     retries: int = setting(2, "times a point whose worker dies or raises is run again (a "
                            "dead local worker takes the points running beside it down too: "
                            "they retry)")

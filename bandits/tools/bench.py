@@ -231,6 +231,10 @@ def _bench(argv: Sequence[str] | None) -> int:
         if args.papers_setup and not args.agents_per_step:
             raise UsageError("--papers-setup times the agents per step: give it with "
                              "--agents-per-step")
+        chosen = [m for m in MODES[1:] if getattr(args, m)]
+        if len(chosen) > 1:
+            raise UsageError(f"{' and '.join('--' + m.replace('_', '-') for m in chosen)} "
+                             "are different benchmarks; give one at a time")
         if args.scaling_steps[0] >= args.scaling_steps[1]:
             raise UsageError("--scaling-steps takes two horizons, the shorter first, got "
                              f"{' '.join(map(str, args.scaling_steps))}")

@@ -165,6 +165,11 @@ CHECKS: dict[str, Check] = {c.name: c for c in (
 )}
 
 
+MKL_MODES = ("AUTO", "COMPATIBLE", "SSE2", "SSSE3", "SSE4_1", "SSE4_2", "AVX", "AVX2",
+             "AVX512", "AVX512_E1", "AVX512_MIC", "AVX512_MIC_E1")
+"""The values of ``MKL_CBWR`` that MKL's documentation names (each may end in ``,STRICT``)."""
+
+
 @dataclass
 class Config:
     """Settings of the cross-processor check; each field is a CLI flag (``--kebab-case``)."""
@@ -179,7 +184,8 @@ class Config:
                               type=str)
     mkl_cbwr: str | None = setting(
         None, "MKL_CBWR for the pinned runs instead of the pin's COMPATIBLE (e.g. AVX2, "
-        "MKL's AVX2 code); the kernels mode is then named 'MKL_CBWR=VALUE'", type=str)
+        "MKL's AVX2 code; one of " + ", ".join(MKL_MODES) + ", each optionally with "
+        "',STRICT'); the kernels mode is then named 'MKL_CBWR=VALUE'", type=str)
     no_native: bool = setting(False, "skip the runs with the libraries' own kernels "
                               "(BANDITS_NATIVE_KERNELS=1) of the bandit and ops checks")
     overwrite: bool = setting(False, "replace this command's outputs in --out")
@@ -335,6 +341,10 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         cfg = Config(**vars(parser().parse_args(argv)))
         check_ranges(cfg)
+        if cfg.mkl_cbwr is not None and cfg.mkl_cbwr.upper().removesuffix(",STRICT") \
+                not in MKL_MODES:
+            raise UsageError(f"--mkl-cbwr {cfg.mkl_cbwr!r} is not a mode of MKL's; give one "
+                             f"of {', '.join(MKL_MODES)} (optionally with ',STRICT')")
         emulated = emulator_prefix(cfg.cpu)
         out = output_dir(cfg.out, "same-bytes", cfg.overwrite,
                          ("checks.csv", "config.json", "ops-*/ops.csv", "ops-*/sqrt.csv"),
