@@ -482,3 +482,19 @@ def test_a_malformed_native_switch_is_one_line(value, tmp_path):
                                "PYTHONPATH": str(Path(__file__).parents[1])})
     err = done.stderr.strip()
     assert done.returncode == 2 and err.count("\n") == 0 and "BANDITS_NATIVE_KERNELS" in err
+
+
+def test_simulate_resumes_a_run_it_is_given(tmp_path, monkeypatch):
+    import json
+
+    import bandits
+    from bandits.core.config import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    bandits.simulate(out="q1", agent=["greedy"], env="wheel", seeds=1, steps=20, hidden=[8])
+    table = bandits.simulate(resume="q1", steps=40)
+    record = json.loads((tmp_path / "q1" / "config.json").read_text())
+    assert record["steps_completed"] == 40 and record["resumed"][0]["at_step"] == 20
+    assert list(table["agent"]) == ["greedy"]
+    with pytest.raises(UsageError, match="--lr cannot be given with --resume"):
+        bandits.simulate(resume="q1", steps=50, lr=0.5)
