@@ -14,8 +14,8 @@ kernels.pin(exact=kernels.requested([]))
 
 import pandas as pd  # noqa: E402
 
-from bandits.records.regret import ranking  # noqa: E402
 from bandits.core.config import UsageError  # noqa: E402
+from bandits.records.regret import ranking  # noqa: E402
 from bandits.simulator.run import resume, start  # noqa: E402
 from bandits.simulator.settings import config_from  # noqa: E402
 
