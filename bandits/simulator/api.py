@@ -30,8 +30,8 @@ def simulate(out: Path | str | None = None, **settings: Any):
     directory under ``runs/``) and runs in this process, without a progress bar unless
     ``no_progress=False``. ``resume=DIR`` continues the run in ``DIR`` from its
     checkpoint (with only the settings ``--resume`` takes beside it, ``steps=`` to extend
-    it), as ``python -m bandits.run --resume DIR`` does. ``exact=True`` (exact mode: the same bytes on any x86-64
-    processor with AVX2) needs ``BANDITS_EXACT=1`` set before Python starts, which also
+    it), as ``python -m bandits.run --resume DIR`` does. ``exact=True`` (exact mode: the
+    same bytes on any x86-64 processor with AVX2) needs ``BANDITS_EXACT=1`` set before Python starts, which also
     makes it the default.
 
     Returns:
