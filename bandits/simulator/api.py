@@ -31,8 +31,8 @@ def simulate(out: Path | str | None = None, **settings: Any):
     ``no_progress=False``. ``resume=DIR`` continues the run in ``DIR`` from its
     checkpoint (with only the settings ``--resume`` takes beside it, ``steps=`` to extend
     it), as ``python -m bandits.run --resume DIR`` does. ``exact=True`` (exact mode: the
-    same bytes on any x86-64 processor with AVX2) needs ``BANDITS_EXACT=1`` set before Python starts, which also
-    makes it the default.
+    same bytes on any x86-64 processor with AVX2) needs ``BANDITS_EXACT=1`` set before
+    Python starts, which also makes it the default.
 
     Returns:
         A pandas DataFrame, one row per agent, lowest mean first: ``agent``, the mean,
