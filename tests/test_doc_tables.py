@@ -177,3 +177,35 @@ def test_the_default_command_reruns_to_the_shipped_quick_result(tmp_path, mushro
     for name in ("summary.csv", "metrics.csv", "phases.csv"):
         assert (out / name).read_bytes() == \
             (REPO / "results/mushroom/quick" / name).read_bytes(), name
+
+
+def test_a_table_whose_markers_were_deleted_is_an_error(tmp_path):
+    import shutil
+
+    from bandits.tools import doc_tables
+
+    for name in doc_tables.FILES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "results", tmp_path / "results", dirs_exist_ok=True)
+    readme = tmp_path / "README.md"
+    text = readme.read_text().replace("<!-- generated: table2 -->\n", "", 1)
+    readme.write_text(text.replace("| 1.37 +- 0.07 |", "| 1.00 +- 0.07 |"))
+    assert doc_tables.main(["--check", "--root", str(tmp_path)]) == 2
+
+
+def test_a_figure6_table_with_a_seed_missing_is_an_error(tmp_path):
+    import shutil
+
+    import pandas as pd
+
+    from bandits.tools import memory_tables
+    from bandits.tools.table_cells import TableError
+
+    run = tmp_path / "results/mushroom/memory-decay-0.3"
+    shutil.copytree(REPO / "results/mushroom/memory-decay-0.3", run)
+    phases = pd.read_csv(run / "phases.csv")
+    phases[~((phases.agent == "greedy") & (phases.seed == 9))].to_csv(run / "phases.csv",
+                                                                       index=False)
+    with pytest.raises(TableError, match="same seeds"):
+        memory_tables.figure6_preset(tmp_path)

@@ -34,16 +34,30 @@ from bandits.tools import memory_tables, neural_tables
 from bandits.tools.table_cells import NAMES, TableError, bold_if, next_label, read_table
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = ("README.md", "docs/index.md", "docs/bandit-results.md", "docs/agents-compared.md",
-         "results/mushroom/README.md",
-         "results/regression/README.md", "results/mushroom/memory-20k/README.md",
-         "results/mushroom/memory-20k/decay-0.3-50k/README.md",
-         "results/mushroom/memory-20k/decay-0.3-50k-greedy/README.md",
-         "results/mushroom/memory-horizon/README.md", "results/mushroom/memory-decay-0.3/README.md",
-         "results/neural-bandits/README.md",
-         "results/neural-bandits/mnist-reference/README.md",
-         "results/neural-bandits/mushroom-grid/README.md",
-         "results/neural-bandits/mnist-nu/README.md")
+# the pages with generated tables, and the tables each holds, in order (a table whose
+# markers were deleted would otherwise go unchecked)
+FILES: dict[str, tuple[str, ...]] = {
+    "README.md": ("quick-output", "figure6", "figure6-preset", "table1", "table2"),
+    "docs/index.md": ("figure6",),
+    "docs/bandit-results.md": ("figure6", "figure6-preset", "figure6-memory", "quick",
+                               "showdown-brief"),
+    "docs/agents-compared.md": ("showdown-brief",),
+    "results/mushroom/README.md": ("quick-detail", "showdown"),
+    "results/regression/README.md": ("regression",),
+    "results/mushroom/memory-20k/README.md": ("memory-20k",),
+    "results/mushroom/memory-20k/decay-0.3-50k/README.md": ("decay-pilot", "decay-pilot-50k"),
+    "results/mushroom/memory-20k/decay-0.3-50k-greedy/README.md": ("figure6-decay",),
+    "results/mushroom/memory-horizon/README.md": ("figure6-memory",),
+    "results/mushroom/memory-decay-0.3/README.md": ("figure6-preset",),
+    "results/neural-bandits/README.md": ("mushroom-reference-1e-5", "mushroom-reference",
+                                         "mushroom-grid", "mnist-reference"),
+    "results/neural-bandits/mnist-reference/README.md": ("mnist-reference", "mnist-widths"),
+    "results/neural-bandits/mushroom-grid/README.md": (
+        "mushroom-grid-neuralucb", "mushroom-grid-neuralts", "mushroom-grid-baselines",
+        "mushroom-grid"),
+    "results/neural-bandits/mnist-nu/README.md": ("mnist-nu-screen", "mnist-nu-widths",
+                                                  "mnist-nu-final"),
+}
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)",
                    re.S)
 
@@ -369,6 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = args.root / name
         try:
             old = path.read_text(encoding="utf-8")
+            found = tuple(m["name"] for m in START.finditer(old))
+            if found != FILES[name]:
+                raise TableError(f"its generated tables are {', '.join(found) or 'none'}, "
+                                 f"not {', '.join(FILES[name])}: restore the markers of a "
+                                 "table (<!-- generated: NAME --> ... <!-- end generated -->)")
             new, changed = regenerate(old, args.root, name)
         except (OSError, ValueError) as e:
             print(f"bandits.doc_tables: error: {name}: {e}", file=sys.stderr)

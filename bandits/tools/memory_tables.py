@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.analysis.confirm import sign_flip_p
-from bandits.tools.table_cells import bold_if, read_table
+from bandits.tools.table_cells import TableError, bold_if, read_table
 
 ORDER = ("bbb", "greedy", "eps1", "eps5")
 LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
@@ -131,6 +131,10 @@ def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/me
     runs = (run,) if isinstance(run, str) else run
     phases_end = int(pd.read_csv(root / runs[0] / "phases.csv")["end"].max())
     t = pd.concat([at_step(root / r, phases_end, late) for r in runs], ignore_index=True)
+    seeds = {a: frozenset(s) for a, s in t.groupby("agent")["seed"]}
+    if set(seeds) != set(ORDER) or len(set(seeds.values())) != 1:
+        raise TableError(f"{', '.join(runs)}: every agent of {', '.join(ORDER)} needs its "
+                         "rows for the same seeds (a seed's rows are missing)")
     g = t.groupby("agent")
     low_mean = g["regret"].mean().idxmin()
     low_median = g["regret"].median().idxmin()
