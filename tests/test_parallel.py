@@ -238,3 +238,20 @@ def test_a_hook_that_cannot_be_loaded_is_one_line(tmp_path, capsys, path, why):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--hook {path}: {why}" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_workers_receive_the_runs_settings_as_they_are(tmp_path):
+    # the record itself (parts/settings.json), never the settings re-spelled as flags: a
+    # float that str() and repr() spell differently arrives exactly
+    out = tmp_path / "run"
+    lr = 0.1 + 0.2  # 0.30000000000000004
+    assert main([*TINY, "--steps", "5", "--lr", repr(lr), "--workers", "2",
+                 "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    settings = json.loads((out / "parts" / "settings.json").read_text())
+    assert settings["lr"] == lr and "agent" not in settings and "out" not in settings
+    for part in config["parts"]:
+        assert part["argv"][:2] == ["--settings-file", str(out / "parts" / "settings.json")]
+        assert "--lr" not in part["argv"]
+        worker = json.loads((out / part["dir"] / "config.json").read_text())
+        assert worker["lr"] == lr and worker["agent"] == part["agents"]

@@ -25,10 +25,10 @@ def hook_problem(path: str) -> str | None:
                 "or the current directory)")
     except SyntaxError as e:
         return f"{module} has a syntax error ({e.msg}, line {e.lineno}); fix it"
-    except Exception as e:  # noqa: BLE001 - the user's module: any error is one line
-        return f"importing {module} raised {type(e).__name__}: {e}"
     except AttributeError:
         return f"module {module} has no {name}"
+    except Exception as e:  # noqa: BLE001 - the user's module: any error is one line
+        return f"importing {module} raised {type(e).__name__}: {e}"
     if not callable(factory):
         return f"{path} is not callable; name a class or a function"
     return None

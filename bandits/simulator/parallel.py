@@ -4,7 +4,8 @@ A run's populations (see :func:`agents.population_groups`) are independent: each
 its own models, generators, buffer and environment copies, and every agent's numbers
 depend only on its own seeds. So ``--workers N`` splits the populations over N worker
 processes, each an ordinary ``bandits.run`` of some of the agents in
-``DIR/parts/<k>/`` (with its own checkpoints), and gathers their outputs into ``DIR``:
+``DIR/parts/<k>/`` (with its own checkpoints) that reads the run's settings as they are
+from ``DIR/parts/settings.json`` (never re-spelled as flags), and gathers their outputs into ``DIR``:
 ``metrics.csv``, ``summary.csv``, ``phases.csv`` and ``probes.csv`` are written agent by
 agent, so they are the same bytes for every N (a test checks it).
 
@@ -56,9 +57,11 @@ from bandits.records.figures import draw_run
 from bandits.records.regret import METRICS_COLUMNS
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
-from bandits.simulator.settings import env_options, recorded_columns
+from bandits.simulator.settings import WORKER_OWN, env_options, recorded_columns
 
-NOT_PASSED = {"out", "overwrite", "resume", "workers", "progress_file", "no_progress"}
+SETTINGS_FILE = f"{PARTS}/settings.json"
+"""The run's settings as the workers receive them (every one but those of their own
+command line, :data:`bandits.simulator.settings.WORKER_OWN`), as JSON."""
 
 
 def worker_count(cfg) -> int:
@@ -85,26 +88,6 @@ def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
     return [sorted(b, key=order.index) for b in bins if b]
 
 
-def settings_argv(cfg, skip: set[str]) -> list[str]:
-    """``cfg`` as ``bandits.run`` flags, every setting spelled out (floats as their repr,
-    which reads back exactly)."""
-    argv: list[str] = []
-    for f in dataclasses.fields(cfg):
-        if f.name in skip:
-            continue
-        v = getattr(cfg, f.name)
-        flag = "--" + f.name.replace("_", "-")
-        if isinstance(v, bool):
-            argv += [flag] if v else []
-        elif v is None:
-            continue
-        elif isinstance(v, (list, tuple)):
-            argv += [flag, *map(str, v)]
-        else:
-            argv += [flag, repr(v) if isinstance(v, float) else str(v)]
-    return argv
-
-
 def is_parallel_run(out: Path) -> bool:
     try:
         return "parts" in json.loads((out / "config.json").read_text())
@@ -123,10 +106,16 @@ def run(cfg, out: Path, command: str):
         raise UsageError(str(e)) from None
     groups = population_groups(cfg.agent)
     bins = assign(groups, worker_count(cfg))
-    base = settings_argv(cfg, NOT_PASSED | {"agent"})
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in WORKER_OWN}
+    try:
+        (out / PARTS).mkdir(exist_ok=True)
+        write_json(settings, out / SETTINGS_FILE)  # the record itself, never re-spelled
+    except OSError as e:
+        raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
     parts = [{"agents": agents, "dir": f"{PARTS}/{k}",
-              "argv": [*base, "--agent", *agents, "--workers", "1", "--no-progress",
-                       "--overwrite", "--out", str(out / PARTS / str(k))]}
+              "argv": ["--settings-file", str(out / SETTINGS_FILE), "--agent", *agents,
+                       "--workers", "1", "--no-progress", "--overwrite",
+                       "--out", str(out / PARTS / str(k))]}
              for k, agents in enumerate(bins)]
     config = {**dataclasses.asdict(cfg), "workers": len(parts), "parts": parts,
               "command": command,

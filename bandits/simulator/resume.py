@@ -61,11 +61,14 @@ RUN_FILES = ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.c
 # and a run in workers besides: in DIR/parts/, each worker's log, its progress file and
 # its own run's files in DIR/parts/<k>/ (an --overwrite removes these, nothing else)
 OUTPUTS = (*RUN_FILES, f"{PARTS}/worker-<n>.log", f"{PARTS}/.progress-<n>",
+           f"{PARTS}/settings.json",
            *(f"{PARTS}/<n>/{name}" for name in RUN_FILES))
 
 # the simulator's kind of run (see bandits.core.runner)
 RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
               added_later=ADDED_LATER,
+              # where a worker read the run's settings: not a setting itself
+              not_settings=frozenset({"settings_file"}),
               settings=lambda: [f.name for f in dataclasses.fields(Config)],
               first_settings=FIRST_SETTINGS,
               defaults=lambda: {f.name: f.default_factory()  # a list default's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import zlib
 from collections.abc import Sequence
@@ -163,6 +164,8 @@ class OutputSettings:
         nargs="+", type=str, metavar="MODULE:CALLABLE")
     progress_file: Path | None = setting(
         None, argparse.SUPPRESS, type=Path)  # for the workers
+    settings_file: Path | None = setting(
+        None, argparse.SUPPRESS, type=Path)  # for the workers: the run's settings as JSON
     resume: Path | None = setting(
         None, "continue the run in this output directory from its "
         "checkpoint, with its config.json (--steps may extend it)",
@@ -215,9 +218,25 @@ def build_parser() -> argparse.ArgumentParser:
                                  PRESETS)
 
 
+# what a worker's own command line gives; every other setting comes from the run's
+# settings file (--settings-file, written by bandits.simulator.parallel)
+WORKER_OWN = frozenset({"agent", "out", "overwrite", "no_progress", "progress_file", "workers",
+                        "settings_file", "resume"})
+
+
 def parse_config(argv: Sequence[str] | None = None) -> Config:
-    """Parse the command line, fill unset settings from the preset, and validate."""
-    return _complete(vars(build_parser().parse_args(argv)))
+    """Parse the command line, fill unset settings from the preset, and validate. A
+    worker's (``--settings-file``) takes the run's settings from that file, as they are."""
+    values = vars(build_parser().parse_args(argv))
+    if values["settings_file"] is not None:
+        path = values["settings_file"]
+        try:
+            saved = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--settings-file {path}: cannot be read ({e})") from None
+        values.update(convert(Config, {k: v for k, v in saved.items()
+                                       if k not in WORKER_OWN and v is not None}))
+    return _complete(values)
 
 
 def config_from(settings: dict[str, Any]) -> Config:
