@@ -5,9 +5,9 @@ its own models, generators, buffer and environment copies, and every agent's num
 depend only on its own seeds. So ``--workers N`` splits the populations over N worker
 processes, each an ordinary ``bandits.run`` of some of the agents in
 ``DIR/parts/<k>/`` (with its own checkpoints) that reads the run's settings as they are
-from ``DIR/parts/settings.json`` (never re-spelled as flags), and gathers their outputs into ``DIR``:
-``metrics.csv``, ``summary.csv``, ``phases.csv`` and ``probes.csv`` are written agent by
-agent, so they are the same bytes for every N (a test checks it).
+from ``DIR/parts/settings.json`` (never re-spelled as flags), and gathers their outputs
+into ``DIR``: ``metrics.csv``, ``summary.csv``, ``phases.csv`` and ``probes.csv`` are
+written agent by agent, so they are the same bytes for every N (a test checks it).
 
 The coordinator (this module) balances the populations over the workers by their
 cost, shows one progress bar, forwards Ctrl-C once to every worker (each stops at a step

@@ -64,11 +64,13 @@ from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
     MNIST_WORKERS_COMMAND,
     PAPER_STEPS,
+    THREADS_COMMAND,
     NotMeasured,
     default_command,
     kernels_cost,
     mnist_workers,
     scaling,
+    threads_under_load,
 )
 
 CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
@@ -202,6 +204,12 @@ class Settings:
                                     "updates) of every agent alone on MNIST-shaped random "
                                     "contexts (784 features, 10 actions, --runs seeds); "
                                     "writes agents_per_step.csv and .json")
+    threads_under_load: bool = setting(
+        False, "instead: time one epoch of `bandits.mnist --quick` with 2 threads (active "
+        "and passive OpenMP wait) and 1 thread, alone and beside --busy processes spinning "
+        "on a core each; writes threads_under_load.csv and .json")
+    busy: list[int] = setting([0, 1, 2], "with --threads-under-load: the numbers of busy "
+                              "processes to time beside", nargs="+", type=int, range=(0, 64))
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
@@ -260,7 +268,8 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 # what bench writes into --out, each mode its own two files (an --overwrite replaces the
 # files of the mode run, nothing else: another mode's results in the same --out stay)
-MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels")
+MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
+         "threads_under_load")
 OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 
 
@@ -269,6 +278,8 @@ def mode_outputs(args: Settings) -> tuple[str, str]:
     the default timing, else those named for its flag (``scaling.csv``, ...)."""
     if args.kernels:
         mode = "kernels"
+    elif args.threads_under_load:
+        mode = "threads_under_load"
     elif args.mnist_workers:
         mode = "mnist_workers"
     elif args.default_command:
@@ -294,6 +305,19 @@ def _main(p: argparse.ArgumentParser, args: Settings,
                     "machine": machine("cpu"), "pin": kernels.PIN,
                     "wall_seconds": round(time.perf_counter() - start, 1),
                     "versions": package_versions()}, args.out / "kernels.json")
+        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        return 0
+    if args.threads_under_load:
+        start = time.perf_counter()
+        df = threads_under_load(args.busy, args.rounds)
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_csv(df, args.out / "threads_under_load.csv")
+        write_json({"command": "python -m bandits.bench " + " ".join(
+                        sys.argv[1:] if argv is None else argv),
+                    "machine": machine("cpu"),
+                    "timed": "python -m " + " ".join(THREADS_COMMAND),
+                    "wall_seconds": round(time.perf_counter() - start, 1),
+                    "versions": package_versions()}, args.out / "threads_under_load.json")
         print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         return 0
     if args.default_command or args.mnist_workers:

@@ -166,3 +166,57 @@ def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     df["same_bytes"] = [same, None]
     return df
+
+
+THREADS_COMMAND = ["bandits.mnist", "--quick", "--epochs", "1", "--no-progress"]
+"""What ``--threads-under-load`` times: one epoch of the MNIST quick model."""
+
+THREAD_VARIANTS = {  # name: (torch threads, OMP_WAIT_POLICY)
+    "2 threads, active wait": (2, "ACTIVE"),
+    "2 threads, passive wait": (2, "PASSIVE"),
+    "1 thread": (1, "PASSIVE"),
+}
+
+
+def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = ()
+                       ) -> pd.DataFrame:
+    """One epoch of ``bandits.mnist --quick`` (:data:`THREADS_COMMAND`) with each of
+    :data:`THREAD_VARIANTS`, beside each number of ``busy`` processes (each a Python loop
+    spinning on one core), interleaved over ``rounds``, median taken; the two 2-thread
+    variants' ``epochs.csv`` compared (the wait policy changes no byte). One row per
+    number of busy processes and variant, with the load average before each group.
+    ``extra``: flags added to the command (tests)."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for b in busy:
+            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                        for _ in range(b)]
+            try:
+                load = os.getloadavg()[0]
+                times: dict[str, list[float]] = {v: [] for v in THREAD_VARIANTS}
+                same = True
+                for r in range(rounds):
+                    outs = {}
+                    for name, (threads, policy) in THREAD_VARIANTS.items():
+                        out = Path(tmp) / f"b{b}-r{r}-{threads}-{policy}"
+                        cmd = [sys.executable, "-m", *THREADS_COMMAND, *extra, "--threads",
+                               str(threads), "--out", str(out)]
+                        tic = time.perf_counter()
+                        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
+                                       env={**os.environ, "OMP_WAIT_POLICY": policy})
+                        times[name].append(time.perf_counter() - tic)
+                        outs[name] = out
+                    pair = [outs[n] / "epochs.csv" for n in THREAD_VARIANTS if "2 threads" in n]
+                    same = same and pair[0].read_bytes() == pair[1].read_bytes()
+            finally:
+                for s in spinners:
+                    s.kill()
+                    s.wait()
+            for name, seconds in times.items():
+                rows.append({"busy_processes": b, "variant": name,
+                             "torch_threads": THREAD_VARIANTS[name][0],
+                             "omp_wait_policy": THREAD_VARIANTS[name][1],
+                             "seconds": float(np.median(seconds)),
+                             "load_before": round(load, 2),
+                             "wait_policy_same_bytes": same})
+    return pd.DataFrame(rows)
