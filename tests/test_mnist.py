@@ -745,6 +745,18 @@ def test_bench_mnist_workers_times_each_worker_count_and_checks_the_bytes(mnist_
     assert df["same_bytes_as_1_worker"].all() and (df["wall_seconds_median"] > 0).all()
 
 
+@pytest.mark.slow
+def test_bench_threads_under_load_times_each_variant_and_the_policy_changes_no_number(
+        mnist_data_dir, monkeypatch):
+    from bandits.tools import bench_commands
+
+    monkeypatch.setenv("BANDITS_DATA_DIR", str(mnist_data_dir))
+    df = bench_commands.threads_under_load([0, 1], rounds=1, extra=TINY_MNIST[:6])
+    assert list(df["busy_processes"]) == [0] * 3 + [1] * 3
+    assert set(df["variant"]) == set(bench_commands.THREAD_VARIANTS)
+    assert df["wait_policy_same_bytes"].all() and (df["seconds"] > 0).all()
+
+
 # --------------------------------------------------------------------------- --adam-probe
 
 

@@ -251,6 +251,13 @@ def _kernels_rows() -> dict[str, list[Cell]]:
     return out
 
 
+def _threads_rows() -> dict[str, list[Cell]]:
+    t = pd.read_csv(REPO / BENCH / "threads_under_load.csv")
+    return {f"{r['busy_processes']} | {r['variant']}": [
+        _c("{}", r["seconds"]), _c("{}", r["load_before"]),
+        _c("yes" if r["wait_policy_same_bytes"] else "no")] for _, r in t.iterrows()}
+
+
 TABLES = [
     HandTable(TOP, "| one thread | seconds per update | per run and update | speed-up |",
               _bench_rows(BENCH)),
@@ -271,6 +278,8 @@ TABLES = [
               _bench_rows(H200)),
     HandTable(f"{KERNELS}/README.md", "| command | unit | pinned (each round) | native (each "
                                       "round) | pinned / native (medians) |", _kernels_rows),
+    HandTable(TOP, "| busy processes | variant | seconds, one epoch | load average before | "
+                   "numbers the same under either wait policy |", _threads_rows, key=2),
 ]
 
 

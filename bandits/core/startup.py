@@ -45,9 +45,14 @@ def on_stop(undo) -> None:
 
 def start(prog: str) -> None:
     """What the command ``prog`` does first, before its slow imports: its signal handlers
-    (:func:`interruptible`) and, in exact mode, the math kernels pinned
+    (:func:`interruptible`), OpenMP's passive wait (unless ``OMP_WAIT_POLICY`` is set)
+    and, in exact mode, the math kernels pinned
     (:func:`bandits.core.kernels.pin`); a malformed ``BANDITS_EXACT`` is one line, exit 2."""
     interruptible(prog)
+    # threads waiting for work sleep instead of spinning: on a busy machine two spinning
+    # threads take turns with the other processes for the cores (one MNIST epoch several
+    # times slower; python -m bandits.bench --threads-under-load); the bytes are the same
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         kernels.pin()
     except ValueError as e:  # BANDITS_EXACT=maybe: one line, before anything is written
