@@ -498,3 +498,16 @@ def test_simulate_resumes_a_run_it_is_given(tmp_path, monkeypatch):
     assert list(table["agent"]) == ["greedy"]
     with pytest.raises(UsageError, match="--lr cannot be given with --resume"):
         bandits.simulate(resume="q1", steps=50, lr=0.5)
+
+
+def test_diagnose_refuses_a_probes_file_of_0_bytes(tmp_path, capsys):
+    import shutil
+
+    from bandits.analysis.diagnose import main as diagnose
+
+    run = tmp_path / "quick"
+    shutil.copytree(Path(__file__).parents[1] / "results" / "mushroom" / "quick", run)
+    (run / "probes.csv").write_bytes(b"")
+    assert diagnose([str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "0 bytes" in err

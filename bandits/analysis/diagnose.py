@@ -244,8 +244,13 @@ def read_memory(run_dir: Path) -> pd.DataFrame | None:
 
 
 def read_probes(run_dir: Path) -> pd.DataFrame | None:
-    """``probes.csv`` checked whole, or None where no model could be probed."""
+    """``probes.csv`` checked whole, or None where no model could be probed (a run then
+    writes an empty table: its one line). A file of 0 bytes no run writes: it was cut."""
     path = run_dir / "probes.csv"
+    if path.is_file() and path.stat().st_size == 0:
+        raise ValueError(f"{path} is empty (0 bytes), which no run writes: it was cut or "
+                         "emptied; copy it back from the run, or delete it to diagnose "
+                         "without the probes")
     if _optional(path):
         return None
     return read_run_table(path, PROBE_COLUMNS,
