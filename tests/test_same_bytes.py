@@ -15,7 +15,7 @@ from bandits.tools.same_bytes import Check, run_checks
 
 # a fake command: writes a.txt (BODY) and the kernels record a run's config.json holds
 WRITE = ("import json, os, sys, pathlib; p = pathlib.Path(sys.argv[1]); p.mkdir(); "
-         "pinned = os.environ.get('BANDITS_NATIVE_KERNELS') != '1'; "
+         "pinned = os.environ.get('BANDITS_EXACT') == '1'; "
          "(p / 'config.json').write_text(json.dumps({'versions': {'kernels': {"
          "'pinned': pinned and os.environ.get('MKL_CBWR', 'COMPATIBLE') == 'COMPATIBLE', "
          "'MKL_CBWR': os.environ.get('MKL_CBWR', 'COMPATIBLE'), 'ATEN_CPU_CAPABILITY': 'avx2', "
