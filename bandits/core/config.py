@@ -174,8 +174,7 @@ def check_choices(settings, error: type[Exception] = UsageError) -> None:
 
 
 def first_paragraph(doc: str | None) -> str:
-    """A module docstring's first paragraph as one line: the whole sentence that starts an
-    entry point's ``--help``."""
+    """A module docstring's first paragraph as one line (the start of a ``--help``)."""
     return " ".join((doc or "").strip().split("\n\n")[0].split())
 
 
@@ -262,8 +261,7 @@ def build_parser(cls, prog: str, description: str,
         parser_class = PlainParser
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=f"bbb-bandits {__version__}")
-    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}",
-                   help="print the version and exit")
+    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}")
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)

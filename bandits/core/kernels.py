@@ -118,7 +118,9 @@ def pin(exact: bool | None = None) -> None:
 def in_force() -> bool:
     """Whether this process runs in exact mode: pinned before torch loaded, every
     variable at its pinned value, and torch's kernels at AVX2."""
-    if not x86_64() or not _pinned_before_torch:
+    # pin() found torch loaded already: not in force. pin() never ran here (None): the
+    # variables came with the process (a worker of a pinned command), set when torch loaded
+    if not x86_64() or _pinned_before_torch is False:
         return False
     if any(os.environ.get(k) != v for k, v in PIN.items()):
         return False

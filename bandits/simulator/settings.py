@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import zlib
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from bandits.core.config import (
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
+from bandits.simulator.given import read_settings_file, refuse_settings_without_effect
 
 CHECKPOINT_KIND = "bandits.run"
 """The kind of checkpoint a run writes (:mod:`bandits.core.checkpoint` refuses another's)."""
@@ -218,24 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
                                  PRESETS)
 
 
-# what a worker's own command line gives; every other setting comes from the run's
-# settings file (--settings-file, written by bandits.simulator.parallel)
-WORKER_OWN = frozenset({"agent", "out", "overwrite", "no_progress", "progress_file", "workers",
-                        "settings_file", "resume"})
-
-
 def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse the command line, fill unset settings from the preset, and validate. A
     worker's (``--settings-file``) takes the run's settings from that file, as they are."""
     values = vars(build_parser().parse_args(argv))
     if values["settings_file"] is not None:
-        path = values["settings_file"]
-        try:
-            saved = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--settings-file {path}: cannot be read ({e})") from None
-        values.update(convert(Config, {k: v for k, v in saved.items()
-                                       if k not in WORKER_OWN and v is not None}))
+        values.update(read_settings_file(values["settings_file"], Config))
     return _complete(values)
 
 
@@ -261,7 +249,9 @@ def _complete(values: dict[str, Any]) -> Config:
     validate(cfg)
     if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
         refuse_other_agents_settings(cfg)
-        refuse_settings_without_effect(cfg)
+        refuse_settings_without_effect(  # the settings as values: given.py never holds cfg
+            dataclasses.asdict(cfg), {f.name: f.default for f in dataclasses.fields(Config)},
+            PRESETS[cfg.preset])
     return cfg
 
 
@@ -374,36 +364,6 @@ def refuse_other_agents_settings(cfg: Config) -> None:
             raise UsageError(f"{flag(f.name)}{shown} is read by --agent "
                              f"{', '.join(readers)}, none of which this run lists "
                              f"({' '.join(cfg.agent)}); add one, or leave {flag(f.name)} out")
-
-
-# settings that act only under another setting's value: (the setting, the condition under
-# which it acts, what to add for it to act)
-CONDITIONAL: tuple[tuple[str, Any, str], ...] = (
-    ("compile", lambda c: any(a in ("bbb", "bbb-lrt") for a in c.agent),
-     "add --agent bbb (it fuses BBB's training step)"),
-    ("no_cuda_graph", lambda c: c.device == "cuda", "add --device cuda"),
-    ("fit_tolerance", lambda c: c.fit == "epochs", "add --fit epochs"),
-    ("prior_pi", lambda c: c.prior == "mixture", "add --prior mixture"),
-    ("prior_sigma1", lambda c: c.prior == "mixture", "add --prior mixture"),
-    ("prior_sigma2", lambda c: c.prior == "mixture", "add --prior mixture"),
-    ("prior_sigma", lambda c: c.prior == "gaussian", "use --prior gaussian"),
-)
-
-
-def refuse_settings_without_effect(cfg: Config) -> None:
-    """One line naming a setting given away from its default where another setting's
-    value leaves it without effect (``--prior-pi`` with the Gaussian prior, ``--compile``
-    without BBB, ``--no-cuda-graph`` on the CPU, ``--fit-tolerance`` without ``--fit
-    epochs``): it would change nothing, and was surely meant otherwise."""
-    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
-    for name, acts, fix in CONDITIONAL:
-        value = getattr(cfg, name)
-        if value != defaults[name] and value != PRESETS[cfg.preset].get(name) \
-                and not acts(cfg):
-            shown = "" if isinstance(value, bool) else f" {value:g}" \
-                if isinstance(value, float) else f" {value}"
-            raise UsageError(f"{flag(name)}{shown} has no effect in this run; {fix}, or "
-                             f"leave {flag(name)} out")
 
 
 def refuse_other_envs_settings(cfg: Config) -> None:

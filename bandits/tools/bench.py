@@ -63,12 +63,14 @@ from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
     MNIST_WORKERS_COMMAND,
+    MODES,
     PAPER_STEPS,
     THREADS_COMMAND,
     NotMeasured,
     default_command,
     kernels_cost,
     mnist_workers,
+    mode_outputs,
     scaling,
     threads_under_load,
 )
@@ -264,33 +266,6 @@ def _bench(argv: Sequence[str] | None) -> int:
         remove_if_unused(args.out)
     print(f"outputs in {args.out}")
     return code
-
-
-# what bench writes into --out, each mode its own two files (an --overwrite replaces the
-# files of the mode run, nothing else: another mode's results in the same --out stay)
-MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
-         "threads_under_load")
-OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
-
-
-def mode_outputs(args: Settings) -> tuple[str, str]:
-    """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
-    the default timing, else those named for its flag (``scaling.csv``, ...)."""
-    if args.kernels:
-        mode = "kernels"
-    elif args.threads_under_load:
-        mode = "threads_under_load"
-    elif args.mnist_workers:
-        mode = "mnist_workers"
-    elif args.default_command:
-        mode = "default_command"
-    elif args.scaling:
-        mode = "scaling"
-    elif args.agents_per_step:
-        mode = "agents_per_step"
-    else:
-        mode = "bench"
-    return f"{mode}.csv", f"{mode}.json"
 
 
 def _main(p: argparse.ArgumentParser, args: Settings,

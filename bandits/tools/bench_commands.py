@@ -230,3 +230,30 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
                              "load_before": round(load, 2),
                              "wait_policy_same_bytes": same})
     return pd.DataFrame(rows)
+
+
+# what bench writes into --out, each mode its own two files (an --overwrite replaces the
+# files of the mode run, nothing else: another mode's results in the same --out stay)
+MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
+         "threads_under_load")
+OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
+
+
+def mode_outputs(args) -> tuple[str, str]:
+    """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
+    the default timing, else those named for its flag (``scaling.csv``, ...)."""
+    if args.kernels:
+        mode = "kernels"
+    elif args.threads_under_load:
+        mode = "threads_under_load"
+    elif args.mnist_workers:
+        mode = "mnist_workers"
+    elif args.default_command:
+        mode = "default_command"
+    elif args.scaling:
+        mode = "scaling"
+    elif args.agents_per_step:
+        mode = "agents_per_step"
+    else:
+        mode = "bench"
+    return f"{mode}.csv", f"{mode}.json"
