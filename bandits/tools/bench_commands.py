@@ -242,18 +242,6 @@ OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 def mode_outputs(args) -> tuple[str, str]:
     """The files the mode ``args`` asks for writes: ``bench.csv`` and ``bench.json`` for
     the default timing, else those named for its flag (``scaling.csv``, ...)."""
-    if args.kernels:
-        mode = "kernels"
-    elif args.threads_under_load:
-        mode = "threads_under_load"
-    elif args.mnist_workers:
-        mode = "mnist_workers"
-    elif args.default_command:
-        mode = "default_command"
-    elif args.scaling:
-        mode = "scaling"
-    elif args.agents_per_step:
-        mode = "agents_per_step"
-    else:
-        mode = "bench"
+    # one mode at a time (bench refuses two): the flag that is on, else the default timing
+    mode = next((m for m in MODES[1:] if getattr(args, m)), "bench")
     return f"{mode}.csv", f"{mode}.json"
