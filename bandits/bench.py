@@ -1,18 +1,12 @@
 """``python -m bandits.bench``: the training step's speed, and whole commands' by their workers.
 
-The command itself is :mod:`bandits.tools.bench`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.tools.bench`; this module and the console script
+``bandits-bench`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is one line
+from the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.bench")
-
-import sys
-
-from bandits.tools.bench import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.bench", "bandits.tools.bench").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

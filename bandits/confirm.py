@@ -1,19 +1,13 @@
 """``python -m bandits.confirm``: paired comparisons over seeds from run folders joined into
 one table (the analysis of a pre-registered confirmation).
 
-The command itself is :mod:`bandits.analysis.confirm`; this module starts it (Ctrl-C one
-line from the first moment)."""
+The command itself is :mod:`bandits.analysis.confirm`; this module and the console
+script ``bandits-confirm`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
+one line from the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.confirm")
-
-import sys
-
-from bandits.analysis.confirm import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.confirm", "bandits.analysis.confirm").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -1,14 +1,13 @@
 """``python -m bandits.doc_tables``: the result tables of the README and the docs, written from the
 shipped result files (``--check``: that none has drifted).
 
-The command itself is :mod:`bandits.tools.doc_tables`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.tools.doc_tables`; this module and the console
+script ``bandits-doc-tables`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
+one line from the first moment, and the kernels are set before torch loads)."""
 
-import sys
+from bandits.core.startup import Command
 
-from bandits.tools.doc_tables import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.doc_tables", "bandits.tools.doc_tables").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -1,18 +1,13 @@
 """``python -m bandits.gradient_variance``: the variance of each estimator's gradient, per layer.
 
-The command itself is :mod:`bandits.tools.gradient_variance`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.tools.gradient_variance`; this module and the
+console script ``bandits-gradient-variance`` start it
+(:class:`bandits.core.startup.Command`: Ctrl-C is one line from the first moment, and
+the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.gradient_variance")
-
-import sys
-
-from bandits.tools.gradient_variance import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.gradient_variance", "bandits.tools.gradient_variance").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -1,18 +1,12 @@
 """``python -m bandits.regression``: the toy 1-D regression with its uncertainty bands.
 
-The command itself is :mod:`bandits.tools.regression`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.tools.regression`; this module and the console
+script ``bandits-regression`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
+one line from the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.regression")
-
-import sys
-
-from bandits.tools.regression import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.regression", "bandits.tools.regression").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

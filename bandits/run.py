@@ -1,19 +1,13 @@
 """``python -m bandits.run``: the bandit simulator: agents act, learn from a replay
 buffer, and are scored by regret.
 
-The command itself is :mod:`bandits.simulator.run`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.simulator.run`; this module and the console script
+``bandits-run`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is one line from
+the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.run")
-
-import sys
-
-from bandits.simulator.run import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.run", "bandits.simulator.run").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

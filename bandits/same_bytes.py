@@ -1,19 +1,13 @@
 """``python -m bandits.same_bytes``: the shipped results' bytes on an emulated second
 processor (a command's bytes checked without a second machine).
 
-The command itself is :mod:`bandits.tools.same_bytes`; this module starts it (after turning
-Ctrl-C on)."""
+The command itself is :mod:`bandits.tools.same_bytes`; this module and the console
+script ``bandits-same-bytes`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
+one line from the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the imports: Ctrl-C is one line
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.same_bytes")
-
-import sys
-
-from bandits.tools.same_bytes import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.same_bytes", "bandits.tools.same_bytes").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

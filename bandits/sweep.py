@@ -1,18 +1,12 @@
 """``python -m bandits.sweep``: many runs of the simulator over a grid of settings, here or on Ray.
 
-The command itself is :mod:`bandits.experiments.sweep`; this module starts it (for the
-commands that import slowly, after turning Ctrl-C on and pinning the kernels)."""
+The command itself is :mod:`bandits.experiments.sweep`; this module and the console
+script ``bandits-sweep`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is one
+line from the first moment, and the kernels are set before torch loads)."""
 
-if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the kernels are pinned
-    from bandits.core.startup import start
+from bandits.core.startup import Command
 
-    start("bandits.sweep")
-
-import sys
-
-from bandits.experiments.sweep import main
-
-__all__ = ["main"]
+main, cli = Command("bandits.sweep", "bandits.experiments.sweep").entries()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli()

@@ -15,8 +15,11 @@ library (and :mod:`bandits.core.kernels`, which does too). :func:`start` does bo
 entry point does first: the signals, and the kernels pinned before torch loads.
 """
 
+import importlib
 import os
 import signal
+import sys
+from collections.abc import Sequence
 
 from bandits.core import kernels
 
@@ -41,6 +44,35 @@ def on_stop(undo) -> None:
     Once per callable; its errors are ignored (the command is ending)."""
     if undo not in _ON_STOP:
         _ON_STOP.append(undo)
+
+
+class Command:
+    """One command of the project: its name ``prog`` (``bandits.run``) and the module whose
+    ``main(argv)`` is the command (``bandits.simulator.run``), imported only when the
+    command runs. Every entry module (``python -m bandits.run``) and console script
+    (``bandits-run``, ``[project.scripts]``) is one of these::
+
+        main, cli = Command("bandits.run", "bandits.simulator.run").entries()
+
+    ``main(argv)`` runs the command in this process as it is (for scripts and tests);
+    ``cli()`` is the command started from a shell: :func:`start` first (signals, kernels,
+    before torch loads), then ``main`` with the process's arguments, exiting with its status.
+    """
+
+    def __init__(self, prog: str, module: str) -> None:
+        self.prog = prog
+        self.module = module
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        return importlib.import_module(self.module).main(argv)
+
+    def cli(self) -> None:
+        start(self.prog)
+        sys.exit(self.main())
+
+    def entries(self):
+        """``(main, cli)``: the two ways in, for the entry module's namespace."""
+        return self.main, self.cli
 
 
 def start(prog: str) -> None:

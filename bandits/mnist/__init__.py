@@ -30,12 +30,11 @@ Modules, in the order the data flows through them:
 * :mod:`~bandits.mnist.cli`: the command line (:func:`main`).
 """
 
-__all__ = ["main"]
+from bandits.core.startup import Command
 
+__all__ = ["cli", "main"]
 
-def main(argv=None) -> int:
-    """``python -m bandits.mnist`` (:func:`bandits.mnist.cli.main`). The package itself
-    imports nothing heavy, so that the command can turn Ctrl-C on before torch loads."""
-    from bandits.mnist.cli import main as cli_main
-
-    return cli_main(argv)
+# python -m bandits.mnist and the console script bandits-mnist (cli); main(argv) for
+# scripts. The package itself imports nothing heavy: the command's signals and kernels
+# are set before torch loads (bandits.core.startup.Command).
+main, cli = Command("bandits.mnist", "bandits.mnist.cli").entries()
