@@ -1,8 +1,5 @@
-"""``python -m bandits.bench``: the training step's speed, and whole commands' by their workers.
-
-The command itself is :mod:`bandits.tools.bench`; this module and the console script
-``bandits-bench`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is one line
-from the first moment, and the kernels are set before torch loads)."""
+"""``python -m bandits.bench``: the training step's speed, and whole commands' by their
+workers. The command itself: :mod:`bandits.tools.bench`."""
 
 from bandits.core.startup import Command
 

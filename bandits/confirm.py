@@ -1,9 +1,6 @@
 """``python -m bandits.confirm``: paired comparisons over seeds from run folders joined into
-one table (the analysis of a pre-registered confirmation).
-
-The command itself is :mod:`bandits.analysis.confirm`; this module and the console
-script ``bandits-confirm`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
-one line from the first moment, and the kernels are set before torch loads)."""
+one table (the analysis of a pre-registered confirmation). The command itself:
+:mod:`bandits.analysis.confirm`."""
 
 from bandits.core.startup import Command
 

@@ -1,9 +1,6 @@
-"""``python -m bandits.doc_tables``: the result tables of the README and the docs, written from the
-shipped result files (``--check``: that none has drifted).
-
-The command itself is :mod:`bandits.tools.doc_tables`; this module and the console
-script ``bandits-doc-tables`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
-one line from the first moment, and the kernels are set before torch loads)."""
+"""``python -m bandits.doc_tables``: the result tables of the README and the docs, written from
+the shipped result files (``--check``: that none has drifted). The command itself:
+:mod:`bandits.tools.doc_tables`."""
 
 from bandits.core.startup import Command
 

@@ -1,9 +1,5 @@
-"""``python -m bandits.gradient_variance``: the variance of each estimator's gradient, per layer.
-
-The command itself is :mod:`bandits.tools.gradient_variance`; this module and the
-console script ``bandits-gradient-variance`` start it
-(:class:`bandits.core.startup.Command`: Ctrl-C is one line from the first moment, and
-the kernels are set before torch loads)."""
+"""``python -m bandits.gradient_variance``: the variance of each estimator's gradient, per
+layer. The command itself: :mod:`bandits.tools.gradient_variance`."""
 
 from bandits.core.startup import Command
 

@@ -1,8 +1,5 @@
-"""``python -m bandits.plot``: regret plots, redrawn from a run's ``metrics.csv``.
-
-The command itself is :mod:`bandits.analysis.plot`; this module and the console script
-``bandits-plot`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is one line
-from the first moment, and the kernels are set before torch loads)."""
+"""``python -m bandits.plot``: regret plots, redrawn from a run's ``metrics.csv``. The command
+itself: :mod:`bandits.analysis.plot`."""
 
 from bandits.core.startup import Command
 

@@ -1,8 +1,5 @@
-"""``python -m bandits.regression``: the toy 1-D regression with its uncertainty bands.
-
-The command itself is :mod:`bandits.tools.regression`; this module and the console
-script ``bandits-regression`` start it (:class:`bandits.core.startup.Command`: Ctrl-C is
-one line from the first moment, and the kernels are set before torch loads)."""
+"""``python -m bandits.regression``: the toy 1-D regression with its uncertainty bands. The
+command itself: :mod:`bandits.tools.regression`."""
 
 from bandits.core.startup import Command
 
