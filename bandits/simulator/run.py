@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bandits.core.command import writing
 from bandits.core.config import UsageError
-from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.outputs import OutputDirError, output_dir
 from bandits.core.processes import ctrl_c_on
 from bandits.records.figures import draw_run
 from bandits.records.regret import summary_text
@@ -88,17 +89,11 @@ def start(cfg: Config, command: str) -> Outcome:
     ``config.json``. Bad input raises :class:`UsageError` and leaves no empty directory
     behind."""
     workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
-    out = prepare_out_dir(cfg)
-    try:
+    with writing(prepare_out_dir(cfg), stopped=(UsageError, KeyboardInterrupt)) as out:
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
             return parallel.run(cfg, out, command)  # draws the merged run's figure
         return _drawn(cfg, simulate(cfg, out, command=command))
-    except (UsageError, KeyboardInterrupt):
-        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
-        raise
-    finally:
-        release_dir(out)
 
 
 def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:

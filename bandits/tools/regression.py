@@ -45,17 +45,17 @@ from torch import Tensor, nn
 
 from bandits.bayes import GaussianPrior, make_mlp
 from bandits.core import kernels
+from bandits.core.command import parsed, refused, writing
 from bandits.core.config import (
     COUNT,
     OPEN,
     UsageError,
     build_parser,
-    check_ranges,
     first_paragraph,
     setting,
 )
 from bandits.core.files import machine, package_versions, save_figure, write_csv, write_json
-from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.outputs import OutputDirError, output_dir
 from bandits.core.processes import stop_on_ctrl_c
 from bandits.core.style import DPI, styled
 
@@ -257,8 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cfg = Config(**vars(parser().parse_args(argv)))
-        check_ranges(cfg)
+        cfg = parsed(Config, parser(), argv)
         try:
             cfg.exact = kernels.settle(cfg.exact)
         except ValueError as e:
@@ -269,9 +268,8 @@ def _main(argv: Sequence[str] | None) -> int:
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"),
                          kind="bandits.regression")
     except (UsageError, OutputDirError) as e:
-        print(f"bandits.regression: error: {e}", file=sys.stderr)
-        return 2
-    try:
+        return refused("bandits.regression", e)
+    with writing(out):
         start = time.perf_counter()
         torch.set_num_threads(1)  # these networks are tiny: one thread is fastest
         table, curves = run(cfg)
@@ -283,11 +281,6 @@ def _main(argv: Sequence[str] | None) -> int:
                     "machine": machine(), "versions": package_versions(),
                     "wall_seconds": round(time.perf_counter() - start, 1)},
                    out / "config.json")
-    except KeyboardInterrupt:
-        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
-        raise
-    finally:
-        release_dir(out)
     cols = ["model", "rmse_inside", "log_likelihood_inside", "coverage_95_inside",
             "coverage_95_outside", "predictive_std_inside", "predictive_std_outside"]
     print(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))

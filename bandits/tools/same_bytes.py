@@ -55,15 +55,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bandits.core import kernels
+from bandits.core.command import parsed, refused, writing
 from bandits.core.config import (
     UsageError,
     build_parser,
-    check_ranges,
     first_paragraph,
     setting,
 )
 from bandits.core.files import machine, package_versions, write_csv, write_json
-from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import die_with_parent, stop_on_ctrl_c
 from bandits.core.startup import on_stop
 
@@ -339,8 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        cfg = Config(**vars(parser().parse_args(argv)))
-        check_ranges(cfg)
+        cfg = parsed(Config, parser(), argv)
         if cfg.mkl_cbwr is not None and cfg.mkl_cbwr.upper().removesuffix(",STRICT") \
                 not in MKL_MODES:
             raise UsageError(f"--mkl-cbwr {cfg.mkl_cbwr!r} is not a mode of MKL's; give one "
@@ -350,10 +349,9 @@ def _main(argv: Sequence[str] | None) -> int:
                          ("checks.csv", "config.json", "ops-*/ops.csv", "ops-*/sqrt.csv"),
                          kind="bandits.same_bytes")
     except (UsageError, OutputDirError) as e:
-        print(f"bandits.same_bytes: error: {e}", file=sys.stderr)
-        return 2
+        return refused("bandits.same_bytes", e)
     on_stop(functools.partial(remove_if_unused, out))  # SIGTERM before any output: no folder
-    try:
+    with writing(out):
         start = time.perf_counter()
         try:
             found = {"this": capability([]), "emulated": capability(emulated)}
@@ -366,9 +364,8 @@ def _main(argv: Sequence[str] | None) -> int:
             rows = run_checks(list(dict.fromkeys(cfg.checks)), emulated, cfg.data_dir,
                               keep=out, mkl_cbwr=cfg.mkl_cbwr, native=not cfg.no_native)
         except RuntimeError as e:
-            print(f"bandits.same_bytes: error: {' '.join(str(e).split())}", file=sys.stderr)
             remove_if_unused(out)
-            return 2
+            return refused("bandits.same_bytes", e)
         write_csv(rows, out / "checks.csv")
         done = subprocess.run([EMULATOR, "--version"], capture_output=True, text=True)
         write_json({"checks": cfg.checks, "cpu": cfg.cpu, "mkl_cbwr": cfg.mkl_cbwr,
@@ -379,11 +376,6 @@ def _main(argv: Sequence[str] | None) -> int:
                     "torch_kernels_unpinned": found,
                     "wall_seconds": round(time.perf_counter() - start, 1)},
                    out / "config.json")
-    except KeyboardInterrupt:
-        remove_if_unused(out)  # stopped before writing anything: leave no empty directory
-        raise
-    finally:
-        release_dir(out)
     differ = [r for r in rows if r["kernels"] != "native" and not r["same"]
               and r["file"] not in CHECKS[r["check"]].shown_only]
     for r in rows:

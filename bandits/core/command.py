@@ -1,0 +1,47 @@
+"""The skeleton every command's ``main`` shares: its settings parsed and checked, a usage
+error said in one line (exit status 2), and the body that writes into the output folder
+the command claimed (:func:`writing`)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from bandits.core.claims import release_dir
+from bandits.core.config import check_ranges
+from bandits.core.outputs import remove_if_unused
+
+T = TypeVar("T")
+
+
+def parsed(settings: type[T], parser: argparse.ArgumentParser, argv: Sequence[str]) -> T:
+    """The settings dataclass ``settings`` from ``argv``, every declared range checked
+    (a bad value raises :class:`bandits.core.config.UsageError`)."""
+    made = settings(**vars(parser.parse_args(argv)))
+    check_ranges(made)
+    return made
+
+
+def refused(prog: str, error: Exception) -> int:
+    """Say ``error`` in one line as the command ``prog``'s and give its exit status, 2."""
+    print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return 2
+
+
+@contextlib.contextmanager
+def writing(out: Path, stopped: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
+            ) -> Iterator[Path]:
+    """The body of a command that writes into ``out``, the folder it claimed: the claim is
+    given up however the body ends, and a body ``stopped`` (by Ctrl-C, or a usage error
+    found late) before it wrote anything leaves no empty folder behind."""
+    try:
+        yield out
+    except stopped:
+        remove_if_unused(out)
+        raise
+    finally:
+        release_dir(out)
