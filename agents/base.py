@@ -81,7 +81,7 @@ class CommonSettings:
         "100)", choices=["steps", "epochs", "full"])
     fit_tolerance: float = setting(
         1e-3, "with --fit epochs: the epoch's mean loss at which a run stops training",
-        range=(0, 1e6))
+        range=(0, 1e6), acts_when=(lambda c: c["fit"] == "epochs", "add --fit epochs"))
     weight_decay_per_datum: bool = setting(
         False, "divide --weight-decay by the items in the buffer at each training call "
         "(NeuralTS's reference: lambda / t)")

@@ -65,6 +65,7 @@ from bandits.bayes import (
     sample_weights,
 )
 from bandits.bayes.exact import power, sqrt
+from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import OPEN, SIGMA, setting
 
 
@@ -83,6 +84,17 @@ class BBBAgent(NeuralAgent):
             raise ValueError(f"prior must be 'mixture' or 'gaussian', got {c.prior!r}")
         return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
                         prior=prior, init_sigma=c.init_sigma)
+
+    def decoupled_decay(self) -> float:
+        """The decoupled decay of the posterior means: ``--mean-decay`` (``rho`` is never
+        decayed)."""
+        return self.config.mean_decay
+
+    def data_count(self, buffer: ReplayBuffer) -> Tensor:
+        """The number of data the complexity cost is spread over: the items in the buffer,
+        or with ``kl_scale = "seen"`` every interaction seen so far (the buffer then stands
+        for the whole history, so the posterior keeps narrowing as data accumulate)."""
+        return buffer.seen if self.config.kl_scale == "seen" else buffer.size
 
     def weight_noise(self) -> Tensor:
         """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""
@@ -191,6 +203,10 @@ class BBBAgent(NeuralAgent):
         return nll.detach(), g_mu, g_rho
 
 
+# the scale mixture's parameters act only with its prior (refused otherwise, see setting)
+WITH_MIXTURE = (lambda c: c["prior"] == "mixture", "add --prior mixture")
+
+
 @dataclass
 class Settings:
     """BBB's own settings (see README, "Choices the paper leaves open")."""
@@ -198,12 +214,14 @@ class Settings:
     prior: str = setting("gaussian", "BBB prior: scale mixture or Gaussian",
                          choices=["mixture", "gaussian"])
     prior_pi: float = setting(0.5, "scale-mixture weight pi of the wide component",
-                              range=(OPEN(0), OPEN(1)))
-    prior_sigma1: float = setting(1.0, "scale-mixture wide sigma_1 (= e^0)", range=SIGMA)
+                              range=(OPEN(0), OPEN(1)), acts_when=WITH_MIXTURE)
+    prior_sigma1: float = setting(1.0, "scale-mixture wide sigma_1 (= e^0)", range=SIGMA,
+                                  acts_when=WITH_MIXTURE)
     prior_sigma2: float = setting(math.exp(-6), "scale-mixture narrow sigma_2 (= e^-6)",
-                                  range=SIGMA)
+                                  range=SIGMA, acts_when=WITH_MIXTURE)
     prior_sigma: float = setting(1.0, "Gaussian prior sigma (with --prior gaussian)",
-                                 range=SIGMA)
+                                 range=SIGMA, acts_when=(lambda c: c["prior"] == "gaussian",
+                                                         "use --prior gaussian"))
     # complexity cost per datum: / items in the buffer, or / "seen"
     kl_scale: str = setting(
         "buffer", "BBB: divide the complexity cost by the items "

@@ -99,9 +99,9 @@ class NeuralAgent(Agent):
         cuda = self.device.type == "cuda"
         # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
         # counter lives on the device, so the update can be captured in a CUDA graph.
-        # decoupled weight decay: the point-estimate networks' weights (--weight-decay), or
-        # a Bayesian model's posterior means (BBB's --mean-decay; its rho is never decayed)
-        decay = self.config.mean_decay if self.model.bayesian else self.config.weight_decay
+        # decoupled weight decay of the weights, or of a Bayesian model's posterior means
+        # (its rho is never decayed): the agent's own (decoupled_decay)
+        decay = self.decoupled_decay()
         self._decay = decay  # its range: checked by Agent, as declared
         why = epochs_need_sgd(self.config)
         if why is not None:
@@ -237,12 +237,16 @@ class NeuralAgent(Agent):
         x = self.inputs(batch.contexts, batch.actions)  # (runs, batch, in)
         return self.gradients(x, batch.rewards, self.data_count(buffer), want_loss)
 
+    def decoupled_decay(self) -> float:
+        """The decoupled weight decay of the network's weights: ``--weight-decay`` (BBB
+        decays its posterior means by its own ``--mean-decay``)."""
+        return self.config.weight_decay
+
     def data_count(self, buffer: ReplayBuffer) -> Tensor:
         """The number of data the loss stands for (a device scalar): the items in the
-        buffer, or with ``kl_scale = "seen"`` every interaction seen so far (the buffer
-        then stands for the whole history, so a Bayesian model's posterior keeps
-        narrowing as data accumulate; the squared-error agents do not use it)."""
-        return buffer.seen if self.config.kl_scale == "seen" else buffer.size
+        buffer (BBB may count every interaction seen; the squared-error agents do not
+        use it)."""
+        return buffer.size
 
     def _one_update(self, buffer: ReplayBuffer, want_loss: bool) -> Tensor | None:
         grads, loss = self.minibatch_gradients(buffer, want_loss)

@@ -85,6 +85,30 @@ def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declarati
     kept = subprocess.run([sys.executable, "-c", check, str(REPO / "results")], cwd=code,
                           env=env, capture_output=True, text=True)
     assert kept.returncode == 0 and kept.stdout.startswith("0 "), kept.stdout + kept.stderr
+    # it counts in a run's identity only away from its default
+    ids = ("import json, sys; from bandits.simulator.resume import RUN; "
+           "c = json.loads(open(sys.argv[1]).read()); c.pop('identity', None); "
+           "print(json.dumps([RUN.identity({**c, 'temperature': t}) for t in (1.0, 0.5)] + "
+           "[RUN.identity({k: v for k, v in c.items() if k != 'temperature'})]))")
+    at_default, given, without = json.loads(subprocess.run(
+        [sys.executable, "-c", ids, str(tmp_path / "run/config.json")], cwd=code, env=env,
+        capture_output=True, text=True, check=True).stdout)
+    assert at_default == without != given
+    # beside --resume it is refused, since it decides results; declared resume=True in
+    # the agent's module alone, it is accepted there (nothing else lists it)
+    resume = [sys.executable, "-m", "bandits.run", "--resume", str(tmp_path / "run"),
+              "--steps", "40", "--temperature", "0.7", "--no-progress"]
+    refused = subprocess.run(resume, cwd=code, env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "--temperature" in refused.stderr, refused.stderr
+    softmax = code / "agents/softmax.py"
+    softmax.write_text(softmax.read_text().replace("range=(OPEN(0), 1e6)",
+                                                   "range=(OPEN(0), 1e6), resume=True"))
+    fresh = subprocess.run([*command, "--out", str(tmp_path / "declared"), "--workers", "1"],
+                           cwd=code, env=env, capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr  # (the declaration moves the identity: a run
+    resume[4] = str(tmp_path / "declared")     # made before it is another run's checkpoint)
+    accepted = subprocess.run(resume, cwd=code, env=env, capture_output=True, text=True)
+    assert accepted.returncode == 0, accepted.stderr
     # the flag is the toy agent's: the code without the diff does not know it
     plain = subprocess.run([sys.executable, "-m", "bandits.run", "--temperature", "0.5"],
                            cwd=REPO, capture_output=True, text=True)

@@ -31,6 +31,7 @@ BIG = 10**9  # a count above this is a typo, not a setting
 COUNT = (1, BIG)  # a positive integer
 SIGMA = (1e-8, 1e4)  # any standard deviation of a model: finite in float32 arithmetic
 POSITIVE = (1e-8, 1e8)
+DECLARED = ("resume", "per_process", "acts_when")  # a setting's properties (setting())
 
 
 def setting(default, help: str, range: tuple | None = None,  # noqa: A002
@@ -44,21 +45,17 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
     more). ``cli=False``: a setting that code sets and no flag gives (left out of a
     command's settings by :func:`compose`). ``option``: the keyword an environment
     takes the setting as, where it differs from the setting's name. A list default is
-    copied for every instance. Other keywords go to ``argparse.add_argument``
-    (``choices``, ``nargs``, ``type``, ``metavar``, ``action``)."""
-    meta = {"help": help, **kw}
-    if range is not None:
-        meta["range"] = range
-    if grid:
-        meta["grid"] = True
-    if allow_inf:
-        meta["allow_inf"] = True
-    if positional:
-        meta["positional"] = True
-    if not cli:
-        meta["cli"] = False
-    if option is not None:
-        meta["option"] = option
+    copied for every instance. The setting's own properties, declared here and read from
+    its metadata by what needs them: ``resume=True``, it may be given beside ``--resume``
+    (it decides no result, so the identity leaves it out); ``per_process=True``, each
+    process's own (a worker gets it on its command line, not from the run's settings);
+    ``acts_when=(condition, fix)``, it acts only where ``condition(settings as a dict)``
+    holds, and is refused elsewhere, saying ``fix``. Other keywords go to
+    ``argparse.add_argument`` (``choices``, ``nargs``, ``type``, ``metavar``, ``action``)."""
+    flags = {"grid": grid, "allow_inf": allow_inf, "positional": positional}
+    meta = {"help": help, **kw, **{k: True for k, on in flags.items() if on},
+            **({} if range is None else {"range": range}), **({} if cli else {"cli": False}),
+            **({} if option is None else {"option": option})}
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -266,7 +263,8 @@ def build_parser(cls, prog: str, description: str,
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)
         help_ = meta.pop("help")
-        for key in ("allow_inf", "cli", "option", *(() if parse_choices else ("choices",))):
+        for key in ("allow_inf", "cli", "option", *DECLARED,
+                    *(() if parse_choices else ("choices",))):
             meta.pop(key, None)
         grid = meta.pop("grid", False)
         if meta.pop("positional", False):

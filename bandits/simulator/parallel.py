@@ -55,14 +55,14 @@ from bandits.core.runner import DIVERGED_STATUS
 from bandits.core.runner import worker_count as worker_count_of
 from bandits.records.figures import draw_run
 from bandits.records.regret import METRICS_COLUMNS
-from bandits.simulator.given import WORKER_OWN
+from bandits.simulator.given import per_process
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
 from bandits.simulator.settings import env_options, recorded_columns
 
 SETTINGS_FILE = f"{PARTS}/settings.json"
 """The run's settings as the workers receive them (every one but those of their own
-command line, :data:`bandits.simulator.settings.WORKER_OWN`), as JSON."""
+command line, the settings declared ``per_process``), as JSON."""
 
 
 def worker_count(cfg) -> int:
@@ -107,7 +107,8 @@ def run(cfg, out: Path, command: str):
         raise UsageError(str(e)) from None
     groups = population_groups(cfg.agent)
     bins = assign(groups, worker_count(cfg))
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in WORKER_OWN}
+    own = per_process(type(cfg))
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in own}
     try:
         (out / PARTS).mkdir(exist_ok=True)
         write_json(settings, out / SETTINGS_FILE)  # the record itself, never re-spelled

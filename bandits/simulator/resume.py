@@ -16,10 +16,9 @@ from bandits.core.config import given_flags as flags_named
 from bandits.core.runner import RunKind
 from bandits.simulator.settings import CHECKPOINT_KIND, Config, build_parser, validate
 
-# flags that may be given beside --resume: they do not change the results
-# (--exact only as the run was made: it is the process's mode, checked against the run's)
-RESUME_FLAGS = ("resume", "steps", "checkpoint_every", "data_dir", "workers", "no_progress",
-                "log_y", "progress_file", "hook", "exact")
+RESUME_FLAGS = tuple(f.name for f in dataclasses.fields(Config) if f.metadata.get("resume"))
+"""The flags that may be given beside ``--resume`` (each declared ``resume=True`` where it
+is defined): they do not change the results."""
 
 
 def given_flags(argv: Sequence[str] | None) -> set[str]:

@@ -76,7 +76,7 @@ class RunSettings:
 
     agent: list[str] | None = setting(
         None, "agents to compare, from: " + ", ".join(SPECS), nargs="+",
-        type=str)
+        type=str, per_process=True)
     env: str = setting(
         "mushroom", "bandit environment",
         choices=envs.ENV_IDS)  # the registry itself: data sets registered later count too
@@ -87,25 +87,29 @@ class RunSettings:
     seed: int = setting(
         0, "first seed; the runs use seed, seed+1, ...", range=(0, 2**63 - 1))
     steps: int | None = setting(
-        None, "interactions per run", range=COUNT, type=int)
+        None, "interactions per run", range=COUNT, type=int, resume=True)
     device: str = setting(
         "cpu", "torch device of the models", choices=["cpu", "cuda"])
     no_cuda_graph: bool = setting(
         False, "with --device cuda, run each training step eagerly instead "
-        "of replaying it as a captured CUDA graph")
+        "of replaying it as a captured CUDA graph",
+        acts_when=(lambda c: c["device"] == "cuda", "add --device cuda"))
     compile: bool = setting(
         False, "fuse the BBB training step's per-weight work with torch.compile "
         "(fewer kernels on a GPU; on a CPU it gains little and takes "
-        "about 30 s to compile)")
-    exact: bool = setting(False, kernels.EXACT_HELP)
+        "about 30 s to compile)",
+        acts_when=(lambda c: any(a in ("bbb", "bbb-lrt") for a in c["agent"]),
+                   "add --agent bbb (it fuses BBB's training step)"))
+    exact: bool = setting(False, kernels.EXACT_HELP,  # beside --resume only as the run was
+                          resume=True)  # made: the process's mode, checked against the run's
     out: Path | None = setting(
         None, "output directory (default: a new directory under runs/)",
-        type=Path)
+        type=Path, per_process=True)
     overwrite: bool = setting(
-        False, "allow writing into an existing non-empty output directory")
+        False, "allow writing into an existing non-empty output directory", per_process=True)
     data_dir: Path | None = setting(
         None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
-        type=Path)
+        type=Path, resume=True)
 
 
 @dataclass
@@ -135,12 +139,12 @@ class OutputSettings:
         2000, "max metrics.csv rows per run (every step if steps <= this)",
         range=COUNT)
     log_y: bool = setting(
-        False, "logarithmic y axis in regret.png")
+        False, "logarithmic y axis in regret.png", resume=True)
     threads: int = setting(
         1, "torch CPU threads; 1 is fastest for these small networks "
         "(0: torch's default)", range=(0, 1024))
     no_progress: bool = setting(
-        False, "hide the progress bar")
+        False, "hide the progress bar", resume=True, per_process=True)
     skip_diverged: bool = setting(
         False, "when a run's training loss becomes NaN or infinite, warn and "
         "let the other runs go on instead of stopping (runs are "
@@ -149,27 +153,28 @@ class OutputSettings:
         300.0, "seconds of work between checkpoints in the output "
         "directory (0: after every step); one is also written "
         "at the end and on Ctrl-C",
-        range=(0, math.inf), allow_inf=True)
+        range=(0, math.inf), allow_inf=True, resume=True)
     workers: int | None = setting(
         None, "processes that run the populations side by side, one "
         "torch thread each unless --threads says otherwise; the "
         "results are the same bytes for every value (default: "
         "$BANDITS_WORKERS, else the cores this process may use, at "
-        "most one per population)", range=(1, 1024), type=int)
+        "most one per population)", range=(1, 1024), type=int, resume=True, per_process=True)
     hook: list[str] | None = setting(
         None, "objects that look on after every step, each as MODULE:CALLABLE: called "
         "with the run's settings and output directory, it returns an object with "
         "after_step(populations, log, stopping); it changes no result (with workers, "
         "each worker calls it for its own agents, with its part's directory)",
-        nargs="+", type=str, metavar="MODULE:CALLABLE")
+        nargs="+", type=str, metavar="MODULE:CALLABLE", resume=True)
     progress_file: Path | None = setting(
-        None, argparse.SUPPRESS, type=Path)  # for the workers
+        None, argparse.SUPPRESS, type=Path, resume=True, per_process=True)  # for the workers
     settings_file: Path | None = setting(
-        None, argparse.SUPPRESS, type=Path)  # for the workers: the run's settings as JSON
+        None, argparse.SUPPRESS, type=Path,  # for the workers: the run's settings as JSON
+        per_process=True)
     resume: Path | None = setting(
         None, "continue the run in this output directory from its "
         "checkpoint, with its config.json (--steps may extend it)",
-        type=Path)
+        type=Path, resume=True, per_process=True)
 
 
 ENV_SETTINGS = tuple(dict.fromkeys(part for spec in envs.SPECS.values() for part in spec.settings))
@@ -250,8 +255,7 @@ def _complete(values: dict[str, Any]) -> Config:
     if cfg.progress_file is None:  # a new run's (not a worker's: it gets every setting)
         refuse_other_agents_settings(cfg)
         refuse_settings_without_effect(  # the settings as values: given.py never holds cfg
-            dataclasses.asdict(cfg), {f.name: f.default for f in dataclasses.fields(Config)},
-            PRESETS[cfg.preset])
+            Config, dataclasses.asdict(cfg), PRESETS[cfg.preset])
     return cfg
 
 
