@@ -9,10 +9,10 @@ import json
 import re
 from functools import lru_cache
 
+import page_numbers
 import pandas as pd
-import pytest
+from page_numbers import REPO, prose_numbers, snippets, unquoted
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _prose_numbers
 
 from bandits.records.regret import ranking
 from bandits.tools.memory_tables import at_step
@@ -97,26 +97,12 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files)
 # Numbers of the page's prose that are not results: the years of the papers cited, the
 # torch version, the reference code's default lambda, the runs' settings (steps, the
 # windows of the tables' last columns) and the size of MNIST's training set.
-SETTINGS = {"2010", "2018", "2020", "2021", "2.13", "0.001", "2000", "4000", "10,000", "200",
-            "8001", "60,000"}
+SETTINGS = {PAGE: {"2010", "2018", "2020", "2021", "2.13", "0.001", "2000", "4000", "10,000",
+                   "200", "8001", "60,000"}}
 
-
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
-
-
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting():
-    quoted = " ".join(text() for page, text in [*FRONT, *QUOTES] if page == PAGE)
-    checked = set(re.findall(r"\d[\d,]*(?:\.\d+)?", quoted))
-    prose = (REPO / PAGE).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _prose_numbers(prose)
-                        if n not in checked and n not in SETTINGS})
-    assert unchecked == [], (f"{PAGE} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
-
-
-def test_every_setting_is_one_of_the_pages_prose():
-    prose = set(_prose_numbers((REPO / PAGE).read_text(encoding="utf-8")))
-    assert SETTINGS <= prose, f"settings {PAGE} no longer quotes: {sorted(SETTINGS - prose)}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    (PAGE,), lambda page: unquoted(page, snippets(page, FRONT, QUOTES), SETTINGS[page]),
+    add="a check to QUOTES")
+test_every_setting_is_one_of_the_pages_prose = page_numbers.settings_test(
+    SETTINGS, lambda text: set(prose_numbers(text)))

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from decimal import ROUND_HALF_UP, Decimal
 
+import page_numbers
 import pandas as pd
-import pytest
 import test_quoted_numbers as front
+from page_numbers import GROUPED_NUMBER, REPO, snippets, starved, unquoted
 from test_quoted_numbers import (
     ALONE,
     BESIDE_GREEDY,
@@ -23,10 +23,8 @@ from test_quoted_numbers import (
     GRID_50K,
     NEW_BUFFERS,
     PRESET,
-    REPO,
     REVISED,
     _late,
-    _prose_numbers,
     _screen,
     _times_floor,
 )
@@ -81,20 +79,9 @@ def _torch() -> str:
 def _starved() -> str:
     """The greedy seed that stopped eating: the stretch of phases without one eat, and what
     that seed paid in all."""
-    p = pd.read_csv(REPO / PAPER / "phases.csv")
-    p = p[p["agent"] == "greedy"].assign(eats=lambda t: t["a1_best0"] + t["a1_best1"])
-    best = (0, 0, None)
-    for seed, g in p.groupby("seed"):
-        start = None
-        for r in g.sort_values("start").itertuples():
-            if r.eats == 0:
-                start = r.start if start is None else start
-                if r.end - start > best[1] - best[0]:
-                    best = (start, r.end, seed)
-            else:
-                start = None
-    paid = p[p["seed"] == best[2]]["regret"].sum()
-    return f"it ate nothing from step {best[0]:,} to {best[1]:,} ({paid:,} regret)"
+    p, (start, end, seed) = starved(PAPER)
+    paid = p[p["seed"] == seed]["regret"].sum()
+    return f"it ate nothing from step {start:,} to {end:,} ({paid:,} regret)"
 
 
 def _late_poisonous_bites() -> str:
@@ -507,11 +494,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files)
     )),
 ]
 
-
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
 
 
 # The page's numbers that are not results: the year of the paper cited and the settings of
@@ -528,12 +511,7 @@ SETTINGS = {
            "0.04", "1.5"},  # the targets
 }
 
-
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting():
-    quoted = " ".join(text() for page, text in QUOTES if page == PAGE)
-    checked = set(re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", quoted))
-    prose = (REPO / PAGE).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _prose_numbers(prose)
-                        if n not in checked and n not in SETTINGS[PAGE]})
-    assert unchecked == [], (f"{PAGE} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    (PAGE,), lambda page: unquoted(page, snippets(page, QUOTES), SETTINGS[page],
+                                   number=GROUPED_NUMBER),
+    add="a check to QUOTES")

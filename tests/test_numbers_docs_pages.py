@@ -12,13 +12,13 @@ import importlib
 import inspect
 import json
 import math
-import re
 from functools import lru_cache
 
+import page_numbers
 import pandas as pd
-import pytest
+from page_numbers import REPO, prose_numbers, snippets, unquoted
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _pin_cost, _prose_numbers
+from test_quoted_numbers import _pin_cost
 
 PAGES = ("docs/design-choices.md", "docs/simulator.md", "docs/sweeps.md",
          "docs/environments.md", "docs/datasets.md", "docs/regression.md", "docs/tests.md",
@@ -366,32 +366,13 @@ SETTINGS = {
     "docs/long-runs.md": {"0.1", "130"},
 }
 
+# The numbers of a snippet, written as the prose writes them (``8,124``, ``0.02``; a comma
+# that ends a clause is not part of its number).
+NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
-
-
-def _numbers(text: str) -> set[str]:
-    """The numbers of a snippet, written as the prose writes them (``8,124``, ``0.02``; a
-    comma that ends a clause is not part of its number)."""
-    return set(re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?", text))
-
-
-@pytest.mark.parametrize("doc", PAGES)
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(doc):
-    quoted = " ".join(text() for page, text in [*FRONT, *QUOTES] if page == doc)
-    checked = _numbers(quoted)
-    prose = (REPO / doc).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _prose_numbers(prose)
-                        if n not in checked and n not in SETTINGS[doc]})
-    assert unchecked == [], (f"{doc} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
-
-
-@pytest.mark.parametrize("doc", PAGES)
-def test_every_setting_is_one_of_the_pages_prose(doc):
-    prose = set(_prose_numbers((REPO / doc).read_text(encoding="utf-8")))
-    stale = sorted(SETTINGS[doc] - prose)
-    assert stale == [], f"settings {doc} no longer quotes: {stale}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, lambda doc: unquoted(doc, snippets(doc, FRONT, QUOTES), SETTINGS[doc], NUMBER),
+    add="a check to QUOTES")
+test_every_setting_is_one_of_the_pages_prose = page_numbers.settings_test(
+    SETTINGS, lambda text: set(prose_numbers(text)), PAGES)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
+import page_numbers
 import pandas as pd
-import pytest
+from page_numbers import GROUPED_NUMBER, REPO, snippets, unquoted
 from test_quoted_numbers import (
     ALONE,
     BESIDE_GREEDY,
@@ -20,13 +20,11 @@ from test_quoted_numbers import (
     GRID_300,
     NEW_BUFFERS,
     PRESET,
-    REPO,
     REVISED,
     _at_50k,
     _decay_03_vs_1,
     _late,
     _pin_cost,
-    _prose_numbers,
     _revised,
     _screen,
     _times_floor,
@@ -305,19 +303,8 @@ SETTINGS = {
            "4000", "4,096", "8,124", "10,000", "16,384", "20,000", "50,000"},
 }
 
-
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
-
-
-@pytest.mark.parametrize("doc", sorted(SETTINGS))
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(doc):
-    quoted = " ".join(text() for page, text in (*FRONT, *QUOTES) if page == doc)
-    checked = set(re.findall(r"\d+(?:,\d{3})*(?:\.\d+)?", quoted))
-    prose = (REPO / doc).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _prose_numbers(prose)
-                        if n not in checked and n not in SETTINGS[doc]})
-    assert unchecked == [], (f"{doc} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    sorted(SETTINGS), lambda doc: unquoted(doc, snippets(doc, FRONT, QUOTES), SETTINGS[doc],
+                                           number=GROUPED_NUMBER),
+    add="a check to QUOTES")

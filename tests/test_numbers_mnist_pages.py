@@ -11,7 +11,7 @@ A hand-written table is checked row by row (:data:`TABLES`): the numbers of a ro
 cells, in order, must be those of one row of the report (as the page rounds them), so a
 row copied from ``tables.md`` is checked whole, and a changed report fails its row. The
 prose is checked by :data:`QUOTES` (snippets built from the files), and every other number
-of the prose (:func:`_prose`: list items' indented paragraphs and tables included) must be a
+of the prose (:func:`prose`: list items' indented paragraphs and tables included) must be a
 setting or a citation declared in :data:`SETTINGS`."""
 
 from __future__ import annotations
@@ -25,13 +25,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+import page_numbers
 import pandas as pd
-import pytest
-from page_numbers import flat as _flat
-from page_numbers import prose as _prose
-from page_numbers import uncovered
+from page_numbers import REPO, cell_numbers, flat, prose, row_cells, rows_of, snippets, uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO
 
 from bandits.mnist.config import Config
 from bandits.mnist.gather import read_models
@@ -65,17 +62,6 @@ TEMPERED40 = {p: f"tempered-40/prior={p} + tempered-40-seeds-3-5/prior={p}"
 MC600 = {p: f"mc-600/ramp/prior={p}" for p in ("mixture", "gaussian")}
 FIRST, LATER = (0, 1, 2), (3, 4, 5)  # a row's first seeds, and those a follow-up added
 
-# A number of a table cell (its sign kept): the text "x0.03" (a factor) holds none.
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.])")
-
-
-def _numbers(text: str) -> list[str]:
-    return NUMBER.findall(str(text))
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
 
 # ---------------------------------------------------------------- the shipped files
 
@@ -96,10 +82,10 @@ def _tables(exp: str) -> dict[str, list[dict[str, str]]]:
         elif not line.startswith("|"):
             header = None
         elif header is None:
-            header = _cells(line)
+            header = row_cells(line)
             out[title] = []
         elif not set(line) <= set("|-: "):
-            out[title].append(dict(zip(header, (c.replace("**", "") for c in _cells(line)))))
+            out[title].append(dict(zip(header, (c.replace("**", "") for c in row_cells(line)))))
     return out
 
 
@@ -314,28 +300,14 @@ def _matches(cells: list[list[str]], candidate: list[list[str]], optional: list[
                for doc, src, opt in zip(cells, candidate, optional, strict=True))
 
 
-def _rows_of(text: str, header: str) -> list[tuple[int, str]]:
-    """The data rows (line index, line) of every table of ``text`` headed by ``header``."""
-    lines = text.splitlines()
-    out = []
-    for k, line in enumerate(lines):
-        if line.strip() != header:
-            continue
-        for j in range(k + 2, len(lines)):
-            if not lines[j].strip().startswith("|"):
-                break
-            out.append((j, lines[j]))
-    return out
-
-
 def _table_errors(spec: HandTable, text: str) -> tuple[int, list[str]]:
     """How many rows of the page's tables ``spec`` checked, and the rows that match no
     row of their files."""
-    rows, errors = _rows_of(text, spec.header), []
+    rows, errors = rows_of(text, spec.header), []
     for _, line in rows:
-        cells = _cells(line)
+        cells = row_cells(line)
         for g in spec.groups:
-            doc = [_numbers(cells[c]) for c in g.columns]
+            doc = [cell_numbers(cells[c]) for c in g.columns]
             if not any(doc):
                 continue
             optional = [c in g.optional for c in g.columns]
@@ -348,8 +320,8 @@ def _blank_checked_cells(spec: HandTable, text: str) -> str:
     """``text`` with the cells ``spec`` checks emptied (their numbers are covered)."""
     lines = text.splitlines()
     checked = {c for g in spec.groups for c in g.columns}
-    for k, line in _rows_of(text, spec.header):
-        cells = _cells(line)
+    for k, line in rows_of(text, spec.header):
+        cells = row_cells(line)
         indent = line[:len(line) - len(line.lstrip())]
         lines[k] = indent + "| " + " | ".join("" if i in checked else c
                                              for i, c in enumerate(cells)) + " |"
@@ -357,14 +329,14 @@ def _blank_checked_cells(spec: HandTable, text: str) -> str:
 
 
 def _table1_source(exp: str, columns: tuple[str, ...]):
-    return lambda: [[_numbers(row[c]) for c in columns] for row in _tables(exp)[
+    return lambda: [[cell_numbers(row[c]) for c in columns] for row in _tables(exp)[
         next(t for t in _tables(exp) if t.startswith(TABLE1))]]
 
 
 def _pruning_source(exp: str, pcts: tuple[int, ...]):
     def rows():
         table = next(rows for t, rows in _tables(exp).items() if t.startswith(PRUNING))
-        return [[_numbers(row[f"{p}% removed"]) for p in pcts] for row in table]
+        return [[cell_numbers(row[f"{p}% removed"]) for p in pcts] for row in table]
     return rows
 
 
@@ -405,14 +377,14 @@ def _wide_source(epochs: str, columns: tuple[str, ...]):
             if row["Epochs"] != epochs:
                 continue
             kind, run = row["Method"].removesuffix(" (chosen)"), row["Run"]
-            cells = [_numbers(row[c]) for c in columns]
+            cells = [cell_numbers(row[c]) for c in columns]
             if epochs == "600":
                 chosen = next(r for r in table if r["Method"] == f"{kind} (chosen)")
                 if chosen is not row:
-                    cells[1] += [chosen["Epochs"], *_numbers(chosen["Test error"])]
-                cells.append(_numbers(row["Last epoch"]))
+                    cells[1] += [chosen["Epochs"], *cell_numbers(chosen["Test error"])]
+                cells.append(cell_numbers(row["Last epoch"]))
             prune = [_pruned(W, run, 0), _pruned(W, run, 95)] if kind.startswith("bbb") else []
-            out.append([*cells, prune, _numbers(row["Paper"]), _walls(W, run)])
+            out.append([*cells, prune, cell_numbers(row["Paper"]), _walls(W, run)])
         return out
     return rows
 
@@ -433,8 +405,8 @@ TABLES = [
     HandTable(WIDE, "| Training (Adam, uniform 1/M) | Seeds | Mixture lower on | "
                     "Test difference | 95 % interval | Validation difference |",
               (Group((1, 2, 3, 4, 5), lambda: [
-                  [_numbers(row[c]) for c in ("Seeds", "Mixture lower on", "Difference: mean",
-                                              "95 % interval", "Validation difference")]
+                  [cell_numbers(row[c]) for c in ("Seeds", "Mixture lower on", "Difference: mean",
+                                                  "95 % interval", "Validation difference")]
                   for row in _tables(W)[next(t for t in _tables(W)
                                              if t.startswith(SAME_TRAINING))]]),)),
     HandTable(WIDE, "| Removed | 0 % | 50 % | 75 % | 95 % | 98 % |",
@@ -446,11 +418,8 @@ TABLES = [
 ]
 
 
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: f"{s.page}:{s.header[:40]}")
-def test_every_row_of_a_hand_written_table_is_a_row_of_its_report(spec):
-    n, errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert n, f"{spec.page} has no table headed {spec.header!r}"
-    assert errors == [], f"{spec.page}: rows that match no row of their report: {errors}"
+test_every_row_of_a_hand_written_table_is_a_row_of_its_report = page_numbers.table_test(
+    TABLES, _table_errors, "match no row of their report")
 
 
 def test_a_changed_number_fails_its_row():
@@ -458,18 +427,18 @@ def test_a_changed_number_fails_its_row():
     the row's match (the whole row must be one row of the report)."""
     spec = TABLES[0]
     text = (REPO / spec.page).read_text(encoding="utf-8")
-    _, line = _rows_of(text, spec.header)[0]
-    cells = _cells(line)
+    _, line = rows_of(text, spec.header)[0]
+    cells = row_cells(line)
 
     def with_cell(i: int, new: str) -> str:
         return text.replace(line, "| " + " | ".join(cells[:i] + [new] + cells[i + 1:]) + " |")
 
-    mean, std = _numbers(cells[2])
+    mean, std = cell_numbers(cells[2])
     moved = with_cell(2, f"{float(mean) + 0.01:.2f} +- {std}")
     assert _table_errors(spec, moved)[1], "a changed validation error went unnoticed"
     # the numbers of two report rows do not make a row
     other = _tables(N)[next(t for t in _tables(N) if t.startswith(TABLE1))][-1]["Test error"]
-    assert _numbers(other) != _numbers(cells[3])
+    assert cell_numbers(other) != cell_numbers(cells[3])
     assert _table_errors(spec, with_cell(3, other))[1], \
         "a row mixed from two report rows went unnoticed"
 
@@ -477,8 +446,8 @@ def test_a_changed_number_fails_its_row():
 def test_a_changed_report_fails_the_rows_that_copy_it(monkeypatch):
     original = _report_text(N)
     line = next(x for x in original.splitlines() if x.startswith("| sgd (chosen) |"))
-    cells = _cells(line)
-    val = _numbers(cells[6])[0]
+    cells = row_cells(line)
+    val = cell_numbers(cells[6])[0]
     changed = line.replace(cells[6], cells[6].replace(val, f"{float(val) + 0.01:.2f}", 1))
     monkeypatch.setattr(sys.modules[__name__], "_report_text",
                         lambda exp: original.replace(line, changed) if exp == N
@@ -1186,22 +1155,7 @@ WIDE_QUOTES = [_wide_gpu, _wide_pairs, _wide_pruning, _wide_speed, _wide_estimat
 QUOTES = [(MNIST, _mnist_page), *((NARROW, q) for q in NARROW_QUOTES),
           *((WIDE, q) for q in WIDE_QUOTES)]
 
-
-def _snippets(page: str) -> list[str]:
-    """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
-    included)."""
-    out = [t() for p, t in FRONT if p == page]
-    for p, group in QUOTES:
-        if p == page:
-            out += group()
-    return out
-
-
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in group() if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # Numbers of a page's prose that are not results: years and sections of the paper, widths,
@@ -1227,18 +1181,10 @@ def _unchecked(page: str) -> list[str]:
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec, text)
-    return uncovered(_flat(_prose(text)), _snippets(page), SETTINGS[page])
+    return uncovered(flat(prose(text)), snippets(page, FRONT, QUOTES), SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_mnist_pages_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    """No setting is declared for a page that no longer writes it."""
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_mnist_pages_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, pages=PAGES)

@@ -19,14 +19,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
+import page_numbers
 import pandas as pd
 import pytest
-from page_numbers import flat as _flat
-from page_numbers import prose as _prose
-from page_numbers import uncovered
+from page_numbers import REPO, flat, prose, row_cells, rows_of, snippets, uncovered
 from test_numbers_agents_compared import ROW_NAMES, _next, _ranking
-from test_numbers_mnist_pages import _cells
-from test_quoted_numbers import REPO
 
 from bandits.tools.memory_tables import EPSILON, at_step
 from bandits.tools.neural_tables import _screen
@@ -246,7 +243,7 @@ def _mnist_reference_rows() -> list[str]:
     mean over the seeds, in the order of the run's ranking."""
     header = next(line for line in (REPO / MNIST_REF).read_text().splitlines()
                   if line.startswith("| agent | 1-1,000 |"))
-    windows = [tuple(int(x.replace(",", "")) for x in c.split("-")) for c in _cells(header)[1:]]
+    windows = [tuple(int(x.replace(",", "")) for x in c.split("-")) for c in row_cells(header)[1:]]
     return [_row(ROW_NAMES[a], *(f"{_window(MREF, a, *w):.1f}" for w in windows))
             for a in _ranking(MREF)["agent"]]
 
@@ -260,8 +257,8 @@ def _index_rows() -> list[str]:
     other cells are the page's words."""
     text = (REPO / INDEX).read_text(encoding="utf-8")
     rows = []
-    for _, line in _table(text, "| run | data | training | seeds | horizon |"):
-        cells = _cells(line)
+    for _, line in rows_of(text, "| run | data | training | seeds | horizon |"):
+        cells = row_cells(line)
         run = INDEX_RUNS[re.match(r"\[([\w-]+)\]", cells[0])[1]]
         rows.append(_row(*cells[:3], str(_config(run)["seeds"]), f"{_steps(run):,}"))
     return rows
@@ -280,19 +277,9 @@ TABLES: list[tuple[str, str, Callable[[], list[str]]]] = [
 ]
 
 
-def _table(text: str, header: str) -> list[tuple[int, str]]:
-    """The data rows (line index, line) of every table of ``text`` headed by ``header``."""
-    lines, out = text.splitlines(), []
-    for k, line in enumerate(lines):
-        if line.strip() == header:
-            out += [(j, lines[j]) for j in range(k + 2, len(lines))
-                    if all(x.strip().startswith("|") for x in lines[k + 2:j + 1])]
-    return out
-
-
 @pytest.mark.parametrize("page, header, rows", TABLES, ids=lambda x: getattr(x, "__name__", x))
 def test_a_hand_written_table_is_its_files(page, header, rows):
-    have = sorted(line.strip() for _, line in _table((REPO / page).read_text(), header))
+    have = sorted(line.strip() for _, line in rows_of((REPO / page).read_text(), header))
     want = sorted(rows())
     assert have, f"{page} has no table headed {header!r}"
     assert have == want, (f"{page}: rows of no file {sorted(set(have) - set(want))}; "
@@ -303,8 +290,8 @@ def test_a_changed_row_fails():
     """The table check can fail: one number moved in a row breaks it."""
     page, header, rows = TABLES[1]
     text = (REPO / page).read_text()
-    k, line = _table(text, header)[0]
-    changed = line.replace(_cells(line)[2], str(int(_cells(line)[2]) + 1), 1)
+    k, line = rows_of(text, header)[0]
+    changed = line.replace(row_cells(line)[2], str(int(row_cells(line)[2]) + 1), 1)
     assert changed.strip() not in rows()
 
 
@@ -629,17 +616,7 @@ QUOTES: list[tuple[str, Callable[[], str | list[str]]]] = [
     (MUSH_GRID, _grid_eps),
 ]
 
-
-def _snippets(group: Callable[[], str | list[str]]) -> list[str]:
-    out = group()
-    return [out] if isinstance(out, str) else out
-
-
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in _snippets(group) if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # Numbers of a page's prose that are not results: years, sections and arXiv numbers of the
@@ -674,25 +651,15 @@ def _unchecked(page: str) -> list[str]:
     lines = text.splitlines()
     for p, header, _ in TABLES:
         if p == page:  # a checked table's rows are covered whole
-            for k, _ in _table(text, header):
+            for k, _ in rows_of(text, header):
                 lines[k] = ""
-    flat = _flat(_prose("\n".join(lines)))
-    snippets = [s for p, group in QUOTES if p == page for s in _snippets(group)]
-    return uncovered(flat, snippets, SETTINGS[page])
+    return uncovered(flat(prose("\n".join(lines))), snippets(page, QUOTES), SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    """No setting is declared for a page that no longer writes it."""
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, pages=PAGES)
 
 
 def test_the_pages_are_the_ones_of_their_folders():

@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import page_numbers
 import pandas as pd
-import pytest
-from test_numbers_speed import _weights_per_run
-from test_quoted_numbers import REPO, _prose_numbers
+from page_numbers import REPO, flat, prose_numbers, row_cells, rows_of, snippets, uncovered
+from test_numbers_speed import _reference_minutes, _weights_per_run
 
 BENCH = "results/bench"
 TOP = f"{BENCH}/README.md"
@@ -41,10 +41,6 @@ def _json(path: str) -> dict:
 
 def _csv(path: str, index: str) -> pd.DataFrame:
     return pd.read_csv(REPO / path).set_index(index)
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _paper_updates() -> int:
@@ -86,24 +82,6 @@ class HandTable:
     key: int = 1
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _rows_of(text: str, header: str) -> list[tuple[int, str]]:
-    """The data rows (line index, line) of the table of ``text`` headed by ``header``."""
-    lines = text.splitlines()
-    out = []
-    for k, line in enumerate(lines):
-        if line.strip() != header:
-            continue
-        for j in range(k + 2, len(lines)):
-            if not lines[j].strip().startswith("|"):
-                break
-            out.append((j, lines[j]))
-    return out
-
-
 def _same(doc: str, value: float) -> bool:
     """Whether the page's number ``doc`` is ``value`` as the page rounds it."""
     m = re.fullmatch(r"[\d,]+(?:\.(\d+))?(?:e([-+]?\d+))?", doc)
@@ -121,9 +99,9 @@ def _cell_ok(cell: str, want: Cell) -> bool:
 def _table_errors(spec: HandTable, text: str) -> tuple[int, list[str]]:
     """How many rows of the page's table ``spec`` checked, and what is wrong with it: rows
     that are no row of their file, and rows of the file the table leaves out."""
-    want, rows, errors, seen = spec.rows(), _rows_of(text, spec.header), [], []
+    want, rows, errors, seen = spec.rows(), rows_of(text, spec.header), [], []
     for _, line in rows:
-        cells = _cells(line)
+        cells = row_cells(line)
         key, rest = " | ".join(cells[:spec.key]), cells[spec.key:]
         if key not in want:
             errors.append(f"{line.strip()} (no row {key!r} in its file)")
@@ -283,11 +261,8 @@ TABLES = [
 ]
 
 
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: f"{s.page}:{s.header[:40]}")
-def test_every_row_of_a_hand_written_table_is_a_row_of_its_file(spec):
-    n, errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert n, f"{spec.page} has no table headed {spec.header!r}"
-    assert errors == [], f"{spec.page}: rows that are not their file's: {errors}"
+test_every_row_of_a_hand_written_table_is_a_row_of_its_file = page_numbers.table_test(
+    TABLES, _table_errors, "are not their file's")
 
 
 def test_a_changed_number_fails_its_row():
@@ -295,15 +270,15 @@ def test_a_changed_number_fails_its_row():
     numbers, a bold mark lost or a row left out each break it."""
     spec = next(s for s in TABLES if s.page == f"{PAPERS}/README.md")
     text = (REPO / spec.page).read_text(encoding="utf-8")
-    (_, first), (_, second) = _rows_of(text, spec.header)[:2]
-    moved = first.replace(_cells(first)[1], f"{float(_cells(first)[1]) + 0.1:.1f}", 1)
+    (_, first), (_, second) = rows_of(text, spec.header)[:2]
+    moved = first.replace(row_cells(first)[1], f"{float(row_cells(first)[1]) + 0.1:.1f}", 1)
     assert _table_errors(spec, text.replace(first, moved))[1]
-    swapped = "| " + " | ".join(_cells(first)[:1] + _cells(second)[1:]) + " |"
+    swapped = "| " + " | ".join(row_cells(first)[:1] + row_cells(second)[1:]) + " |"
     assert _table_errors(spec, text.replace(first, swapped))[1]
     assert _table_errors(spec, text.replace(first + "\n", ""))[1]
     top = TABLES[0]
     text = (REPO / top.page).read_text(encoding="utf-8")
-    _, fused = _rows_of(text, top.header)[1]
+    _, fused = rows_of(text, top.header)[1]
     assert _table_errors(top, text.replace(fused, fused.replace("**", "")))[1]
 
 
@@ -365,7 +340,7 @@ def _quick_products() -> str:
 
     from bandits.simulator.settings import PRESETS
 
-    text = _flat((REPO / TOP).read_text(encoding="utf-8"))
+    text = flat((REPO / TOP).read_text(encoding="utf-8"))
     m = re.search(r"at this size \(about (\d+) MFLOP per network and update, forward and "
                   r"backward\) take about \d+ s at (\d+) GFLOP/s", text)
     assert m, "the benchmarks' README no longer estimates the quick preset's products"
@@ -455,11 +430,7 @@ def _schedule() -> str:
 
 
 def _reproduction() -> str:
-    cfg = _json(f"{REFERENCE}/config.json")
-    agents = cfg["agent"]
-    assert len(agents) == 6 and cfg["workers"] == 2, cfg  # "six agents", "the two cores"
-    after, before = (_csv(f"{PAPERS}/{n}.csv", "agent").loc[agents, "minutes_per_papers_run"]
-                     for n in ("agents_per_step", "before"))
+    cfg, after, before = _reference_minutes()  # "the two cores"
     return (f"add up to {after.sum():.0f} minutes of one core for a {cfg['steps']:,}-round "
             f"run, against {before.sum():.0f} before. On the two cores that is about "
             f"{after.sum() / cfg['workers']:.0f} minutes if the work splits evenly, but BBB "
@@ -503,10 +474,10 @@ def _compact_contexts() -> str:
 def test_the_compact_buffers_ratios_are_their_rows():
     """The last column of the compact buffer's table divides its row's two numbers."""
     text = (REPO / COMPACT / "README.md").read_text(encoding="utf-8")
-    rows = _rows_of(text, "| | before | after | after / before |")
+    rows = rows_of(text, "| | before | after | after / before |")
     assert len(rows) == 3
     for _, line in rows:
-        label, before, after, ratio = _cells(line)
+        label, before, after, ratio = row_cells(line)
         b, a = (float(NUMBER.findall(c)[0].replace(",", "")) for c in (before, after))
         want = f"1/{b / a:.0f}" if a / b < 0.1 else f"{a / b:.2f}"
         assert ratio == want, f"{label}: {ratio} (the row's numbers give {want})"
@@ -631,12 +602,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files)
 ]
 
 
-@pytest.mark.parametrize("page, text", QUOTES,
-                         ids=lambda x: getattr(x, "__name__", x) if callable(x) else x)
-def test_a_quoted_number_is_its_files(page, text):
-    want = _flat(text())
-    assert want in _flat((REPO / page).read_text(encoding="utf-8")), \
-        f"{page} should quote {want!r}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # Numbers of a page's prose that are not results: versions of torch, the name AVX-512,
@@ -688,9 +654,9 @@ def _prose(text: str) -> str:
 
 
 def _numbers_of(text: str) -> list[str]:
-    """The numbers ``_prose_numbers`` reads, and every ratio written ``2.4x``."""
+    """The numbers ``prose_numbers`` reads, and every ratio written ``2.4x``."""
     ratios = re.findall(r"(?<![\w./])\d+(?:\.\d+)?(?=x\b)", re.sub(r"`[^`]*`", "", text))
-    return _prose_numbers(text) + ratios
+    return prose_numbers(text) + ratios
 
 
 def _unchecked(page: str) -> list[str]:
@@ -698,33 +664,19 @@ def _unchecked(page: str) -> list[str]:
     text = (REPO / page).read_text(encoding="utf-8")
     for spec in TABLES:  # a checked row is checked whole
         if spec.page == page:
-            rows = {k for k, _ in _rows_of(text, spec.header)}
+            rows = {k for k, _ in rows_of(text, spec.header)}
             text = "\n".join(x for k, x in enumerate(text.splitlines()) if k not in rows)
-    flat = _flat(_prose(text))
-    for p, snippet in QUOTES:
-        if p == page:
-            flat = flat.replace(_flat(snippet()), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(setting, " ")
-    allowed = SETTINGS[page] | UNRECORDED.get(page, set())
-    return [n for n in _numbers_of(flat) if n not in allowed]
+    return uncovered(flat(_prose(text)), snippets(page, QUOTES), SETTINGS[page],
+                     also=UNRECORDED.get(page, set()), read=_numbers_of)
 
 
 def test_the_pages_are_those_checked():
     assert set(PAGES) == set(SETTINGS), "a results page with no declared settings"
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_number_is_on_its_page(page):
-    """No setting or unrecorded number is declared for a page that no longer writes it."""
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    declared = SETTINGS[page] | UNRECORDED.get(page, set())
-    assert [s for s in declared if s not in flat] == []
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+# no setting or unrecorded number is declared for a page that no longer writes it
+test_every_declared_number_is_on_its_page = page_numbers.settings_test(
+    {page: SETTINGS[page] | UNRECORDED.get(page, set()) for page in PAGES},
+    lambda text: flat(_prose(text)), PAGES)

@@ -14,24 +14,22 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from functools import cache
 
+import page_numbers
 import pandas as pd
-import pytest
+from page_numbers import REPO, cell_numbers, flat, prose, row_cells, rows_of, snippets, uncovered
 from test_quoted_numbers import (
     ALONE,
     BESIDE_GREEDY,
     DECAY_1,
     PRESET,
-    REPO,
     _at_50k,
     _late,
-    _prose_numbers,
     _times_floor,
 )
 from test_quoted_numbers import QUOTES as FRONT
@@ -164,18 +162,6 @@ def _median(run: str, agent: str) -> float:
 
 # ---------------------------------------------------------------- the hand-written tables
 
-# A number of a table cell (its sign kept).
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.])")
-
-
-def _numbers(text: str) -> list[str]:
-    return NUMBER.findall(text)
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 @dataclass(frozen=True)
 class HandTable:
     """Every hand-written table of ``page`` whose first line starts with ``header``: the
@@ -189,16 +175,8 @@ class HandTable:
 
 
 def _rows_of(text: str, header: str) -> list[tuple[int, str]]:
-    lines = text.splitlines()
-    out = []
-    for k, line in enumerate(lines):
-        if not line.startswith(header):
-            continue
-        for j in range(k + 2, len(lines)):
-            if not lines[j].startswith("|"):
-                break
-            out.append((j, lines[j]))
-    return out
+    """The data rows of every table whose first line starts with ``header``."""
+    return rows_of(text, header, prefix=True)
 
 
 def _checked(spec: HandTable, cells: list[str]) -> list[int]:
@@ -211,9 +189,9 @@ def _table_errors(spec: HandTable, text: str) -> list[str]:
     errors = [] if rows else [f"no table headed {spec.header!r}"]
     seen = set()
     for _, line in rows:
-        cells = _cells(line)
+        cells = row_cells(line)
         seen.add(cells[0])
-        got = [n for c in _checked(spec, cells) for n in _numbers(cells[c])]
+        got = [n for c in _checked(spec, cells) for n in cell_numbers(cells[c])]
         if want.get(cells[0]) != got:
             errors.append(f"{line.strip()}: the files give {want.get(cells[0])}")
     errors += [f"no row {key!r}" for key in want if key not in seen]
@@ -223,7 +201,7 @@ def _table_errors(spec: HandTable, text: str) -> list[str]:
 def _blank_checked_cells(spec: HandTable, text: str) -> str:
     lines = text.splitlines()
     for k, line in _rows_of(text, spec.header):
-        cells = _cells(line)
+        cells = row_cells(line)
         checked = set(_checked(spec, cells))
         lines[k] = "| " + " | ".join("" if i in checked else c
                                      for i, c in enumerate(cells)) + " |"
@@ -314,17 +292,15 @@ TABLES = [
 ]
 
 
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: f"{s.page}:{s.header[:30]}")
-def test_every_row_of_a_hand_written_table_is_its_files(spec):
-    errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert errors == [], f"{spec.page}: rows that are not their files': {errors}"
+test_every_row_of_a_hand_written_table_is_its_files = page_numbers.table_test(
+    TABLES, _table_errors, "are not their files'", ids=lambda s: f"{s.page}:{s.header[:30]}")
 
 
 def test_a_changed_number_fails_its_row():
     spec = TABLES[1]
     text = (REPO / spec.page).read_text(encoding="utf-8")
     _, line = _rows_of(text, spec.header)[0]
-    cells = _cells(line)
+    cells = row_cells(line)
     moved = line.replace(f"| {cells[1]} |", f"| {int(cells[1]) + 5} |", 1)
     assert _table_errors(spec, text.replace(line, moved)), "a changed cell went unnoticed"
     assert _table_errors(spec, text.replace(line + "\n", "")), "a dropped row went unnoticed"
@@ -422,19 +398,7 @@ def _paper_not_met() -> str:
 def _starved() -> str:
     """The greedy seed that stopped eating: its longest stretch of phases without one eat,
     what it paid per step there and in all, and what the other seeds end at."""
-    p = _csv(f"{PAPER}/phases.csv")
-    p = p[p["agent"] == "greedy"].assign(eats=lambda t: t["a1_best0"] + t["a1_best1"])
-    best = (0, 0, None)
-    for seed, g in p.groupby("seed"):
-        start = None
-        for r in g.sort_values("start").itertuples():
-            if r.eats == 0:
-                start = r.start if start is None else start
-                if r.end - start > best[1] - best[0]:
-                    best = (start, r.end, seed)
-            else:
-                start = None
-    start, end, seed = best
+    p, (start, end, seed) = page_numbers.starved(PAPER)
     own = p[p["seed"] == seed]
     stretch = own[(own["start"] >= start) & (own["end"] <= end)]["regret"].sum()
     finals = p.groupby("seed")["regret"].sum()
@@ -890,19 +854,11 @@ QUOTES = [  # (a page, a callable giving a snippet of its prose, built from the 
 ]
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _id(x) -> str:
     return x.removesuffix("/README.md").split("/")[-1] if isinstance(x, str) else x.__name__
 
 
-@pytest.mark.parametrize("page, text", QUOTES, ids=_id)
-def test_a_quoted_number_is_its_files(page, text):
-    want = text()
-    assert _flat(want) in _flat((REPO / page).read_text(encoding="utf-8")), \
-        f"{page} should quote {want!r}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, ids=_id)
 
 
 # Numbers of a page that are not results: the year and section of the paper cited, the
@@ -935,34 +891,21 @@ SETTINGS = {
 def _prose(text: str) -> str:
     """A page's prose: no generated tables, no code blocks (fenced, or indented by four
     spaces), with its lines joined."""
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    return _flat("\n".join(x for x in text.splitlines() if not x.startswith("    ")))
+    return flat(prose(text, lists=False))
 
 
 def _unchecked(page: str) -> list[str]:
-    """The numbers of ``page`` that no check builds and no setting declares."""
+    """The numbers of ``page`` that no check builds and no setting declares (a setting's
+    line breaks read as spaces)."""
     text = (REPO / page).read_text(encoding="utf-8")
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec, text)
-    flat = _prose(text)
-    for snippet in [t() for p, t in [*FRONT, *QUOTES] if p == page]:
-        flat = flat.replace(_flat(snippet), " ")
-    for setting in sorted(SETTINGS[page], key=len, reverse=True):
-        if not re.fullmatch(r"[\d,.]+", setting):
-            flat = flat.replace(_flat(setting), " ")
-    return [n for n in _prose_numbers(flat) if n not in SETTINGS[page]]
+    settings = {flat(s) for s in SETTINGS[page]}
+    return uncovered(_prose(text), snippets(page, FRONT, QUOTES), settings)
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_pages_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    flat = _prose((REPO / page).read_text(encoding="utf-8"))
-    assert [s for s in SETTINGS[page] if _flat(s) not in flat] == []
+test_every_number_of_the_pages_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, _prose, PAGES)

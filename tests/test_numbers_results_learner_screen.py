@@ -18,11 +18,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import page_numbers
 import pandas as pd
-import pytest
-from page_numbers import flat as _flat
-from page_numbers import prose as _prose
-from page_numbers import uncovered
+from page_numbers import (
+    REPO,
+    cell_numbers,
+    flat,
+    prose,
+    row_cells,
+    rows_of,
+    same,
+    snippets,
+    uncovered,
+)
 from test_quoted_numbers import (
     DECAY_1,
     DECAYS,
@@ -30,7 +38,6 @@ from test_quoted_numbers import (
     GRID_50K,
     GRID_300,
     NEW_BUFFERS,
-    REPO,
     REVISED,
     _against_decay_1,
     _decay_03_vs_1,
@@ -42,6 +49,11 @@ PRIOR, UPDATES_8000 = f"{SCREEN}/bbb-prior", f"{SCREEN}/updates-8000"
 PAGES = tuple(f"{folder}/README.md" for folder in (
     SCREEN, REVISED, GRID, GRID_50K, GRID_300, DECAYS, NEW_BUFFERS))
 TOP, REVISED_PAGE, GRID_PAGE, GRID_50K_PAGE, GRID_300_PAGE, DECAYS_PAGE, NEW_PAGE = PAGES
+
+
+def _folder(page: str) -> str:
+    """A page's id in the tests: its folder's name."""
+    return page.split("/")[-2]
 
 
 # ---------------------------------------------------------------- the shipped files
@@ -112,23 +124,6 @@ def _new_buffers(net: str, acting: str) -> pd.Series:
 
 
 # ---------------------------------------------------------------- hand-written tables
-
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.])")
-
-
-def _numbers(text: str) -> list[str]:
-    return NUMBER.findall(str(text))
-
-
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
-def _same(doc: str, src: float) -> bool:
-    """Whether the page's number ``doc`` is the file's ``src`` as the page rounds it."""
-    digits = len(doc.split(".")[1]) if "." in doc else 0
-    return abs(float(doc.replace(",", "")) - src) <= 0.5 * 10 ** -digits + 1e-9
-
 
 @dataclass(frozen=True)
 class HandTable:
@@ -222,31 +217,17 @@ TABLES = [
 ]
 
 
-def _rows_of(text: str, header: str) -> list[tuple[int, str]]:
-    """The data rows (line index, line) of every table of ``text`` headed by ``header``."""
-    lines = text.splitlines()
-    out = []
-    for k, line in enumerate(lines):
-        if line.strip() != header:
-            continue
-        for j in range(k + 2, len(lines)):
-            if not lines[j].strip().startswith("|"):
-                break
-            out.append((j, lines[j]))
-    return out
-
-
 def _matches(doc: list[list[str]], candidate: list[list[float]]) -> bool:
-    return all(len(d) == len(s) and all(map(_same, d, s))
+    return all(len(d) == len(s) and all(map(same, d, s))
                for d, s in zip(doc, candidate, strict=True))
 
 
 def _table_errors(spec: HandTable, text: str) -> tuple[int, list[str]]:
-    rows, errors = _rows_of(text, spec.header), []
+    rows, errors = rows_of(text, spec.header), []
     candidates = spec.source()
     for _, line in rows:
-        cells = _cells(line)
-        doc = [_numbers(cells[c]) for c in spec.columns]
+        cells = row_cells(line)
+        doc = [cell_numbers(cells[c]) for c in spec.columns]
         if not any(_matches(doc, cand) for cand in candidates):
             errors.append(line.strip())
     return len(rows), errors
@@ -254,9 +235,9 @@ def _table_errors(spec: HandTable, text: str) -> tuple[int, list[str]]:
 
 def _blank_checked_cells(spec: HandTable, text: str) -> str:
     lines = text.splitlines()
-    for k, line in _rows_of(text, spec.header):
+    for k, line in rows_of(text, spec.header):
         lines[k] = "| " + " | ".join("" if i in spec.columns else c
-                                     for i, c in enumerate(_cells(line))) + " |"
+                                     for i, c in enumerate(row_cells(line))) + " |"
     return "\n".join(lines)
 
 
@@ -545,39 +526,21 @@ QUOTES = [(TOP, _top), (REVISED_PAGE, _revised), (GRID_PAGE, _grid),
           (GRID_50K_PAGE, _grid_50k), (GRID_300_PAGE, _grid_300), (DECAYS_PAGE, _decays),
           (NEW_PAGE, _new)]
 
-
-def _snippets(page: str) -> list[str]:
-    """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
-    included)."""
-    out = [t() for p, t in FRONT if p == page]
-    for p, group in QUOTES:
-        if p == page:
-            out += group()
-    return out
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in group() if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
-
-
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: s.page.split("/")[-2])
-def test_every_row_of_a_hand_written_table_is_a_row_of_its_files(spec):
-    n, errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert n, f"{spec.page} has no table headed {spec.header!r}"
-    assert errors == [], f"{spec.page}: rows that match no learner of their files: {errors}"
+test_every_row_of_a_hand_written_table_is_a_row_of_its_files = page_numbers.table_test(
+    TABLES, _table_errors, "match no learner of their files", ids=lambda s: _folder(s.page))
 
 
 def test_a_changed_number_fails_its_row():
     """The table check can fail: one number moved by a rounding step breaks the row."""
     spec = TABLES[0]
     text = (REPO / spec.page).read_text(encoding="utf-8")
-    k, line = _rows_of(text, spec.header)[1]
-    cells = _cells(line)
-    cells[2] = cells[2].replace(_numbers(cells[2])[0],
-                                f"{float(_numbers(cells[2])[0]) + 0.1:.1f}", 1)
+    k, line = rows_of(text, spec.header)[1]
+    cells = row_cells(line)
+    cells[2] = cells[2].replace(cell_numbers(cells[2])[0],
+                                f"{float(cell_numbers(cells[2])[0]) + 0.1:.1f}", 1)
     lines = text.splitlines()
     lines[k] = "| " + " | ".join(cells) + " |"
     assert _table_errors(spec, "\n".join(lines))[1] != []
@@ -615,19 +578,11 @@ def _unchecked(page: str) -> list[str]:
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec, text)
-    snippets = sorted(_snippets(page), key=len, reverse=True)  # the longest first
-    return uncovered(_flat(_prose(text)), snippets, SETTINGS[page])
+    longest_first = sorted(snippets(page, FRONT, QUOTES), key=len, reverse=True)
+    return uncovered(flat(prose(text)), longest_first, SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.split("/")[-2])
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.split("/")[-2])
-def test_every_declared_setting_is_on_its_page(page):
-    """No setting is declared for a page that no longer writes it."""
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked, ids=_folder)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, pages=PAGES, ids=_folder)

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import page_numbers
 import pandas as pd
 import pytest
-from page_numbers import uncovered
+from page_numbers import REPO, cell_numbers, flat, prose, row_cells, snippets, tables, uncovered
 from test_numbers_mnist_pages import (
     LENET,
     TABLE1,
@@ -31,14 +32,10 @@ from test_numbers_mnist_pages import (
     HandTable,
     W,
     _blank_checked_cells,
-    _cells,
     _commands,
-    _flat,
     _machine,
     _matches,
     _models,
-    _numbers,
-    _prose,
     _pruned,
     _pruning_cost,
     _row,
@@ -49,7 +46,6 @@ from test_numbers_mnist_pages import (
     _test,
     _wall,
 )
-from test_quoted_numbers import REPO
 
 from bandits.mnist.gather import read_models
 from bandits.mnist.tables import PAPER_TABLE2
@@ -234,12 +230,7 @@ QUOTES = [(INDEX, _index), (LENET_PAGE, _lenet_setup), (LENET_PAGE, _lenet_resul
           (LENET_PAGE, _lenet_ood), (LENET_PAGE, _lenet_pruning), (GRID_PAGE, _grid_selected),
           (GRID_PAGE, _grid_pattern)]
 
-
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in group() if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # ---------------------------------------------------------------- the hand-written tables
@@ -263,27 +254,20 @@ class RunTable:
 
 
 def _rows_of(text: str, header: str) -> list[str]:
-    """The data rows of the table of ``text`` headed by ``header``."""
-    lines = text.splitlines()
-    k = next((k for k, line in enumerate(lines) if line.strip() == header), None)
-    rows = []
-    for line in lines[k + 2:] if k is not None else []:
-        if not line.strip().startswith("|"):
-            break
-        rows.append(line)
-    return rows
+    """The data rows of the (first) table of ``text`` headed by ``header``."""
+    return [line for _, line in next(iter(tables(text, header)), [])]
 
 
 def _lenet_table1(run: str) -> list[list[str]]:
     row = _row(LENET, TABLE1, run)
     epoch = _lenet_model(run)["best_validation"]["epoch"]
-    return [[str(epoch)], _numbers(row["Validation"]), _numbers(row["Test error"]),
-            _numbers(row["BBB sampled avg"])]
+    return [[str(epoch)], cell_numbers(row["Validation"]), cell_numbers(row["Test error"]),
+            cell_numbers(row["BBB sampled avg"])]
 
 
 def _lenet_ood_row(run: str) -> list[list[str]]:
     row = _row(LENET, OOD, run)
-    return [_numbers(row[c]) for c in OOD_COLUMNS]
+    return [cell_numbers(row[c]) for c in OOD_COLUMNS]
 
 
 TABLES = [
@@ -298,9 +282,9 @@ TABLES = [
 def _table_errors(spec: RunTable, text: str) -> tuple[int, list[str]]:
     rows, errors = _rows_of(text, spec.header), []
     for line in rows:
-        cells = _cells(line)
+        cells = row_cells(line)
         run = LENET_RUNS[cells[spec.key]]
-        doc = [_numbers(cells[c]) for c in spec.columns]
+        doc = [cell_numbers(cells[c]) for c in spec.columns]
         if not _matches(doc, spec.source(run), [False] * len(doc)):
             errors.append(f"{line.strip()} (run {run}: {doc} against {spec.source(run)})")
     return len(rows), errors
@@ -311,7 +295,7 @@ def test_every_row_of_a_hand_written_table_is_its_runs_row_of_the_report(spec):
     n, errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
     assert n, f"{spec.page} has no table headed {spec.header!r}"
     assert errors == [], f"{spec.page}: rows that are not their run's row: {errors}"
-    runs = [LENET_RUNS[_cells(line)[spec.key]] for line in _rows_of(
+    runs = [LENET_RUNS[row_cells(line)[spec.key]] for line in _rows_of(
         (REPO / spec.page).read_text(encoding="utf-8"), spec.header)]
     assert sorted(runs) == sorted(m["model"] for m in read_models(REPO / LENET))  # each once
 
@@ -320,11 +304,11 @@ def test_a_changed_or_swapped_number_fails_its_row():
     spec = TABLES[0]
     text = (REPO / spec.page).read_text(encoding="utf-8")
     first, second = _rows_of(text, spec.header)[:2]
-    cells = _cells(first)
-    moved = cells[:3] + [f"{float(_numbers(cells[3])[0]) + 0.01:.2f}"] + cells[4:]
+    cells = row_cells(first)
+    moved = cells[:3] + [f"{float(cell_numbers(cells[3])[0]) + 0.01:.2f}"] + cells[4:]
     assert _table_errors(spec, text.replace(first, "| " + " | ".join(moved) + " |"))[1]
     # the numbers of another run's row are not this run's
-    swapped = cells[:2] + _cells(second)[2:]
+    swapped = cells[:2] + row_cells(second)[2:]
     assert _table_errors(spec, text.replace(first, "| " + " | ".join(swapped) + " |"))[1]
 
 
@@ -349,19 +333,11 @@ def _unchecked(page: str) -> list[str]:
     for spec in TABLES:
         if spec.page == page:
             text = _blank_checked_cells(spec.blank(), text)
-    snippets = [s for p, group in QUOTES if p == page for s in group()]
-    return uncovered(_flat(_prose(text)), snippets, SETTINGS[page])
+    return uncovered(flat(prose(text)), snippets(page, QUOTES), SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_mnist_results_pages_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_mnist_results_pages_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, pages=PAGES)
 

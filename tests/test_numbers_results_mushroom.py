@@ -21,11 +21,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import page_numbers
 import pandas as pd
-import pytest
-from page_numbers import uncovered
+from page_numbers import REPO, flat, prose, row_cells, snippets, tables, uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO
 
 PAGE, TUNING = "results/mushroom/README.md", "results/mushroom/tuning.md"
 PAGES = (PAGE, TUNING)
@@ -144,10 +143,6 @@ def _network(c: dict) -> str:
 # ---------------------------------------------------------------- the hand-written tables
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
-
-
 def _bold(text: str, best: bool) -> str:
     return f"**{text}**" if best else text
 
@@ -206,20 +201,14 @@ TABLES = [
 
 
 def _rows_of(text: str, header: str) -> list[tuple[int, str]]:
-    """The data rows (line index, line) of the table of ``text`` headed by ``header``."""
-    lines = text.splitlines()
-    starts = [k for k, line in enumerate(lines) if line.strip() == header]
-    assert len(starts) == 1, f"{len(starts)} tables headed {header!r}"
-    out = []
-    for j in range(starts[0] + 2, len(lines)):
-        if not lines[j].strip().startswith("|"):
-            break
-        out.append((j, lines[j]))
-    return out
+    """The data rows (line index, line) of the one table of ``text`` headed by ``header``."""
+    found = tables(text, header)
+    assert len(found) == 1, f"{len(found)} tables headed {header!r}"
+    return found[0]
 
 
 def _table_errors(spec: HandTable, text: str) -> list[str]:
-    doc = [_cells(line) for _, line in _rows_of(text, spec.header())]
+    doc = [row_cells(line) for _, line in _rows_of(text, spec.header())]
     want = spec.rows()
     errors = [f"{d} should be {w}" for d, w in zip(doc, want) if d != w]
     if len(doc) != len(want):
@@ -227,10 +216,8 @@ def _table_errors(spec: HandTable, text: str) -> list[str]:
     return errors
 
 
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: s.header()[:40])
-def test_every_row_of_a_hand_written_table_is_its_runs_row(spec):
-    errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert errors == [], f"{spec.page}: rows that are not their run's: {errors}"
+test_every_row_of_a_hand_written_table_is_its_runs_row = page_numbers.table_test(
+    TABLES, _table_errors, "are not their run's", ids=lambda s: s.header()[:40])
 
 
 def test_a_changed_number_fails_its_table():
@@ -238,7 +225,7 @@ def test_a_changed_number_fails_its_table():
     text = (REPO / PAGE).read_text(encoding="utf-8")
     for spec in TABLES:
         _, line = _rows_of(text, spec.header())[1]
-        cells = _cells(line)
+        cells = row_cells(line)
         moved = cells[:2] + [str(int(cells[2]) + 1)] + cells[3:]
         assert _table_errors(spec, text.replace(line, "| " + " | ".join(moved) + " |"))
 
@@ -263,7 +250,7 @@ def test_the_unkept_records_are_declared_as_such():
     for r in RECORDS:
         text = (REPO / r.page).read_text(encoding="utf-8")
         assert _rows_of(text, r.header), r.header
-        assert r.says in _flat(text), f"{r.page} should say {r.says!r}"
+        assert r.says in flat(text), f"{r.page} should say {r.says!r}"
 
 
 # ---------------------------------------------------------------- the prose: README.md
@@ -474,16 +461,7 @@ QUOTES = [
     (TUNING, _tuning_weights),
 ]
 
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in group() if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # Numbers of a page's prose that are not results: the year of the paper cited, versions,
@@ -505,20 +483,10 @@ def _blank_rows(text: str, header: str, columns: tuple[int, ...] | None = None) 
     if columns is None:  # the header too: the checks build it
         lines = ["" if line.strip() == header else line for line in lines]
     for k, line in _rows_of(text, header):
-        cells = _cells(line)
+        cells = row_cells(line)
         keep = [("" if columns is None or i in columns else c) for i, c in enumerate(cells)]
         lines[k] = "| " + " | ".join(keep) + " |"
     return "\n".join(lines)
-
-
-def _snippets(page: str) -> list[str]:
-    """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
-    included)."""
-    out = [t() for p, t in FRONT if p == page]
-    for p, group in QUOTES:
-        if p == page:
-            out += group()
-    return out
 
 
 def _unchecked(page: str) -> list[str]:
@@ -530,21 +498,11 @@ def _unchecked(page: str) -> list[str]:
     for r in RECORDS:
         if r.page == page:
             text = _blank_rows(text, r.header, r.columns)
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    flat = _flat("\n".join(line for line in text.splitlines() if not line.startswith("    ")))
-    return uncovered(flat, _snippets(page), SETTINGS[page])
+    return uncovered(flat(prose(text, lists=False)), snippets(page, FRONT, QUOTES),
+                     SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_mushroom_pages_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    """No setting is declared for a page that no longer writes it."""
-    flat = _flat((REPO / page).read_text(encoding="utf-8"))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_mushroom_pages_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, flat, PAGES)

@@ -23,11 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import page_numbers
 import pandas as pd
-import pytest
-from page_numbers import uncovered
+from page_numbers import REPO, cell_numbers, flat, prose, row_cells, same, snippets, uncovered
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO
 
 SCREENS = "results/mushroom/screens"
 SCREENS_PAGE = f"{SCREENS}/README.md"
@@ -43,26 +42,10 @@ SHOWDOWN = "results/mushroom/showdown"
 PAPER = "results/mushroom/paper-horizon"
 PAGES = (SCREENS_PAGE, SCREEN_20K_PAGE, FIG6, OPEN_PAGE, NU_PAGE)
 
-# A number of a table cell, its sign kept.
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?![\w.])")
-
-
-def _numbers(text: str) -> list[str]:
-    return NUMBER.findall(str(text))
-
 
 def _cells(line: str) -> list[str]:
-    return [c.strip().replace("**", "") for c in line.strip().strip("|").split("|")]
-
-
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _same(doc: str, value: float) -> bool:
-    """Whether the page's number ``doc`` is ``value`` as the page rounds it."""
-    digits = len(doc.split(".")[1]) if "." in doc else 0
-    return abs(float(doc.replace(",", "")) - value) <= 0.5 * 10 ** -digits + 1e-9
+    """A row's cells, bold marks dropped."""
+    return [c.replace("**", "") for c in row_cells(line)]
 
 
 def _span(values, digits: int = 0) -> str:
@@ -167,15 +150,10 @@ class HandTable:
 
 
 def _table_lines(text: str, header: str) -> list[tuple[int, str]]:
-    lines = text.splitlines()
-    k = next((i for i, line in enumerate(lines) if line.strip() == header), None)
-    assert k is not None, f"no table headed {header!r}"
-    out = []
-    for j in range(k + 2, len(lines)):
-        if not lines[j].strip().startswith("|"):
-            break
-        out.append((j, lines[j]))
-    return out
+    """The data rows (line index, line) of the first table headed by ``header``."""
+    found = page_numbers.tables(text, header)
+    assert found, f"no table headed {header!r}"
+    return found[0]
 
 
 def _table_errors(spec: HandTable, text: str) -> list[str]:
@@ -192,9 +170,9 @@ def _table_errors(spec: HandTable, text: str) -> list[str]:
             errors.append(f"{line.strip()}: no row {label} in its file")
             continue
         for cell, expected in zip(cells[spec.labels:], want[label], strict=True):
-            doc = _numbers(cell)
+            doc = cell_numbers(cell)
             n = len(doc) if spec.prefix and 0 < len(doc) <= len(expected) else len(expected)
-            if len(doc) != n or not all(map(_same, doc, expected[:n])):
+            if len(doc) != n or not all(map(same, doc, expected[:n])):
                 errors.append(f"{line.strip()}: {cell!r} is not {expected}")
     if sorted(seen) != sorted(want):
         errors.append(f"rows {seen} are not the file's {list(want)}")
@@ -436,10 +414,8 @@ TABLES = [
 ]
 
 
-@pytest.mark.parametrize("spec", TABLES, ids=lambda s: f"{s.page}:{s.header[:40]}")
-def test_every_row_of_a_hand_written_table_is_a_row_of_its_file(spec):
-    errors = _table_errors(spec, (REPO / spec.page).read_text(encoding="utf-8"))
-    assert errors == [], f"{spec.page}: rows that are not their files': {errors}"
+test_every_row_of_a_hand_written_table_is_a_row_of_its_file = page_numbers.table_test(
+    TABLES, _table_errors, "are not their files'")
 
 
 def test_a_changed_number_fails_its_row():
@@ -689,22 +665,7 @@ QUOTES = [  # (a page, a callable giving the snippets of its prose, built from t
     (NU_PAGE, _nu_page),
 ]
 
-
-def _snippets(page: str) -> list[str]:
-    """Every snippet the checks build for ``page`` (those of tests/test_quoted_numbers.py
-    included)."""
-    out = [t() for p, t in FRONT if p == page]
-    for p, group in QUOTES:
-        if p == page:
-            out += group()
-    return out
-
-
-@pytest.mark.parametrize("page, group", QUOTES, ids=lambda x: getattr(x, "__name__", x))
-def test_a_quoted_number_is_its_files(page, group):
-    text = _flat((REPO / page).read_text(encoding="utf-8"))
-    missing = [want for want in group() if _flat(want) not in text]
-    assert missing == [], f"{page} should quote: {missing}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 
 
 # Numbers of a page's prose that are not results: the settings of the runs (steps and
@@ -737,28 +698,18 @@ SETTINGS = {
 
 
 def _prose(text: str) -> str:
-    """A page's prose: no generated tables, no code blocks (fenced, or indented by four
-    spaces outside a list)."""
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    return "\n".join(line for line in text.splitlines() if not line.startswith("    "))
+    """A page's prose, flattened: no generated tables, no code blocks (fenced, or indented
+    by four spaces, in a list or not)."""
+    return flat(prose(text, lists=False))
 
 
 def _unchecked(page: str) -> list[str]:
     """The numbers of ``page``'s prose that no check builds and no setting declares."""
-    flat = _flat(_prose(_blank_checked(page, (REPO / page).read_text(encoding="utf-8"))))
-    return uncovered(flat, _snippets(page), SETTINGS[page])
+    text = _prose(_blank_checked(page, (REPO / page).read_text(encoding="utf-8")))
+    return uncovered(text, snippets(page, FRONT, QUOTES), SETTINGS[page])
 
 
-@pytest.mark.parametrize("page", PAGES)
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting(page):
-    unchecked = _unchecked(page)
-    assert unchecked == [], (f"{page} quotes numbers no check builds from its files (add a "
-                             f"check to QUOTES or TABLES, or a setting): {unchecked}")
-
-
-@pytest.mark.parametrize("page", PAGES)
-def test_every_declared_setting_is_on_its_page(page):
-    """No setting is declared for a page that no longer writes it."""
-    flat = _flat(_prose((REPO / page).read_text(encoding="utf-8")))
-    assert [s for s in SETTINGS[page] if s not in flat] == []
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    PAGES, _unchecked)
+test_every_declared_setting_is_on_its_page = page_numbers.settings_test(
+    SETTINGS, _prose, PAGES)

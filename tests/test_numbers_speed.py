@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import re
 
+import page_numbers
 import pandas as pd
-import pytest
+from page_numbers import REPO, prose_numbers, snippets, unquoted
 from test_quoted_numbers import QUOTES as FRONT
-from test_quoted_numbers import REPO, _pin_cost, _prose_numbers
+from test_quoted_numbers import _pin_cost
 
 PAGE = "docs/speed.md"
 BENCH = "results/bench"
@@ -201,20 +202,20 @@ def _per_step(name: str) -> pd.DataFrame:
     return _csv(f"{PAPERS_SETUP}/{name}.csv", "agent")
 
 
+def _fell(agent: str, column: str) -> str:
+    """How an agent's time per step of ``column`` fell with the changes (ms)."""
+    before, after = (1000 * _per_step(n).loc[agent, column] for n in ("before", "agents_per_step"))
+    return f"fell from {before:.0f} to {after:.0f} ms"
+
+
 def _grouped_rows() -> str:
-    before, after = (_per_step(n).loc["greedy", "seconds_update"]
-                     for n in ("before", "agents_per_step"))
     updates = _json(f"{PAPERS_SETUP}/agents_per_step.json")["updates_per_step"]
-    return (f"A network's {updates} updates fell from {1000 * before:.0f} to "
-            f"{1000 * after:.0f} ms.")
+    return f"A network's {updates} updates {_fell('greedy', 'seconds_update')}."
 
 
 def _widths() -> str:
-    before, after = (_per_step(n).loc["neuralucb", "seconds_act"]
-                     for n in ("before", "agents_per_step"))
     runs = _json(f"{PAPERS_SETUP}/agents_per_step.json")["runs_per_agent"]
-    return (f"Acting fell from {1000 * before:.0f} to {1000 * after:.0f} ms (NeuralUCB,\n"
-            f"  {runs} runs)")
+    return f"Acting {_fell('neuralucb', 'seconds_act')} (NeuralUCB,\n  {runs} runs)"
 
 
 def _denormals() -> str:
@@ -235,16 +236,24 @@ def _denormals() -> str:
             f"per round against\n    the {projected:.1f} s the benchmark projected")
 
 
-def _six_agents() -> str:
+def _reference_minutes() -> tuple[dict, pd.Series, pd.Series]:
+    """The MNIST reproduction's ``config.json`` (six agents, two workers), and the
+    core-minutes the benchmark projects for each of its agents' run, after the changes and
+    before."""
     cfg = _json(f"{REFERENCE}/config.json")
     agents = cfg["agent"]
-    assert len(agents) == 6 and cfg["workers"] == 2, cfg  # "six agents", "two worker"
-    after, before = (_per_step(n).loc[agents, "minutes_per_papers_run"].sum()
+    assert len(agents) == 6 and cfg["workers"] == 2, cfg  # "six agents", "two worker(s)"
+    after, before = (_per_step(n).loc[agents, "minutes_per_papers_run"]
                      for n in ("agents_per_step", "before"))
-    return (f"The six agents of the reproduction project to {after:.0f} core-minutes for "
-            f"{cfg['steps']:,} rounds ({before:.0f}\nbefore). The measured run, all six agents "
-            f"with {cfg['seeds']} seeds for {cfg['steps']:,} rounds in two worker processes,\n"
-            f"took **{_wall(cfg['wall_seconds'])}**")
+    return cfg, after, before
+
+
+def _six_agents() -> str:
+    cfg, after, before = _reference_minutes()
+    return (f"The six agents of the reproduction project to {after.sum():.0f} core-minutes for "
+            f"{cfg['steps']:,} rounds ({before.sum():.0f}\nbefore). The measured run, all six "
+            f"agents with {cfg['seeds']} seeds for {cfg['steps']:,} rounds in two worker "
+            f"processes,\ntook **{_wall(cfg['wall_seconds'])}**")
 
 
 def _bbb_weights() -> str:
@@ -344,7 +353,7 @@ SETTINGS = {PAGE: {"50,000", "400", "1200", "600", "10,000", "20,000", "512"}}
 
 
 def _page_numbers(text: str) -> list[str]:
-    """The numbers of the page's prose as ``_prose_numbers`` reads them, with the lines of
+    """The numbers of the page's prose as ``prose_numbers`` reads them, with the lines of
     a paragraph indented under a list item read too: an indented code block cannot
     interrupt a paragraph, so only an indented line after a blank one (or after code) is
     code."""
@@ -354,20 +363,11 @@ def _page_numbers(text: str) -> list[str]:
         code = indented and (code or not prev.strip())
         lines.append(line if code or not indented else line.lstrip())
         prev = line
-    return _prose_numbers("\n".join(lines))
+    return prose_numbers("\n".join(lines))
 
 
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
-
-
-def test_every_number_of_the_pages_prose_is_checked_or_a_setting():
-    quoted = " ".join(text() for page, text in [*FRONT, *QUOTES] if page == PAGE)
-    checked = set(re.findall(r"\d[\d,]*(?:\.\d+)?", quoted))
-    prose = (REPO / PAGE).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _page_numbers(prose)
-                        if n not in checked and n not in SETTINGS[PAGE]})
-    assert unchecked == [], (f"{PAGE} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
+test_every_number_of_the_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    (PAGE,), lambda page: unquoted(page, snippets(page, FRONT, QUOTES), SETTINGS[page],
+                                   read=_page_numbers),
+    add="a check to QUOTES")

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import page_numbers
 import pandas as pd
-import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from page_numbers import REPO, snippets, starved, unquoted
 
 
 def _wall(run: str) -> str:
@@ -114,19 +113,8 @@ def _screen_wall(folder: str = GRID) -> str:
 
 def _starved_greedy_seed() -> str:
     """The paper-horizon greedy seed's longest stretch of phases without one eat."""
-    p = pd.read_csv(REPO / "results/mushroom/paper-horizon/phases.csv")
-    p = p[p["agent"] == "greedy"].assign(eats=lambda t: t["a1_best0"] + t["a1_best1"])
-    best = (0, 0, 0)
-    for _, g in p.groupby("seed"):
-        start = None
-        for r in g.sort_values("start").itertuples():
-            if r.eats == 0:
-                start = r.start if start is None else start
-                if r.end - start > best[1] - best[0]:
-                    best = (start, r.end, r.seed)
-            else:
-                start = None
-    return f"ate nothing from step {best[0]:,} to {best[1]:,}"
+    _, (start, end, _) = starved("results/mushroom/paper-horizon")
+    return f"ate nothing from step {start:,} to {end:,}"
 
 
 MNIST_WIDE = "results/mnist/2x1200"
@@ -317,10 +305,7 @@ QUOTES = [  # (the file quoting, the text it must hold, built from the shipped f
 ]
 
 
-@pytest.mark.parametrize("doc, text", QUOTES)
-def test_a_quoted_number_is_its_files(doc, text):
-    want = text()
-    assert want in (REPO / doc).read_text(encoding="utf-8"), f"{doc} should quote {want!r}"
+test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES, whitespace=False)
 
 
 def _recorded_walls(folders) -> set[str]:
@@ -401,30 +386,6 @@ SETTINGS = {
 }
 
 
-def _prose_numbers(text: str) -> list[str]:
-    """The numbers of a page's prose with a decimal point or of three digits or more (code,
-    generated tables, link targets and wall times left out; small counts such as "3
-    seeds" are not read)."""
-    import re
-
-    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
-    text = re.sub(r"```.*?```", "", text, flags=re.S)
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("    "))
-    text = re.sub(r"`[^`]*`", "", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    text = re.sub(r"(?:\d+ h\s+)?\d+ min\s+\d+ s\b", "", text)  # checked above
-    found = re.findall(r"(?<![\w./])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w/])", text)
-    return [n for n in found if "." in n or len(n.replace(",", "")) >= 3]
-
-
-@pytest.mark.parametrize("doc", sorted(SETTINGS))
-def test_every_number_of_the_front_pages_prose_is_checked_or_a_setting(doc):
-    import re
-
-    quoted = " ".join(text() for page, text in QUOTES if page == doc)
-    checked = set(re.findall(r"\d[\d,]*(?:\.\d+)?", quoted))
-    prose = (REPO / doc).read_text(encoding="utf-8")
-    unchecked = sorted({n for n in _prose_numbers(prose)
-                        if n not in checked and n not in SETTINGS[doc]})
-    assert unchecked == [], (f"{doc} quotes numbers no check builds from its files "
-                             f"(add a check to QUOTES): {unchecked}")
+test_every_number_of_the_front_pages_prose_is_checked_or_a_setting = page_numbers.checked_test(
+    sorted(SETTINGS), lambda doc: unquoted(doc, snippets(doc, QUOTES), SETTINGS[doc]),
+    add="a check to QUOTES")

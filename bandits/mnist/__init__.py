@@ -32,9 +32,10 @@ Modules, in the order the data flows through them:
 
 from bandits.core.startup import Command
 
-__all__ = ["cli", "main"]
+__all__ = ["main"]
 
-# python -m bandits.mnist and the console script bandits-mnist (cli); main(argv) for
-# scripts. The package itself imports nothing heavy: the command's signals and kernels
-# are set before torch loads (bandits.core.startup.Command).
-main, cli = Command("bandits.mnist", "bandits.mnist.cli").entries()
+# python -m bandits.mnist and the console script bandits-mnist (__main__.py's cli), and
+# main(argv) for scripts. The package itself imports nothing heavy: the command's signals
+# and kernels are set before torch loads (bandits.core.startup.Command).
+COMMAND = Command("bandits.mnist", "bandits.mnist.cli")
+main = COMMAND.main

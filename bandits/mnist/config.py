@@ -83,7 +83,7 @@ class Config:
     layers: int = setting(2, "number of hidden layers", range=(1, 1000))
     dropout: float = setting(
         0.5, "dropout probability (model dropout)", range=(0.0, OPEN(1.0)))
-    epochs: int = setting(10, "training epochs", range=(1, 1_000_000))
+    epochs: int = setting(10, "training epochs", range=(1, 1_000_000), resume=True)
     samples: int = setting(1, "BBB weight samples per training step", range=(1, 100_000))
     eval_samples: int = setting(
         10, "sampled networks averaged in the BBB evaluation", range=(1, 100_000))
@@ -123,7 +123,7 @@ class Config:
         None, "processes that train the batched models (one per setting, with its seeds) "
         "side by side; the results are the same for every value (default: "
         "$BANDITS_WORKERS, else the cores this process may use on a CPU and 1 with --device "
-        "cuda, at most one per setting)", range=(1, 1024), type=int)
+        "cuda, at most one per setting)", range=(1, 1024), type=int, resume=True)
     compile: bool = setting(
         False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
     out: str | None = setting(
@@ -132,27 +132,28 @@ class Config:
         False, "allow training into an existing non-empty output directory")
     data_dir: str | None = setting(
         None, "directory holding mnist/*.gz (else $BANDITS_DATA_DIR, the cache, a download)",
-        type=str)
+        type=str, resume=True)
     # a setting that is on by default is switched off by its --no-... flag; its help
     # says what giving that flag does
     download: bool = setting(
         True, "never download: fail with an error if a data file is missing (default: "
-        "missing files are downloaded)")
-    progress: bool = setting(True, "hide the progress bar of each epoch (default: shown)")
+        "missing files are downloaded)", resume=True)
+    progress: bool = setting(True, "hide the progress bar of each epoch (default: shown)",
+                             resume=True)
     # off by default: a run's per-model PNGs are drawn only when asked for
     plots: bool = setting(
         False, "draw each model's plots (test_error.png, weights.png, snr.png) from its CSV "
-        "files, which are written either way")
+        "files, which are written either way", resume=True)
     quick: bool = setting(
         False, "preset: BBB 2x400 scale mixture, Adam, 10 epochs (about 1 min on one CPU core)")
     checkpoint_every: float = setting(
         300.0, "write a checkpoint after an epoch once this many seconds have passed since "
         "the last one (0: after every epoch); always after the last epoch",
-        range=(0.0, math.inf), allow_inf=True)
+        range=(0.0, math.inf), allow_inf=True, resume=True)
     resume: str | None = setting(
         None, "continue the training in this output directory from its checkpoint (written "
         "after an epoch once --checkpoint-every seconds have passed, and after the last "
-        "epoch) with its settings; --epochs may extend a constant-lr run", type=str)
+        "epoch) with its settings; --epochs may extend a constant-lr run", type=str, resume=True)
 
     def validate(self) -> None:
         """Raise ValueError on settings that cannot run (naming the flag and a fix), and

@@ -4,6 +4,7 @@ and paths, the identity of its settings, the flags a ``--resume`` may change, an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +22,9 @@ from bandits.mnist.model_files import MODEL_FILE, saved_config
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
 # settings; their settings, and so their fingerprints, held bench's and the others')
 CHECKPOINT_KIND = "bandits.mnist/3"
-# flags that may be given beside --resume: they do not change the results
-RESUME_FLAGS = {"resume", "epochs", "progress", "plots", "data_dir", "download",
-                "checkpoint_every", "workers"}
+# flags that may be given beside --resume (each declared resume=True in Config): they do
+# not change the results
+RESUME_FLAGS = {f.name for f in dataclasses.fields(Config) if f.metadata.get("resume")}
 
 # what a training run writes into --out, as name patterns (one model's files, or a grid's
 # tables and its batches' checkpoints), and into each model's directory of a grid: an
