@@ -141,6 +141,25 @@ def test_parse_errors_are_one_line(argv, message, capsys):
     assert capsys.readouterr().out == ""
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "bbb", "--dropout", "0.3"], "--dropout 0.3 has no effect in this run; use "
+                                             "--model dropout, or leave --dropout out"),
+    (["--prior", "gaussian", "--pi", "0.3"], "--pi 0.3 has no effect in this run"),
+    (["--prior", "mixture", "--neg-log-prior-sigma", "1"], "--neg-log-prior-sigma 1 has no"),
+    (["--model", "sgd", "--prior", "gaussian"], "--prior gaussian has no effect in this run"),
+    (["--model", "sgd", "--kl-factor", "0.1"], "--kl-factor 0.1 has no effect in this run"),
+    (["--lr-min", "1e-5"], "--lr-min 1e-05 has no effect in this run; add --lr-schedule "
+                           "cosine, or leave --lr-min out"),
+])
+def test_a_setting_without_effect_is_refused_in_one_line(argv, message, capsys):
+    assert mnist.main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    # at its default, or where it acts, it is accepted
+    assert cli.parse_config(["--model", "sgd", "--prior", "mixture", "--kl-factor", "1"])
+    assert cli.parse_config(["--lr-schedule", "cosine", "--lr-min", "1e-5"]).lr_min == 1e-5
+
+
 def test_parse_error_from_the_command_line():
     p = subprocess.run([sys.executable, "-m", "bandits.mnist", "--epochs", "abc"],
                        capture_output=True, text=True, timeout=120)

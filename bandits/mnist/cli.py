@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from bandits.core import checkpoint
+from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import Parser, UsageError
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.processes import ctrl_c_on
@@ -98,7 +99,10 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     """Parse ``train``'s flags into a :class:`Config`; ``--quick`` fills in what was not
     given."""
     given = vars(build_parser().parse_args(argv))
-    return _settings(Config, given, QUICK if given.get("quick") else None)
+    preset = QUICK if given.get("quick") else None
+    cfg = _settings(Config, given, preset)
+    refuse_settings_without_effect(Config, dataclasses.asdict(cfg), preset)
+    return cfg
 
 
 def parse_bench(argv: Sequence[str]) -> BenchConfig:

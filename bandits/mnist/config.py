@@ -32,6 +32,18 @@ MAX_SEED = 2**31 - 1
 NEG_LOG_SIGMA = (-10.0, 30.0)  # sigma from 2.2e4 down to 9e-14, fine in float32
 
 
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+# settings that act only under another's value (refused elsewhere: bandits.core.conditions)
+BBB_ONLY = (lambda c: c["model"] == "bbb", "use --model bbb (it is BBB's)")
+WITH_MIXTURE = (lambda c: c["model"] == "bbb" and "mixture" in _listed(c["prior"]),
+                "use --model bbb --prior mixture")
+WITH_GAUSSIAN = (lambda c: c["model"] == "bbb" and "gaussian" in _listed(c["prior"]),
+                 "use --model bbb --prior gaussian")
+
+
 @dataclass
 class Config:
     """Settings of one training command; every field is a kebab-case flag. A grid setting
@@ -48,17 +60,17 @@ class Config:
                                         "'flipout'; the MLP trains 'lrt' and 'flipout' by "
                                         "autograd", choices=ESTIMATORS)
     prior: str | list[str] = setting("mixture", f"BBB prior, one of {PRIORS}", grid=True,
-                                               choices=PRIORS)
+                                               choices=PRIORS, acts_when=BBB_ONLY)
     pi: float | list[float] = setting(
-        0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True)
+        0.5, "scale mixture: weight of N(0, sigma1^2)", grid=True, acts_when=WITH_MIXTURE)
     neg_log_sigma1: float | list[float] = setting(
         0.0, "scale mixture: -log sigma1 (paper's grid 0, 1, 2)", range=NEG_LOG_SIGMA,
-        grid=True)
+        grid=True, acts_when=WITH_MIXTURE)
     neg_log_sigma2: float | list[float] = setting(
         6.0, "scale mixture: -log sigma2 (paper's grid 6, 7, 8)", range=NEG_LOG_SIGMA,
-        grid=True)
+        grid=True, acts_when=WITH_MIXTURE)
     neg_log_prior_sigma: float | list[float] = setting(
-        0.0, "Gaussian prior: -log sigma", range=NEG_LOG_SIGMA, grid=True)
+        0.0, "Gaussian prior: -log sigma", range=NEG_LOG_SIGMA, grid=True, acts_when=WITH_GAUSSIAN)
     init_rho: float = setting(
         -5.0, "initial posterior rho, sigma = softplus(rho) (-5: sigma = 0.0067)",
         range=(-30.0, 10.0))
@@ -73,7 +85,7 @@ class Config:
     kl_factor: float | list[float] = setting(
         1.0, "multiplies every minibatch's KL weight: 1 is the ELBO; a smaller factor is a "
         "tempered ELBO (the complexity cost counts less than the data)", range=(0.0, 1e6),
-        grid=True)
+        grid=True, acts_when=BBB_ONLY)
     kl_factor_final: float | None = setting(
         None, "schedule the KL factor: it moves geometrically from --kl-factor at the first "
         "epoch to this value at the last (e.g. --kl-factor 0.03 --kl-factor-final 1: a "
@@ -82,7 +94,8 @@ class Config:
     hidden: int = setting(400, "units in each of the hidden layers", range=(1, MAX_INT))
     layers: int = setting(2, "number of hidden layers", range=(1, 1000))
     dropout: float = setting(
-        0.5, "dropout probability (model dropout)", range=(0.0, OPEN(1.0)))
+        0.5, "dropout probability (model dropout)", range=(0.0, OPEN(1.0)),
+        acts_when=(lambda c: c["model"] == "dropout", "use --model dropout"))
     epochs: int = setting(10, "training epochs", range=(1, 1_000_000), resume=True)
     samples: int = setting(1, "BBB weight samples per training step", range=(1, 100_000))
     eval_samples: int = setting(
@@ -95,7 +108,9 @@ class Config:
     lr_schedule: str = setting(
         "constant", "'constant', or 'cosine': anneal from --lr to --lr-min over the epochs",
         choices=("constant", "cosine"))
-    lr_min: float = setting(0.0, "final learning rate of 'cosine'", range=(0.0, 10.0))
+    lr_min: float = setting(0.0, "final learning rate of 'cosine'", range=(0.0, 10.0),
+                            acts_when=(lambda c: c["lr_schedule"] == "cosine",
+                                       "add --lr-schedule cosine"))
     batch_size: int = setting(128, "minibatch size", range=(1, MAX_INT))
     full_train: bool = setting(False, "train on all 60,000 images (no validation set)")
     train_size: int = setting(

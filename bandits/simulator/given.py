@@ -1,6 +1,5 @@
 """What a run's command line gives beyond its flags' own values: a worker's settings file
-(the run's settings as they are, written by :mod:`bandits.simulator.parallel`), and the
-settings another setting's value leaves without effect, refused."""
+(the run's settings as they are, written by :mod:`bandits.simulator.parallel`)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bandits.core.config import UsageError, convert, flag
+from bandits.core.config import UsageError, convert
 
 
 def per_process(cls: type) -> frozenset[str]:
@@ -29,23 +28,3 @@ def read_settings_file(path: Path, cls: type) -> dict[str, Any]:
         raise UsageError(f"--settings-file {path}: cannot be read ({e})") from None
     own = per_process(cls)
     return convert(cls, {k: v for k, v in saved.items() if k not in own and v is not None})
-
-
-def refuse_settings_without_effect(cls: type, cfg: dict[str, Any],
-                                   preset: dict[str, Any]) -> None:
-    """One line naming a setting of the dataclass ``cls`` given away from its default
-    where another setting's value leaves it without effect (it declares
-    ``acts_when=(condition, fix)``: ``--prior-pi`` with the Gaussian prior, ``--compile``
-    without BBB, ``--no-cuda-graph`` on the CPU, ``--fit-tolerance`` without ``--fit
-    epochs``): it would change nothing, and was surely meant otherwise."""
-    for f in dataclasses.fields(cls):
-        if "acts_when" not in f.metadata:
-            continue
-        name, (acts, fix), default = f.name, f.metadata["acts_when"], f.default
-        value = cfg[name]
-        if value != default and value != preset.get(name) \
-                and not acts(cfg):
-            shown = "" if isinstance(value, bool) else f" {value:g}" \
-                if isinstance(value, float) else f" {value}"
-            raise UsageError(f"{flag(name)}{shown} has no effect in this run; {fix}, or "
-                             f"leave {flag(name)} out")

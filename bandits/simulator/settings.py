@@ -19,6 +19,7 @@ import envs
 from agents import SPECS, AgentConfig, CommonSettings
 from agents.neural import epochs_need_sgd
 from bandits.core import kernels
+from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import (
     BIG,
     COUNT,
@@ -33,7 +34,7 @@ from bandits.core.config import (
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
-from bandits.simulator.given import read_settings_file, refuse_settings_without_effect
+from bandits.simulator.given import read_settings_file
 
 CHECKPOINT_KIND = "bandits.run"
 """The kind of checkpoint a run writes (:mod:`bandits.core.checkpoint` refuses another's)."""
