@@ -116,6 +116,19 @@ def test_a_directory_without_models_is_one_clear_error(tmp_path, capsys):
     assert err.count("\n") == 1 and "no models there" in err
 
 
+@pytest.mark.parametrize("name", ["tables.md", "table1.csv"])
+def test_report_refuses_to_write_over_a_users_own_table(name, tmp_path, capsys):
+    out = _models_only(SHIPPED / REPORTED[0], tmp_path / "m")
+    mine = "my own notes, not a report's\n"
+    (out / name).write_text(mine)
+    assert mnist.main(["report", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{name} was not written by a report" in err
+    assert (out / name).read_text() == mine and not (out / "fig2_test_error.png").exists()
+    (out / name).unlink()  # once it is moved away, the report runs and may rerun
+    assert mnist.main(["report", str(out)]) == 0 and mnist.main(["report", str(out)]) == 0
+
+
 def test_the_grids_shipped_table_agrees_with_its_models():
     """The prior grid's ``settings.csv`` (written by its training command; one seed per
     setting) holds the numbers of its models in ``models.jsonl``."""

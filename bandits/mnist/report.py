@@ -46,6 +46,7 @@ def report(root: Path) -> str:
     ``weights_hist.csv`` and ``snr_hist.csv`` where those are under ``root`` (a figure
     without them is left as it is, with a one-line note).
     """
+    _refuse_a_users_file(root)
     if any(root.rglob("summary.json")):
         write_models(root, gather(root))
     records = read_models(root)
@@ -69,6 +70,27 @@ def report(root: Path) -> str:
     text = "\n".join(lines) + "\n"
     write_atomic(root / "tables.md", text)
     return text
+
+
+# the first line of each table file a report writes: a file of that name that begins
+# otherwise is a user's, and the report refuses to write over it
+OWN_FIRST_LINES = {"tables.md": "## Table 1: MNIST test error (%)",
+                   "table1.csv": "method,run,arch,"}
+
+
+def _refuse_a_users_file(root: Path) -> None:
+    """Before anything is written: a ValueError naming a ``tables.md`` or ``table1.csv``
+    in ``root`` that an earlier report did not write (a user's own), never overwritten."""
+    for name, first in OWN_FIRST_LINES.items():
+        path = root / name
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                line = f.readline().rstrip("\n")
+        except FileNotFoundError:
+            continue
+        if not line.startswith(first):
+            raise ValueError(f"report {root}: {path} was not written by a report (it does not "
+                             f"begin with {first!r}); move it away, then run report again")
 
 
 def _draw(root: Path, rows: pd.DataFrame, best: pd.DataFrame | None) -> None:
