@@ -77,7 +77,7 @@ def test_training_is_given_as_draws_per_item_so_every_size_trains_equally(
         tmp_path, mushroom_data_dir):
     out = tmp_path / "screen"
     assert ls.main(["--learner", "greedy", "--draws-per-item", "2", "--buffers", "2",
-                    "--buffer-size", "320", "--samples", "2", "--data-dir",
+                    "--buffer-size", "320", "--data-dir",
                     str(mushroom_data_dir), "--out", str(out)]) == 0
     runs = pd.read_csv(out / "runs.csv")
     nets = runs[runs.agent != "ridge"]
@@ -85,6 +85,32 @@ def test_training_is_given_as_draws_per_item_so_every_size_trains_equally(
     assert (runs.loc[runs.agent == "ridge", "updates"] == 0).all()
     assert ls.updates_for(ls.Settings(draws_per_item=300), 50_000, 64) == 234_375
     assert ls.updates_for(ls.Settings(draws_per_item=300, updates=7), 50_000, 64) == 7
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--updates", "10", "--draws-per-item", "2"], "--draws-per-item 2 has no effect in this "
+                                                   "run; leave --updates out"),
+    (["--learner", "greedy", "--samples", "3"], "--samples 3 has no effect in this run; add "
+                                                "a BBB learner"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--buffers", "1000", "--buffer-size", "10000000"], "lower --buffers, --seeds or "
+                                                         "--buffer-size"),
+    (["--data-dir", "{tmp}/none"], "data file 'agaricus-lepiota.data' not found"),
+])
+def test_bad_input_is_one_line_before_any_folder_is_made(argv, message, tmp_path, capsys,
+                                                          monkeypatch):
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no cached copy either
+    def offline(url, target, sha256, timeout=30.0):
+        raise OSError("offline")
+
+    monkeypatch.setattr("bandits.core.data._download", offline)  # never the network
+    out = tmp_path / "screen"
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert ls.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
 
 
 def test_the_half_information_oracle_sees_the_same_mushrooms_with_half_the_bites():
@@ -116,16 +142,12 @@ def test_ridge_regression_on_the_means_eats_exactly_the_edible_mushrooms():
                                          ("--draws-per-item", "0")])
 def test_every_declared_range_is_checked_in_one_line(flag, value, capsys, tmp_path):
     out = tmp_path / "screen"
-    with pytest.raises(SystemExit) as e:
-        ls.main([flag, value, "--out", str(out)])
-    assert e.value.code == 2
+    assert ls.main([flag, value, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err
     assert not out.exists()
 
 
 def test_an_unknown_learner_is_one_line(capsys):
-    with pytest.raises(SystemExit) as e:
-        ls.main(["--learner", "nope"])
-    assert e.value.code == 2
+    assert ls.main(["--learner", "nope"]) == 2
     assert "unknown learner 'nope'" in capsys.readouterr().err

@@ -62,13 +62,18 @@ import numpy as np
 import pandas as pd
 import torch
 
+import envs
 from agents import AgentConfig, make_agent
 from agents.neural import NeuralAgent
 from bandits.core.buffer import ReplayBuffer
-from bandits.core.config import OPEN, UsageError, check_ranges, first_paragraph, setting
+from bandits.core.command import parsed, refused
+from bandits.core.conditions import refuse_settings_without_effect
+from bandits.core.config import OPEN, UsageError, first_paragraph, setting
 from bandits.core.config import build_parser as build_settings_parser
-from bandits.core.files import machine, write_atomic, write_csv, write_json
+from bandits.core.data import DataNotFoundError
+from bandits.core.files import machine, machine_memory, write_atomic, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
+from bandits.core.processes import stop_on_ctrl_c
 from bandits.studies.learners import GRID, LEARNERS, MAIN, METRICS, REFERENCES, Learner
 from bandits.studies.screen_tables import markdown, summarise
 from envs.mushroom_data import load_mushroom
@@ -76,6 +81,15 @@ from envs.mushroom_data import load_mushroom
 REWARD_EAT, REWARD_POISONED, POISON_PROB = 5.0, -35.0, 0.5
 MEAN_POISONOUS = POISON_PROB * REWARD_POISONED + (1 - POISON_PROB) * REWARD_EAT  # -15
 EAT = 1  # the Mushroom bandit's action "eat"
+
+
+def _screens_bbb(settings: dict[str, Any]) -> bool:
+    """Whether the learners asked for (``settings["learner"]``) hold a BBB one."""
+    try:
+        names = learner_names(settings["learner"])
+    except UsageError:
+        return True  # said by the names' own check
+    return any(LEARNERS[n].agent.startswith("bbb") for n in names)
 
 
 @dataclass
@@ -95,12 +109,14 @@ class Settings:
     seeds: int = setting(1, "network seeds per buffer", range=(1, 1000))
     draws_per_item: float = setting(300.0, "training: minibatch draws of every item of a "
                                     "learner's buffer (updates = draws x size / 64)",
-                                    range=(OPEN(0), 1e5))
+                                    range=(OPEN(0), 1e5),
+                                    acts_when=(lambda c: c["updates"] is None,
+                                               "leave --updates out (it replaces it)"))
     updates: int | None = setting(None, "training: this many minibatch updates of 64 per "
                                   "run instead of --draws-per-item", range=(1, 10**8),
                                   type=int)
     samples: int = setting(32, "BBB: weight samples scored as Thompson sampling",
-                           range=(1, 10**4))
+                           range=(1, 10**4), acts_when=(_screens_bbb, "add a BBB learner"))
     seed: int = setting(0, "the seed of the buffers and the networks", range=(0, 2**31 - 1))
     pass_factor: float = setting(3.0, "pass: at most this many times the oracle's "
                                  "never-eaten share", range=(1, math.inf))
@@ -275,29 +291,42 @@ def learner_names(asked: Sequence[str]) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     return build_settings_parser(Settings, "python -m bandits.studies.learner_screen",
-                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__))
+
+
+def check_memory(cfg: Settings, sizes: Sequence[int]) -> None:
+    """A UsageError, before anything is allocated, when the largest learner's buffers
+    (``--buffers`` x ``--seeds`` runs of its size, each item its one-hot features as
+    float32 and about 64 bytes besides) would not fit in this machine's memory."""
+    runs, features = cfg.buffers * cfg.seeds, envs.SHAPES["mushroom"][0]
+    need, have = runs * max(sizes) * (4 * features + 64), machine_memory()
+    if have and need > have // 2:
+        raise UsageError(f"{runs} buffers of {max(sizes):,} items need about "
+                         f"{need / 2**30:.1f} GiB; this machine has {have / 2**30:.1f} GiB; "
+                         "lower --buffers, --seeds or --buffer-size")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return stop_on_ctrl_c("learner_screen", lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    p = build_parser()
-    cfg = Settings(**vars(p.parse_args(argv)))
     try:
-        check_ranges(cfg)
+        cfg = parsed(Settings, build_parser(), argv)
         if math.isnan(cfg.eat_rate):
             raise UsageError("--eat-rate nan is not a number; give a share in [0, 1]")
         names = learner_names(cfg.learner)
-    except UsageError as e:
-        p.exit(2, f"learner_screen: error: {e}\n")
-    sizes = list(dict.fromkeys(LEARNERS[n].buffer_size or cfg.buffer_size for n in names))
-    if not names:  # the references alone, at --buffer-size
-        sizes = [cfg.buffer_size]
-    features, edible = load_mushroom(cfg.data_dir)
-    try:
+        refuse_settings_without_effect(Settings, dataclasses.asdict(cfg))
+        sizes = list(dict.fromkeys(LEARNERS[n].buffer_size or cfg.buffer_size for n in names))
+        if not names:  # the references alone, at --buffer-size
+            sizes = [cfg.buffer_size]
+        check_memory(cfg, sizes)
+        features, edible = load_mushroom(cfg.data_dir)
         out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
                          kind="bandits.studies.learner_screen")
-    except OutputDirError as e:
-        p.exit(2, f"learner_screen: error: {e}\n")
+    except (UsageError, OutputDirError, DataNotFoundError) as e:
+        return refused("learner_screen", e)
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
