@@ -128,6 +128,17 @@ def test_grid_file(tmp_path):
                                                              "log_y": [True]}
 
 
+def test_a_grid_over_a_list_setting_is_summarised_by_its_values(tmp_path):
+    spec = tmp_path / "grid.toml"
+    spec.write_text("[grid]\nhidden = [[8, 8], [4]]\n")
+    out = tmp_path / "s"
+    assert main(["--grid", str(spec), "--out", str(out), "--workers", "1", "--no-progress",
+                 "--", "--agent", "greedy", "--env", "wheel", "--steps", "5",
+                 "--seeds", "1"]) == 0
+    summary = pd.read_csv(out / "sweep_summary.csv")
+    assert sorted(summary["hidden"]) == ["[4]", "[8, 8]"] and (summary["seeds"] == 1).all()
+
+
 @pytest.mark.parametrize("args, message", [
     (["--set", "noise_sigmaa=1,2"], "unknown setting 'noise_sigmaa'"),
     (["--set", "noise_sigma"], "write NAME=V1,V2"),

@@ -80,6 +80,9 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
     if ok.empty:
         return pd.DataFrame()
     keys = [*map(column, settings), "point", "agent"]
+    # a list setting's value (hidden = [50, 50]) groups as it is written in sweep.csv
+    ok = ok.assign(**{k: ok[k].map(lambda v: str(v) if isinstance(v, (list, tuple)) else v)
+                      for k in keys})
     g = ok.groupby(keys, sort=False, dropna=False)["cumulative_regret"]
     e = ok.groupby(keys, sort=False, dropna=False)["cumulative_expected_regret"]
     out = pd.DataFrame({"seeds": g.count(), "cumulative_regret_mean": g.mean(),
