@@ -430,6 +430,40 @@ def test_an_interrupt_while_building_the_run_is_one_line_and_leaves_no_directory
     assert not out.exists()
 
 
+def test_an_interrupt_right_after_config_json_leaves_the_folder_to_run_again(
+        tmp_path, capsys, monkeypatch):
+    from bandits.simulator import loop
+    from bandits.simulator import run as runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(loop, "Progress", interrupted)  # config.json written, no step run yet
+        assert runner.main([*TINY, "--steps", "10", "--out", str(out)]) == 130
+    assert "interrupted while starting" in capsys.readouterr().err
+    assert not out.exists()
+    assert runner.main([*TINY, "--steps", "10", "--out", str(out)]) == 0  # the same command
+
+
+def test_an_interrupt_as_the_figure_is_drawn_says_the_records_are_whole(
+        tmp_path, capsys, monkeypatch):
+    from bandits.simulator import run as runner
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "draw_run", interrupted)
+    out = tmp_path / "out"
+    assert runner.main([*TINY, "--steps", "10", "--out", str(out), "--workers", "1"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "interrupted as the run ended" in err, err
+    assert f"python -m bandits.plot {out}" in err
+    assert json.loads((out / "config.json").read_text())["steps_completed"] == 10
+    assert (out / "metrics.csv").is_file() and (out / "summary.csv").is_file()
+
+
 def test_a_sweep_starts_with_a_line_saying_what_runs(tmp_path, capsys):
     from bandits.experiments.sweep import main as sweep_main
 

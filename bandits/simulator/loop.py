@@ -197,13 +197,17 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     try:
         write_json({**record, "steps_completed": log.done, "running": True},
                    out / "config.json")
+        watch = DivergenceWatch(cfg.skip_diverged)
+        checkpoints = Checkpoints(cfg, out, lambda: {**record, **progress_info()},
+                                  record["identity"], log.done if resume is not None else None,
+                                  lambda: snapshot(populations, log, wall, probe), watch)
+        progress = Progress(cfg, log.done)
     except OSError as e:
         raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
-    watch = DivergenceWatch(cfg.skip_diverged)
-    checkpoints = Checkpoints(cfg, out, lambda: {**record, **progress_info()},
-                              record["identity"], log.done if resume is not None else None,
-                              lambda: snapshot(populations, log, wall, probe), watch)
-    progress = Progress(cfg, log.done)
+    except KeyboardInterrupt:  # before the loop could keep a checkpoint: a new run leaves
+        if resume is None:  # its folder as it found it, so the same command runs again
+            (out / "config.json").unlink(missing_ok=True)
+        raise
     # each looks after every step, in this order: the run's own, then --hook's, then the
     # caller's
     everyone = [probe, progress, checkpoints, *given, *hooks]

@@ -107,9 +107,13 @@ def resume(out: Path, changes: dict[str, Any], command: str) -> Outcome:
         return _drawn(cfg, simulate(cfg, out, state, command))
 
 
+_WRITTEN: list[Path] = []  # a run whose records are all written (only its figure is left)
+
+
 def _drawn(cfg: Config, outcome: Outcome) -> Outcome:
     """The step after a run in one process: its regret figure, from its records."""
     if outcome.out is not None:
+        _WRITTEN.append(outcome.out)
         draw_run(outcome.out, cfg.env, cfg.log_y, cfg.act_samples)
     return outcome
 
@@ -117,12 +121,18 @@ def _drawn(cfg: Config, outcome: Outcome) -> Outcome:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = "python -m bandits.run " + shlex.join(argv)
+    _WRITTEN.clear()
     try:
         with ctrl_c_on():  # from here on, a Ctrl-C outside the loop's own handling
             return _main(argv, command)
     except KeyboardInterrupt:
-        print("bandits.run: interrupted while starting; no step was run (a checkpoint "
-              "already in the directory stays good)", file=sys.stderr)
+        if _WRITTEN:  # the run ended and wrote its records; the figure was being drawn
+            print(f"bandits.run: interrupted as the run ended; its records in {_WRITTEN[-1]} "
+                  f"are whole (draw its figure with: python -m bandits.plot {_WRITTEN[-1]})",
+                  file=sys.stderr)
+        else:
+            print("bandits.run: interrupted while starting; no step was run (a checkpoint "
+                  "already in the directory stays good)", file=sys.stderr)
         return 130
 
 
