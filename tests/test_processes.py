@@ -12,6 +12,8 @@ import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+import pytest
+
 from bandits.core.processes import how_it_ended, one_line, run_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,3 +126,34 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
     except (OSError, IndexError):
         return "Z"
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().split(") ")[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            pass
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent watch is Linux's")
+def test_a_killed_benchmark_leaves_no_command_of_its_own_computing(tmp_path):
+    # kill -9 of python -m bandits.bench --kernels: the run it started ends with it
+    proc = subprocess.Popen([sys.executable, "-m", "bandits.bench", "--kernels", "--rounds",
+                             "1", "--out", str(tmp_path / "b")], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 120
+    while not (children := _children(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < end, "it started no command"
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate()
+    end = time.monotonic() + 20
+    while any(Path(f"/proc/{c}").exists() and "Z" not in _state(c) for c in children):
+        assert time.monotonic() < end, "a command outlived the benchmark that started it"
+        time.sleep(0.1)

@@ -20,6 +20,16 @@ import pandas as pd
 
 from bandits.core import kernels
 from bandits.core.config import with_flags
+from bandits.core.processes import die_with_parent
+
+# every command this benchmark starts is killed with it (a kill -9 of the benchmark leaves
+# nothing computing; Linux, elsewhere as before)
+ORPHANS_DIE = die_with_parent if sys.platform.startswith("linux") else None
+
+
+def _child(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, **kwargs)``, the command killed with this process."""
+    return subprocess.run(cmd, preexec_fn=ORPHANS_DIE, **kwargs)
 
 PAPER_STEPS = 50_000  # the paper's horizon (Blundell et al. 2015, section 5.3)
 
@@ -46,8 +56,8 @@ def scaling(workers: list[int], steps: tuple[int, int], rounds: int, device: str
                            str(n), "--workers", str(w), "--device", device, "--no-progress",
                            "--checkpoint-every", "1e9", "--out", str(d)]
                     tic = time.perf_counter()
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
-                                   env={**os.environ, "BANDITS_WORKERS": str(w)})
+                    _child(cmd, check=True, stdout=subprocess.DEVNULL,
+                           env={**os.environ, "BANDITS_WORKERS": str(w)})
                     times.setdefault((w, n), []).append(time.perf_counter() - tic)
     rows = []
     for w in workers:
@@ -107,7 +117,7 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
                 d = Path(tmp) / f"w{w}-r{r}"
                 cmd = [sys.executable, "-m", *command, "--workers", str(w), "--out", str(d)]
                 tic = time.perf_counter()
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                _child(cmd, check=True, stdout=subprocess.DEVNULL)
                 times.setdefault(w, []).append(time.perf_counter() - tic)
                 base = Path(tmp) / "w1-r0"
                 same[w] = same.get(w, True) and all(
@@ -142,12 +152,11 @@ def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
                 cmd = [sys.executable, "-m", *with_flags(["bandits.run", "--no-progress"],
                                                          extra), "--out", str(d)]
                 tic = time.perf_counter()
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+                _child(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
                 run_times[name].append(time.perf_counter() - tic)
                 b = Path(tmp) / f"bench-{name}-{r}"
-                subprocess.run([sys.executable, "-m", "bandits.bench", "--rounds", "3",
-                                "--out", str(b)], check=True, stdout=subprocess.DEVNULL,
-                               env=env)
+                _child([sys.executable, "-m", "bandits.bench", "--rounds", "3",
+                        "--out", str(b)], check=True, stdout=subprocess.DEVNULL, env=env)
                 bench = json.loads((b / "bench.json").read_text())
                 step_times[name].append(bench["per_run_update_seconds_fused"])
             first = Path(tmp) / f"pinned-{r}"
@@ -198,7 +207,8 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for b in busy:
-            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                                        preexec_fn=ORPHANS_DIE)
                         for _ in range(b)]
             try:
                 load = os.getloadavg()[0]
@@ -211,8 +221,8 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
                         cmd = [sys.executable, "-m", *THREADS_COMMAND, *extra, "--threads",
                                str(threads), "--out", str(out)]
                         tic = time.perf_counter()
-                        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
-                                       env={**os.environ, "OMP_WAIT_POLICY": policy})
+                        _child(cmd, check=True, stdout=subprocess.DEVNULL,
+                               env={**os.environ, "OMP_WAIT_POLICY": policy})
                         times[name].append(time.perf_counter() - tic)
                         outs[name] = out
                     pair = [_numbers(outs[n] / "epochs.csv") for n in THREAD_VARIANTS
