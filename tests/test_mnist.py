@@ -407,8 +407,10 @@ def test_resume_continues_to_the_same_result(mnist_data_dir, tmp_path, monkeypat
     with _ctrl_c_in_epoch(monkeypatch, 2):
         assert mnist.main([*base, "--epochs", "3", "--checkpoint-every", "0",
                            "--out", str(out)]) == 130
-    assert mnist.main(["--resume", str(out), "--data-dir", str(mnist_data_dir)]) == 0
-    assert _results(out) == _results(ref)
+    moved = tmp_path / "moved"  # a run's folder resumes wherever it was moved
+    out.rename(moved)
+    assert mnist.main(["--resume", str(moved), "--data-dir", str(mnist_data_dir)]) == 0
+    assert _results(moved) == _results(ref)
     # and a finished run extended by --epochs equals the longer run
     short = tmp_path / "short"
     assert mnist.main([*base, "--epochs", "2", "--out", str(short)]) == 0

@@ -166,6 +166,11 @@ class TrainingJob:
     command_models: int  # models the command trains (recorded in each summary)
     run_id: str = ""  # this run's own (in config.json and its checkpoints), see run()
 
+    def batch_names(self) -> list[str]:
+        """The models' directories as its checkpoint names them, relative to the run's
+        folder (``.`` for a one-model run: the folder itself, which may be moved)."""
+        return ["." if d == self.checkpoint.parent else d.name for d in self.dirs]
+
 
 def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = None
         ) -> dict[str, Any]:
@@ -261,8 +266,9 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
     first_epoch, wall_before = 1, 0.0
     if resumed and job.checkpoint.is_file():
         state = checkpoint.load(job.checkpoint, CHECKPOINT_KIND, identity(saved_config(cfg)))
-        batch = [d.name for d in dirs]
-        if state.get("batch") is not None and state["batch"] != batch:
+        batch = job.batch_names()
+        if state.get("batch") is not None and state["batch"] != batch \
+                and batch != ["."]:  # one model: the run's folder, under any name it has
             raise checkpoint.CheckpointError(
                 f"{job.checkpoint} holds the models {', '.join(state['batch'])}, not this "
                 f"batch's {', '.join(batch)} (was it copied over?); copy back its own "
@@ -336,7 +342,7 @@ def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
     if epoch < cfg.epochs and time.perf_counter() - last_save < cfg.checkpoint_every:
         return saved, last_save
     save_checkpoint(job.checkpoint, cfg, epoch, clf, sched, history, job.command,
-                     wall_offset + time.perf_counter(), job.run_id, [d.name for d in dirs])
+                     wall_offset + time.perf_counter(), job.run_id, job.batch_names())
     return epoch, time.perf_counter()
 
 
