@@ -210,11 +210,6 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
               workers: int, t_start: float, run_id: str) -> dict[str, Any]:
     """:func:`run` once its output directory ``out`` is claimed."""
     dirs = model_dirs(out, models)
-    for d, m in zip(dirs, models, strict=True):
-        d.mkdir(parents=True, exist_ok=True)
-        write_json({**saved_config(m), "run_id": run_id}, d / "config.json")
-    if len(models) > 1:
-        write_json({**saved_config(cfg), "run_id": run_id}, out / "config.json")
     command = command_line(argv)
     if resume is not None:
         command = f"{resume['command']} (resumed with: {command})"
@@ -233,6 +228,14 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
                   f"{run_label(cfg)} {setting_name(models[g[0]], fields)} x{len(g)}",
                   workers, len(models), run_id)
             for g, path in zip(groups, checkpoint_paths(out, len(groups)), strict=True)]
+    for job in jobs if resume is not None else ():  # every batch's checkpoint its own,
+        if job.checkpoint.is_file():  # before any batch trains or any file is rewritten
+            own_state(job)
+    for d, m in zip(dirs, models, strict=True):
+        d.mkdir(parents=True, exist_ok=True)
+        write_json({**saved_config(m), "run_id": run_id}, d / "config.json")
+    if len(models) > 1:
+        write_json({**saved_config(cfg), "run_id": run_id}, out / "config.json")
     if workers == 1:
         done = [train_job(job, splits, resume is not None) for job in jobs]
     else:
@@ -246,6 +249,20 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
                 else sum(b[0]["batch_wall_seconds"] for b in done))
         aggregate(out, cfg, models, dirs, summaries, wall=wall)
     return {**summaries[0], "models": len(models), "out": str(out)}
+
+
+def own_state(job: TrainingJob) -> dict[str, Any]:
+    """The state in ``job``'s checkpoint, refused (:class:`CheckpointError`) where it is
+    another run's or another batch's (a copy over this one)."""
+    state = checkpoint.load(job.checkpoint, CHECKPOINT_KIND, identity(saved_config(job.cfg)))
+    batch = job.batch_names()
+    if state.get("batch") is not None and state["batch"] != batch \
+            and batch != ["."]:  # one model: the run's folder, under any name it has
+        raise checkpoint.CheckpointError(
+            f"{job.checkpoint} holds the models {', '.join(state['batch'])}, not this "
+            f"batch's {', '.join(batch)} (was it copied over?); copy back its own "
+            "checkpoint or start again with --overwrite")
+    return state
 
 
 def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
@@ -265,14 +282,7 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
     history = History.start(clf)
     first_epoch, wall_before = 1, 0.0
     if resumed and job.checkpoint.is_file():
-        state = checkpoint.load(job.checkpoint, CHECKPOINT_KIND, identity(saved_config(cfg)))
-        batch = job.batch_names()
-        if state.get("batch") is not None and state["batch"] != batch \
-                and batch != ["."]:  # one model: the run's folder, under any name it has
-            raise checkpoint.CheckpointError(
-                f"{job.checkpoint} holds the models {', '.join(state['batch'])}, not this "
-                f"batch's {', '.join(batch)} (was it copied over?); copy back its own "
-                "checkpoint or start again with --overwrite")
+        state = own_state(job)
         clf.load_state_dict(state["classifiers"])
         if sched is not None:
             sched.load_state_dict(state["scheduler"])
