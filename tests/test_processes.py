@@ -115,9 +115,15 @@ def test_workers_end_with_their_killed_parent(tmp_path):
     workers = [int(f.read_text()) for f in tmp_path.glob("started-*")]
     proc.kill()
     proc.communicate()
+    _all_end(workers, "a worker outlived its parent")
+
+
+def _all_end(pids: list[int], what: str) -> None:
+    """Wait (20 s at most) until every process of ``pids`` has ended, else fail saying
+    ``what``."""
     end = time.monotonic() + 20
-    while any(Path(f"/proc/{w}").exists() and "Z" not in _state(w) for w in workers):
-        assert time.monotonic() < end, "a worker outlived its parent"
+    while any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids):
+        assert time.monotonic() < end, what
         time.sleep(0.1)
 
 
@@ -153,7 +159,4 @@ def test_a_killed_benchmark_leaves_no_command_of_its_own_computing(tmp_path):
         time.sleep(0.1)
     proc.kill()
     proc.communicate()
-    end = time.monotonic() + 20
-    while any(Path(f"/proc/{c}").exists() and "Z" not in _state(c) for c in children):
-        assert time.monotonic() < end, "a command outlived the benchmark that started it"
-        time.sleep(0.1)
+    _all_end(children, "a command outlived the benchmark that started it")
