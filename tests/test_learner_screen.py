@@ -113,6 +113,21 @@ def test_bad_input_is_one_line_before_any_folder_is_made(argv, message, tmp_path
     assert not out.exists()
 
 
+def test_a_ctrl_c_in_the_screen_is_one_line_and_leaves_no_folder(tmp_path, capsys,
+                                                                  monkeypatch,
+                                                                  mushroom_data_dir):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ls, "screen_learner", interrupted)
+    out = tmp_path / "screen"
+    assert ls.main(["--learner", "greedy", "--data-dir", str(mushroom_data_dir),
+                    "--out", str(out)]) == 130
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "interrupted" in err and "starting" not in err
+    assert not out.exists()
+
+
 def test_the_half_information_oracle_sees_the_same_mushrooms_with_half_the_bites():
     edible = np.array([True, False] * 50)
     rng = np.random.default_rng([0, 500])
