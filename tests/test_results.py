@@ -23,3 +23,23 @@ def test_the_paper_preset_gives_one_trajectory_on_the_h100_and_the_h200():
     h200 = _per_2000_steps(GPU_RUNS / "h200-rerun/phases.csv", 24_000)
     assert len(h100) == 4 * 5 * 12
     pd.testing.assert_frame_equal(h100, h200)
+
+
+def _shipped(folder: Path) -> list[Path]:
+    """The files git tracks under ``folder``; every file there when this is no git checkout."""
+    import subprocess
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", str(folder)], cwd=REPO, check=True,
+                                capture_output=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return [p for p in folder.rglob("*") if p.is_file()]
+    return [REPO / name for name in listed if name]
+
+
+def test_the_results_folder_stays_under_10_mb():
+    files = _shipped(REPO / "results")
+    assert len(files) > 100, "the shipped results were not found"
+    size = sum(p.stat().st_size for p in files if p.is_file())
+    assert size < 10_000_000, (f"results/ holds {size:,} bytes, over 10 MB: ship fewer or "
+                               "smaller files (raw run files stay out of git)")
+    assert not [p for p in files if p.suffix == ".pdf"], "figures are shipped as PNG only"
