@@ -412,3 +412,14 @@ def test_a_grid_of_a_million_points_is_refused_with_its_size_before_anything_is_
     assert "--max-points" in err[0] and not out.exists()
     assert main([*args, "--max-points", "0", "--out", str(out), *BASE]) == 2
     assert "--max-points must be in [1" in capsys.readouterr().err
+
+
+def test_a_one_point_sweep_tells_a_bad_shared_setting_from_a_bad_swept_value(tmp_path, capsys):
+    shared = main(["--set", "lr=0.001", "--out", str(tmp_path / "s"), "--no-progress",
+                   *SMALL, "--noise-sigma", "-1"])
+    err = capsys.readouterr().err.strip()
+    assert shared == 2 and "--noise-sigma must be in" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+    swept = main(["--set", "noise_sigma=-1", "--out", str(tmp_path / "p"), "--no-progress",
+                  *SMALL])
+    assert swept == 1 and "point noise_sigma=-1: bad setting" in capsys.readouterr().out

@@ -53,6 +53,7 @@ from bandits.core.config import (
     first_paragraph,
     given_values,
     setting,
+    to_flags,
 )
 from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory, write_json
@@ -293,6 +294,7 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
                          f"{args.max_points:,}; sweep fewer values, or raise --max-points "
                          "to run it")
     out = args.out
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -305,13 +307,18 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
         return _sweep(args, out, base, grid, command)
     finally:
         release_dir(out)
+        if made and not any(out.iterdir()):  # refused before writing: leave no folder
+            out.rmdir()
 
 
 def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str) -> int:
     points = make_points(base, grid, out)
     problems = {p.name: check_point(p) for p in points}
-    if len(points) > 1 and len(set(problems.values())) == 1 and None not in problems.values():
-        raise SweepError(next(iter(problems.values())))  # a bad shared setting: say it once
+    if len(set(problems.values())) == 1 and None not in problems.values():
+        message = next(iter(problems.values()))  # every point refused for one reason
+        shared = Point("base", {}, to_flags(base), str(out / "points" / "base"), dict(base))
+        if len(points) > 1 or check_point(shared) == message:
+            raise SweepError(message)  # a bad shared setting: say it once
     check_directory(out, base, grid, points, problems, args.overwrite)
     start = time.perf_counter()
     seeds, steps = base.get("seeds"), base.get("steps")
