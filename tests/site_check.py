@@ -1,6 +1,8 @@
 """Every page of the built documentation site in a headless browser, at a desktop and a
 phone width: no console error, no request that fails, no horizontal overflow of the page
-outside the table scrollers and code blocks (which scroll on their own).
+outside the table scrollers and code blocks (which scroll on their own), no table or code
+block hiding content without a scroll cue, no list broken by the block its last item
+introduces, and no text under a code block's copy button.
 
     mkdocs build --strict -d site && python tests/site_check.py site
 
@@ -45,6 +47,56 @@ OVERFLOW = """() => {
 }"""
 
 
+# what a reader cannot see or follow: a box whose content runs past its edge with no cue
+# (the fade of a box marked "scroll-more"), a list whose last item introduces a block
+# (ends with ":") that fell out of the list, and text under a code block's copy button
+HIDDEN = """() => {
+  const out = [];
+  const name = (e) => e.tagName.toLowerCase() + ' "' +
+    (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 40) + '"';
+  const mask = (e) => {
+    const s = getComputedStyle(e);
+    return (s.maskImage || s.webkitMaskImage || 'none') !== 'none';
+  };
+  for (const e of document.querySelectorAll('.md-content *')) {
+    const x = getComputedStyle(e).overflowX;
+    if ((x === 'auto' || x === 'scroll' || x === 'hidden') && e.clientWidth > 0
+        && e.scrollLeft + e.clientWidth < e.scrollWidth - 1 && !mask(e))
+      out.push(name(e) + ' hides ' + (e.scrollWidth - e.clientWidth) +
+               ' px to its right with no scroll cue');
+  }
+  const block = (e) => e && (e.matches('pre, table, .highlight, .md-typeset__scrollwrap'));
+  for (const list of document.querySelectorAll('.md-content ul, .md-content ol')) {
+    const last = list.lastElementChild;
+    if (last && (last.textContent || '').trim().endsWith(':')
+        && block(list.nextElementSibling))
+      out.push('a list broken by the block after it: its last item ' + name(last) +
+               ' introduces it, but the block and what follows are outside the list');
+  }
+  for (const button of document.querySelectorAll('.md-content pre .md-clipboard')) {
+    const b = button.getBoundingClientRect();
+    const code = button.parentElement.querySelector('code');
+    if (!code || b.width === 0) continue;
+    const box = code.getBoundingClientRect();
+    const walk = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let hidden = null;
+    for (let t = walk.nextNode(); t && !hidden; t = walk.nextNode()) {
+      if (!t.textContent.trim()) continue;
+      range.selectNodeContents(t);
+      const rects = [...range.getClientRects()];
+      if (rects.length && rects[0].top > b.bottom) break;
+      for (const r of rects)
+        if (r.right > b.left && r.left < b.right && r.bottom > b.top && r.top < b.bottom
+            && r.left < box.right && r.right > box.left) { hidden = t.textContent.trim(); break; }
+    }
+    if (hidden !== null)
+      out.push('the copy button covers the text "' + hidden.slice(0, 30) + '" of ' + name(code));
+  }
+  return out;
+}"""
+
+
 def pages(site: Path) -> list[str]:
     """The site's pages as paths below its root (``layout/``), the 404 page left out."""
     found = []
@@ -81,6 +133,7 @@ def check(site: Path, browser: str | None = None, widths=WIDTHS) -> list[str]:
                     if found["page"]:
                         problems.append(f"{where}: the page is {found['scrollWidth']} px wide")
                     problems += [f"{where}: {e} overflows" for e in found["elements"][:3]]
+                    problems += [f"{where}: {e}" for e in page.evaluate(HIDDEN)]
                 page.close()
             chromium.close()
     finally:

@@ -104,3 +104,45 @@ def test_every_page_renders_in_a_browser_at_desktop_and_phone_width(site: Path) 
         pytest.skip("no Chromium on the PATH (set BANDITS_BROWSER to one)")
     assert len(site_check.pages(site)) >= 60
     assert site_check.check(site, browser) == []
+
+
+PLANTED = """<!doctype html><html><head><link rel="icon" href="data:,"><style>
+body {{ margin: 0; font: 16px sans-serif; }}
+.box {{ overflow-x: auto; max-width: 100%; }} {fade}
+pre {{ position: relative; }} pre > code {{ display: block; overflow-x: auto; {pad} }}
+.md-clipboard {{ position: absolute; top: 0; left: 0; width: 60px; height: 1.5em; }}
+</style></head><body><div class="md-content">
+<div class="box"><table><tr><td>{wide}</td></tr></table></div>
+<ul><li>the command below runs it:{inside}</li></ul>{outside}
+<p>and then the list goes on</p>
+<pre><button class="md-clipboard"></button><code>{line}</code></pre>
+</div></body></html>"""
+
+
+@pytest.mark.slow
+def test_the_browser_check_fails_on_hidden_tables_broken_lists_and_covered_code(tmp_path):
+    """A planted page with a wide table without a scroll cue, a list whose code block fell
+    out of it and a copy button over text fails the check; the same page mended passes."""
+    pytest.importorskip("playwright")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import site_check
+
+    browser = os.environ.get("BANDITS_BROWSER") or site_check.system_chromium()
+    if browser is None:
+        pytest.skip("no Chromium on the PATH (set BANDITS_BROWSER to one)")
+    block, wide, line = "<pre><code>python -m bandits.run</code></pre>", "w" * 400, "x" * 30
+    for name, fade, inside, outside, pad in (
+            ("planted", "", "", block, ""),
+            ("mended", ".box { mask-image: linear-gradient(to right, #000 80%, #0002); }",
+             block, "", "padding-top: 2em;")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "index.html").write_text(PLANTED.format(
+            fade=fade.replace("{", "{{").replace("}", "}}").format(), pad=pad, wide=wide,
+            inside=inside, outside=outside, line=line))
+    planted = site_check.check(tmp_path / "planted", browser)
+    for width in site_check.WIDTHS:
+        mine = [p for p in planted if p.startswith(f"/ at {width} px: ")]
+        assert any("with no scroll cue" in p for p in mine), planted
+        assert any("a list broken by the block after it" in p for p in mine), planted
+        assert any("the copy button covers the text" in p for p in mine), planted
+    assert site_check.check(tmp_path / "mended", browser) == []

@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _diffs(page: str) -> list[str]:
     text = (REPO / "docs" / page).read_text(encoding="utf-8")
-    return re.findall(r"```diff\n(.*?)```", text, flags=re.S)
+    found = re.findall(r"^( *)```diff\n(.*?)^\1```", text, flags=re.S | re.M)
+    return [re.sub(f"^{indent}", "", body, flags=re.M) for indent, body in found]
 
 
 def _touched(diff: str) -> list[str]:
