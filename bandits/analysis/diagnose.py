@@ -181,7 +181,7 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     a.set(xscale="log", xlabel="step", ylabel="expected regret per step",
           title="(a) regret per step (mean over seeds, ±1 s.e.)")
     b.set(xscale="log", xlabel="step", ylabel="share of steps",
-          title="(b) mistakes per phase")
+          title="(b) mistakes per phase (share of steps, mean over seeds)")
     a.legend(fontsize=7, frameon=False)
     b.legend(fontsize=6, frameon=False)
     if probes is not None and not probes.empty:
@@ -210,9 +210,11 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
         else:
             ax.set_yscale("log")
     c.set(xscale="log", xlabel="step", ylabel="std of sampled predictions",
-          title="(c) spread of the wrong action's predicted reward")
+          title="(c) spread of the wrong action's predicted reward\n"
+                "(mean over probed contexts and seeds)")
     d.set(xscale="log", xlabel="step", ylabel="probability",
-          title="(d) chance a model sample takes the wrong action")
+          title="(d) chance a model sample takes the wrong action\n"
+                "(mean over probed contexts and seeds)")
     for ax in axes.ravel():
         ax.grid(True, alpha=0.3, which="both")
     fig.suptitle(title, fontsize=10)

@@ -37,6 +37,24 @@ STYLE: dict[str, Any] = {
 """matplotlib settings shared by every figure (the colour cycle is added by
 :func:`styled`)."""
 
+VERSION = 2
+"""The drawing rules' version: raised whenever a figure's look or content changes (a
+statistic, a band, a colour, a label), so that figures drawn before carry an older
+:data:`STAMP` and :mod:`bandits.tools.figures` tells them apart."""
+
+
+def _digest() -> str:
+    import hashlib
+    import json
+
+    text = json.dumps([VERSION, DPI, OKABE_ITO, sorted(STYLE.items())], default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+STAMP = f"bbb-bandits figure style {VERSION} ({_digest()})"
+"""What every figure the project writes carries in its metadata (PNG text ``Style``, PDF
+``Keywords``; :func:`bandits.core.files.save_figure`): the rules it was drawn by."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

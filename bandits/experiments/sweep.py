@@ -27,7 +27,7 @@ finished points and resumes the unfinished ones.
 Results in ``DIR``: ``sweep.csv`` (one row per point, agent and seed: the swept
 settings, final cumulative regret and expected regret, wall time, status),
 ``sweep_summary.csv`` (mean, std, min, max over seeds per point and agent),
-``sweep.png``/``.pdf`` (final regret per point with +-1 std), and ``sweep.json`` (the
+``sweep.png``/``.pdf`` (final regret per point, mean +-1 standard error), and ``sweep.json`` (the
 grid, the command, wall time). ``--redraw DIR`` rebuilds the table and plot from
 ``sweep.csv``.
 """

@@ -100,7 +100,8 @@ def summarize(df: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
 
 @styled
 def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
-    """Final cumulative regret per point (mean +- 1 std over seeds), best at the top."""
+    """Final cumulative regret per point (mean +- 1 standard error over its seeds, with
+    their number), best at the top."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,10 +114,18 @@ def plot(summary: pd.DataFrame, settings: list[str], path: Path) -> None:
         labels = [f"{lab} [{a}]" for lab, a in zip(labels, summary["agent"])]
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.32 * len(summary)))
     y = list(range(len(summary)))[::-1]
-    ax.errorbar(summary["cumulative_regret_mean"], y, xerr=summary["cumulative_regret_std"],
-                fmt="o", capsize=3, color="C0")
+    n = summary["seeds"].astype(int)
+    labels = [f"{lab} (n={k})" for lab, k in zip(labels, n)]
+    se = summary["cumulative_regret_std"].fillna(0.0) / n.clip(lower=1) ** 0.5
+    mean = summary["cumulative_regret_mean"]
+    # no seed below zero: the bar stops at zero, never below the data's range
+    floor = summary["cumulative_regret_min"] >= 0
+    low = se.where(~floor, se.clip(upper=mean.clip(lower=0)))
+    ax.errorbar(mean, y, xerr=[low, se], fmt="o", capsize=3, color="C0")
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlabel("final cumulative regret (mean +- 1 std over seeds)")
+    clipped = ", stopped at 0" if bool((low < se).any()) else ""
+    ax.set_xlabel("final cumulative regret: dot, the mean over the n seeds; "
+                  f"bar, ±1 standard error{clipped}")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     save_figure(fig, path, dpi=DPI)

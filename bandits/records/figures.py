@@ -69,6 +69,9 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
     agents = list(dict.fromkeys(metrics["agent"].astype(str)))
     colors = _agent_colors(agents)
     runs = list(dict.fromkeys(metrics["run"].astype(str))) if has_run else [None]
+    # an agent in one run only keeps its own line style, as in every other figure; the
+    # run's style tells apart the same agent in several runs
+    repeated = has_run and metrics[["run", "agent"]].drop_duplicates()["agent"].duplicated().any()
     keys = ["run", "agent"] if has_run else ["agent"]
     handles, top = [], 0.0
     for key, df in metrics.groupby(keys, sort=False):
@@ -85,7 +88,7 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
             lo, hi = mid - se, mid + se
         label = (labels or {}).get(agent, LABELS.get(agent, agent)) + (
             f" [{run}]" if run is not None else "")
-        style = (LINESTYLES[runs.index(run) % len(LINESTYLES)] if has_run
+        style = (LINESTYLES[runs.index(run) % len(LINESTYLES)] if repeated
                  else STYLES.get(agent, "-"))
         (line,) = ax.plot(mid.index, mid, color=colors[agent], ls=style, lw=1.6,
                           label=f"{label} (n={n})", gid=agent)
@@ -125,10 +128,30 @@ def _ranking_panel(ax, lines: list, ends: list[tuple[float, float, float]], colu
         from matplotlib.ticker import MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(5))
-    ax.set_title("at the last step, lowest first", fontsize=7, color="0.4", loc="left")
+    ax.set_title("at the last step, lowest first\ndot: the curve's line; bar: its band",
+                 fontsize=7, color="0.4", loc="left")
     ax.set_xlabel(f"{_ylabel(column)} at step {last_step:,}")
     ax.grid(True, axis="x", alpha=0.3)
     ax.grid(False, axis="y")
+
+
+def _off_the_scale(ax, lines: list, ends: list[tuple[float, float, float]],
+                   log_y: bool) -> None:
+    """On a linear axis, a line ending far above all the others (uniform's) would flatten
+    them: the axis stops above the others, and says which line runs off it (the ranking
+    panel shows its value)."""
+    if log_y or len(ends) < 3:
+        return
+    others = sorted(e[1] for e in ends)[:-1]
+    top = ends[-1][1]  # lines are in ranking order: the highest last
+    if others[-1] <= 0 or top <= 3 * others[-1]:
+        return
+    top = 1.15 * max(e[2] for e in ends[:-1])
+    low = min(0.0, min(min(line.get_ydata()) for line in lines[:-1]))
+    ax.set_ylim(low - 0.03 * (top - low), top)
+    ax.text(0.99, 0.99, f"off the scale: {lines[-1].get_label().rsplit(' (n=', 1)[0]} "
+            "(its value: in the panel)", transform=ax.transAxes, ha="right", va="top",
+            fontsize=7, color="0.3")
 
 
 def _statistic(log_y: bool) -> str:
@@ -176,6 +199,7 @@ def regret_figure(
                    fontsize=8, ncol=1)
     elif crowded:  # many agents: a ranking panel beside, the legend below
         _ranking_panel(rank, lines, ends, column, int(metrics["step"].max()))
+        _off_the_scale(ax, lines, ends, log_y)
         fig.legend(lines, [h.get_label() for h in lines], frameon=False,
                    loc="outside lower center", fontsize=8, ncol=3)
     else:
