@@ -37,7 +37,8 @@ def test_every_shipped_figure_is_redrawn_by_the_current_rules_or_says_what_it_la
     shipped = _shipped_pngs()
     assert len(shipped) > 30
     redrawn = set(figures.redraws())
-    assert shipped - redrawn - set(figures.NOT_REDRAWN) == set(), "a figure with no redraw"
+    known = redrawn | set(figures.RERUN) | set(figures.NOT_REDRAWN)
+    assert shipped - known == set(), "a figure with no redraw"
     assert figures.stale() == [], "run python -m bandits.tools.figures"
     # a figure listed as not redrawable is one that really was not: the list only shrinks
     assert [f for f in figures.NOT_REDRAWN if figures.stamp(REPO / f) == STAMP] == []

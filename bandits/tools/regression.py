@@ -229,9 +229,12 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
         ax.axvspan(X_TRAIN, X_TEST, color="0.93")
         if band is not None:
             ax.fill_between(grid, mean - band, mean + band, color="C0", alpha=0.25,
-                            label="+-2 std")
+                            label="mean ±2 predictive std")
         ax.plot(grid, truth(grid), "k--", lw=1, label="truth x^3")
         ax.plot(grid, mean, "C0", lw=1.5, label="predictive mean")
+        if band is None:
+            ax.text(0.97, 0.03, "a point estimate: no band", transform=ax.transAxes,
+                    ha="right", va="bottom", fontsize=7, color="0.4")
         ax.plot(*data["train"], "o", color="C3", ms=3.5, label="training data")
         ax.set_title(LABELS[name], fontsize=10)
         ax.set_xlabel("x")
@@ -239,7 +242,8 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
     axes[0].set_ylabel("y")
     axes[0].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"y = x^3 + N(0, {cfg.noise:g}^2), {cfg.points} points in [-4, 4] "
-                 "(grey: outside the training range)", fontsize=10)
+                 "(grey: outside the training range); band: the predictive mean ±2 "
+                 "predictive standard deviations", fontsize=10)
     fig.tight_layout()
     save_figure(fig, path, dpi=DPI)
     save_figure(fig, path.with_suffix(".pdf"))
