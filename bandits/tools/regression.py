@@ -240,7 +240,8 @@ def plot(curves: dict, cfg: Config, path: Path) -> None:
         ax.set_xlabel("x")
         ax.set_ylim(-300, 300)
     axes[0].set_ylabel("y")
-    axes[0].legend(fontsize=7, loc="upper left")
+    banded = [ax for ax, name in zip(axes, MODELS) if curves["models"][name][1] is not None]
+    (banded or list(axes))[0].legend(fontsize=7, loc="upper left")  # the band's name too
     fig.suptitle(f"y = x^3 + N(0, {cfg.noise:g}^2), {cfg.points} points in [-4, 4] "
                  "(grey: outside the training range); band: the predictive mean ±2 "
                  "predictive standard deviations", fontsize=10)
