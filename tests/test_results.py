@@ -43,3 +43,16 @@ def test_the_results_folder_stays_under_10_mb():
     assert size < 10_000_000, (f"results/ holds {size:,} bytes, over 10 MB: ship fewer or "
                                "smaller files (raw run files stay out of git)")
     assert not [p for p in files if p.suffix == ".pdf"], "figures are shipped as PNG only"
+
+
+def test_the_real_second_processor_check_names_the_shipped_bytes():
+    """``results/same-bytes/intel-host``: every file it found the same bytes is, byte for
+    byte, the file shipped now (a result changed since must be checked again)."""
+    import hashlib
+
+    rows = pd.read_csv(REPO / "results/same-bytes/intel-host/comparison.csv")
+    assert len(rows) == 6 and rows["same"].all()
+    assert (rows["shipped_sha256"] == rows["rerun_sha256"]).all()
+    for _, r in rows.iterrows():
+        now = hashlib.sha256((REPO / r["result"] / r["file"]).read_bytes()).hexdigest()
+        assert now == r["shipped_sha256"], f"{r['result']}/{r['file']} changed since"

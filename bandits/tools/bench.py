@@ -30,7 +30,10 @@ projected minutes of a 10,000-round run of their training schedule.
 
 ``--kernels`` times what the pinned kernels (:mod:`bandits.core.kernels`) cost: the default
 command and the fused step, each under the pin and with the libraries' own kernels,
-interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
+interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``. ``--gc``
+times a short default run with the loop's quiet garbage collector
+(:mod:`bandits.core.collector`) and with Python's own, interleaved, in wall and CPU
+seconds, and writes ``gc.csv`` and ``gc.json``.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import torch
 
 from agents import SPECS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
-from bandits.core import kernels
+from bandits.core import collector, kernels
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import (
     UsageError,
@@ -62,12 +65,14 @@ from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
+    GC_COMMAND,
     MNIST_WORKERS_COMMAND,
     MODES,
     PAPER_STEPS,
     THREADS_COMMAND,
     NotMeasured,
     default_command,
+    gc_cost,
     kernels_cost,
     mnist_workers,
     mode_outputs,
@@ -212,6 +217,9 @@ class Settings:
         "on a core each; writes threads_under_load.csv and .json")
     busy: list[int] = setting([0, 1, 2], "with --threads-under-load: the numbers of busy "
                               "processes to time beside", nargs="+", type=int, range=(0, 64))
+    gc: bool = setting(False, "instead: time a short default run with the loop's quiet "
+                       "garbage collector (bandits.core.collector) and with Python's own, "
+                       "interleaved over --rounds, and check the CSVs are the same bytes")
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
@@ -268,65 +276,48 @@ def _bench(argv: Sequence[str] | None) -> int:
     return code
 
 
+def _written(args: Settings, argv: Sequence[str] | None, name: str, df: pd.DataFrame,
+             start: float, device: str = "cpu", **what) -> int:
+    """A mode's table into ``--out`` (``NAME.csv``, and ``NAME.json`` with the command,
+    the machine, ``what`` was timed, the wall time and the versions), printed."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(df, args.out / f"{name}.csv")
+    write_json({"command": "python -m bandits.bench " + " ".join(
+                    sys.argv[1:] if argv is None else argv),
+                "machine": machine(device), **what,
+                "wall_seconds": round(time.perf_counter() - start, 1),
+                "versions": package_versions()}, args.out / f"{name}.json")
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
 def _main(p: argparse.ArgumentParser, args: Settings,
           argv: Sequence[str] | None) -> int:
+    start = time.perf_counter()
     if args.kernels:
-        start = time.perf_counter()
-        df = kernels_cost(args.rounds)
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / "kernels.csv")
-        write_json({"command": "python -m bandits.bench " + " ".join(
-                        sys.argv[1:] if argv is None else argv),
-                    "machine": machine("cpu"), "pin": kernels.PIN,
-                    "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / "kernels.json")
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        return 0
+        return _written(args, argv, "kernels", kernels_cost(args.rounds), start,
+                        pin=kernels.PIN)
+    if args.gc:
+        return _written(args, argv, "gc", gc_cost(args.rounds), start,
+                        timed="python -m " + " ".join(GC_COMMAND),
+                        quiet_threshold=list(collector.THRESHOLD))
     if args.threads_under_load:
-        start = time.perf_counter()
-        df = threads_under_load(args.busy, args.rounds)
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / "threads_under_load.csv")
-        write_json({"command": "python -m bandits.bench " + " ".join(
-                        sys.argv[1:] if argv is None else argv),
-                    "machine": machine("cpu"),
-                    "timed": "python -m " + " ".join(THREADS_COMMAND),
-                    "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / "threads_under_load.json")
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        return 0
+        return _written(args, argv, "threads_under_load",
+                        threads_under_load(args.busy, args.rounds), start,
+                        timed="python -m " + " ".join(THREADS_COMMAND))
     if args.default_command or args.mnist_workers:
-        start = time.perf_counter()
         cores = list(range(1, available_cores() + 1))
         if args.mnist_workers:
-            df, name = mnist_workers(cores, args.rounds), "mnist_workers"
-            what = {"timed": "python -m bandits.mnist " + " ".join(MNIST_WORKERS_COMMAND[1:])}
-        else:
-            df, name = default_command(cores, args.rounds), "default_command"
-            what = {"preset": "quick (the default)"}
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / f"{name}.csv")
-        write_json({"command": "python -m bandits.bench " + " ".join(
-                        sys.argv[1:] if argv is None else argv),
-                    "machine": machine("cpu"), **what,
-                    "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / f"{name}.json")
-        print(df.to_string(index=False))
-        return 0
+            return _written(args, argv, "mnist_workers", mnist_workers(cores, args.rounds),
+                            start, timed="python -m bandits.mnist "
+                            + " ".join(MNIST_WORKERS_COMMAND[1:]))
+        return _written(args, argv, "default_command", default_command(cores, args.rounds),
+                        start, preset="quick (the default)")
     if args.scaling:
-        start = time.perf_counter()
         workers = list(range(1, available_cores() + 1))
         df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / "scaling.csv")
-        write_json({"command": "python -m bandits.bench " + " ".join(
-                        sys.argv[1:] if argv is None else argv),
-                    "machine": machine(args.device),
-                    "device": args.device, "preset": "paper (4 agents x 5 seeds, 64 updates)",
-                    "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / "scaling.json")
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        return 0
+        return _written(args, argv, "scaling", df, start, args.device, device=args.device,
+                        preset="paper (4 agents x 5 seeds, 64 updates)")
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.set_float32_matmul_precision(args.matmul_precision)
