@@ -68,10 +68,11 @@ def gaussian_nll_output_grads(out: Tensor, rewards: Tensor, floor: float,
     return d_out, nll
 
 
-def epochs_need_sgd(config) -> str | None:
-    """Why ``config`` cannot train: ``--fit epochs`` with Adam, whose step count all runs
-    share (the command's check and the agent's, in one wording)."""
-    if config.fit == "epochs" and config.optimizer != "sgd":
+def epochs_need_sgd(fit: str, optimizer: str) -> str | None:
+    """Why a network with this ``fit`` and ``optimizer`` cannot train: ``--fit epochs`` with
+    Adam, whose step count all runs share (the command's check and the agent's, in one
+    wording)."""
+    if fit == "epochs" and optimizer != "sgd":
         return ("--fit epochs stops each run at its own step; it trains with --optimizer sgd "
                 "(NeuralUCB's reference), not Adam")
     return None
@@ -103,7 +104,7 @@ class NeuralAgent(Agent):
         # (its rho is never decayed): the agent's own (decoupled_decay)
         decay = self.decoupled_decay()
         self._decay = decay  # its range: checked by Agent, as declared
-        why = epochs_need_sgd(self.config)
+        why = epochs_need_sgd(self.config.fit, self.config.optimizer)
         if why is not None:
             raise ValueError(why)
         params = [{"params": [self.model.mu], "weight_decay": decay}]

@@ -82,12 +82,6 @@ def identity(config: dict[str, Any]) -> str:
     return RUN.identity(config)
 
 
-def resume_flags(argv: Sequence[str] | None) -> tuple[dict[str, Any], set[str]]:
-    """The parsed command line of a ``--resume`` and the flags given on it (which
-    :func:`bandits.simulator.run.resume` checks)."""
-    return vars(build_parser().parse_args(argv)), given_flags(argv)
-
-
 def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     """The config of the run to resume in ``out`` (its config.json, with ``changes``:
     --steps and the other flags of :data:`RESUME_FLAGS`) and what

@@ -39,7 +39,6 @@ from bandits.simulator.resume import (
     given_flags,
     identity,
     resume_config,
-    resume_flags,
 )
 from bandits.simulator.settings import PRESETS, Config, build_parser, config_from, parse_config
 
@@ -138,12 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: list[str], command: str) -> int:
     try:
-        if "resume" in given_flags(argv):
-            args, given = resume_flags(argv)
-            outcome = resume(Path(args["resume"]), {k: args[k] for k in given - {"resume"}},
-                             command)
+        parser = build_parser()  # argv is parsed once: the flags named, and their values
+        args = vars(parser.parse_args(argv))
+        if "resume" in parser.given:
+            outcome = resume(Path(args["resume"]),
+                             {k: args[k] for k in parser.given - {"resume"}}, command)
         else:
-            cfg = parse_config(argv)
+            cfg = parse_config(parsed=args)
             if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying reproduces
                 command += " --exact"
             outcome = start(cfg, command)

@@ -43,12 +43,11 @@ DESCRIPTION = ("The bandit simulator: agents act, learn from a replay buffer, an
                "by regret.")
 """The first paragraph of ``python -m bandits.run --help``."""
 
-# Preset values fill every setting the command line leaves unset. The agents' own
-# defaults (network, prior, likelihood, optimiser) come from AgentConfig.
-# The learner with a memory (results/mushroom/memory-20k, memory-decay-0.3): every neural
-# agent with decoupled weight decay 0.3 (BBB's on its posterior means) and a buffer of
-# 50,000 items; the paper's protocol (Blundell et al. 2015, section 5.3): no decay and a
-# buffer of 4,096.
+# Preset values fill every setting the command line leaves unset (the agents' own defaults
+# come from AgentConfig). The learner with a memory (results/mushroom/memory-20k,
+# memory-decay-0.3): every neural agent with decoupled weight decay 0.3 (BBB's on its
+# posterior means) and a buffer of 50,000 items; the paper's protocol (Blundell et al.
+# 2015, section 5.3): no decay and a buffer of 4,096.
 MEMORY = {"buffer_size": 50_000, "weight_decay": 0.3, "mean_decay": 0.3}
 PAPER_LEARNER = {"buffer_size": 4096, "weight_decay": 0.0, "mean_decay": 0.0}
 FIGURE6 = {"agent": ["bbb", "greedy", "eps1", "eps5"], "batch_size": 64}  # its agents
@@ -224,10 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
                                  PRESETS)
 
 
-def parse_config(argv: Sequence[str] | None = None) -> Config:
-    """Parse the command line, fill unset settings from the preset, and validate. A
-    worker's (``--settings-file``) takes the run's settings from that file, as they are."""
-    values = vars(build_parser().parse_args(argv))
+def parse_config(argv: Sequence[str] | None = None, parsed: dict | None = None) -> Config:
+    """Parse the command line (or take ``parsed``, its parse), fill unset settings from the
+    preset, and validate. A worker's (``--settings-file``) takes the run's settings from
+    that file, as they are."""
+    values = dict(parsed) if parsed is not None else vars(build_parser().parse_args(argv))
     if values["settings_file"] is not None:
         values.update(read_settings_file(values["settings_file"], Config))
     return _complete(values)
@@ -283,7 +283,7 @@ def validate(cfg: Config) -> None:
     if cfg.seed + cfg.seeds - 1 > 2**63 - 1:
         raise UsageError(f"--seed {cfg.seed} with --seeds {cfg.seeds} runs past the largest "
                          f"seed, 2^63 - 1; give --seed at most {2**63 - cfg.seeds}")
-    if (why := epochs_need_sgd(cfg)) is not None:
+    if (why := epochs_need_sgd(cfg.fit, cfg.optimizer)) is not None:
         raise UsageError(why)
     if cfg.nll_beta and cfg.likelihood != "learned":
         raise UsageError(f"--nll-beta {cfg.nll_beta:g} weights the learned noise's "
