@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from bandits.core import collector, kernels
+from bandits.core import kernels
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command with one line saying so (:func:`interruptible`)."""
@@ -79,8 +79,7 @@ def start(prog: str) -> None:
     """What the command ``prog`` does first, before its slow imports: its signal handlers
     (:func:`interruptible`), OpenMP's passive wait (unless ``OMP_WAIT_POLICY`` is set)
     and, in exact mode, the math kernels pinned
-    (:func:`bandits.core.kernels.pin`); a malformed ``BANDITS_EXACT`` or ``BANDITS_GC`` is
-    one line, exit 2."""
+    (:func:`bandits.core.kernels.pin`); a malformed ``BANDITS_EXACT`` is one line, exit 2."""
     interruptible(prog)
     # threads waiting for work sleep instead of spinning: on a busy machine two spinning
     # threads take turns with the other processes for the cores (one MNIST epoch several
@@ -88,7 +87,6 @@ def start(prog: str) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         kernels.pin()
-        collector.keeps_python_settings()  # BANDITS_GC, checked before any run starts
     except ValueError as e:  # BANDITS_EXACT=maybe: one line, before anything is written
         os.write(2, f"{prog}: error: {e}\n".encode())
         os._exit(2)

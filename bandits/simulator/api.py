@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bandits.core import collector, kernels
+from bandits.core import kernels
 
 # exact mode where BANDITS_EXACT=1 asks for it, before torch loads (effective where nothing
 # imported torch before)
@@ -44,10 +44,6 @@ def simulate(out: Path | str | None = None, **settings: Any):
         RuntimeError: The run did not finish (its one line says why).
     """
     shown = ", ".join(f"{k}={v!r}" for k, v in settings.items())
-    try:
-        collector.keeps_python_settings()
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     if settings.get("resume") is not None:  # continue a run from its checkpoint
         where = Path(settings["resume"])
         if out is not None and Path(out) != where:

@@ -21,7 +21,7 @@ import torch
 
 import envs
 from agents import SPECS, make_agents
-from bandits.core import checkpoint, collector, denormals
+from bandits.core import checkpoint, denormals
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.checkpoint import CheckpointError
 from bandits.core.config import UsageError
@@ -213,7 +213,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     everyone = [probe, progress, checkpoints, *given, *hooks]
     status, message = 0, None
     try:
-        with StopOnSigint() as stop, collector.quiet():
+        with StopOnSigint() as stop:
             for t in range(log.done, cfg.steps):
                 for pop in populations:
                     interact(pop, t, cfg, log, wall, index)

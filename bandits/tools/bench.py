@@ -30,10 +30,7 @@ projected minutes of a 10,000-round run of their training schedule.
 
 ``--kernels`` times what the pinned kernels (:mod:`bandits.core.kernels`) cost: the default
 command and the fused step, each under the pin and with the libraries' own kernels,
-interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``. ``--gc``
-times a short default run with the loop's quiet garbage collector
-(:mod:`bandits.core.collector`) and with Python's own, interleaved, in wall and CPU
-seconds, and writes ``gc.csv`` and ``gc.json``.
+interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
 """
 
 from __future__ import annotations
@@ -51,7 +48,7 @@ import torch
 
 from agents import SPECS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
-from bandits.core import collector, kernels
+from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import (
     UsageError,
@@ -65,14 +62,12 @@ from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
-    GC_COMMAND,
     MNIST_WORKERS_COMMAND,
     MODES,
     PAPER_STEPS,
     THREADS_COMMAND,
     NotMeasured,
     default_command,
-    gc_cost,
     kernels_cost,
     mnist_workers,
     mode_outputs,
@@ -217,9 +212,6 @@ class Settings:
         "on a core each; writes threads_under_load.csv and .json")
     busy: list[int] = setting([0, 1, 2], "with --threads-under-load: the numbers of busy "
                               "processes to time beside", nargs="+", type=int, range=(0, 64))
-    gc: bool = setting(False, "instead: time a short default run with the loop's quiet "
-                       "garbage collector (bandits.core.collector) and with Python's own, "
-                       "interleaved over --rounds, and check the CSVs are the same bytes")
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
@@ -297,10 +289,6 @@ def _main(p: argparse.ArgumentParser, args: Settings,
     if args.kernels:
         return _written(args, argv, "kernels", kernels_cost(args.rounds), start,
                         pin=kernels.PIN)
-    if args.gc:
-        return _written(args, argv, "gc", gc_cost(args.rounds), start,
-                        timed="python -m " + " ".join(GC_COMMAND),
-                        quiet_threshold=list(collector.THRESHOLD))
     if args.threads_under_load:
         return _written(args, argv, "threads_under_load",
                         threads_under_load(args.busy, args.rounds), start,

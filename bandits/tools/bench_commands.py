@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bandits.core import collector, kernels
+from bandits.core import kernels
 from bandits.core.config import with_flags
 from bandits.core.processes import die_with_parent
 
@@ -178,47 +177,6 @@ def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
     return df
 
 
-GC_COMMAND = ["bandits.run", "--steps", "400", "--workers", "1", "--no-progress"]
-"""What ``--gc`` times: the default command, shortened, in one process."""
-
-
-def gc_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
-    """What the loop's quiet garbage collector (:mod:`bandits.core.collector`) saves:
-    :data:`GC_COMMAND` with it and with Python's own settings (``BANDITS_GC=python``),
-    interleaved over ``rounds``, median taken, in wall seconds and in the child's CPU
-    seconds (less moved by other work on the machine); ``same_bytes``: whether the CSVs
-    are the same. ``extra``: flags added to the command (tests)."""
-    base = {k: v for k, v in os.environ.items() if k != collector.VARIABLE}
-    envs = {"quiet": base, "python": {**base, collector.VARIABLE: "python"}}
-    wall: dict[str, list[float]] = {name: [] for name in envs}
-    cpu: dict[str, list[float]] = {name: [] for name in envs}
-    same = True
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(rounds):
-            for name, env in envs.items():
-                cmd = [sys.executable, "-m", *with_flags(GC_COMMAND, extra), "--out",
-                       str(Path(tmp) / f"{name}-{r}")]
-                used = resource.getrusage(resource.RUSAGE_CHILDREN)
-                tic = time.perf_counter()
-                _child(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
-                wall[name].append(time.perf_counter() - tic)
-                now = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu[name].append(now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime)
-            same = same and all(
-                (Path(tmp) / f"quiet-{r}" / f).read_bytes()
-                == (Path(tmp) / f"python-{r}" / f).read_bytes()
-                for f in ("metrics.csv", "summary.csv", "phases.csv"))
-    rows = []
-    for unit, times in (("wall seconds", wall), ("CPU seconds", cpu)):
-        quiet, python = float(np.median(times["quiet"])), float(np.median(times["python"]))
-        rows.append({"unit": unit, "quiet": quiet, "python": python,
-                     "quiet_over_python": quiet / python,
-                     "quiet_each": " ".join(f"{t:.4g}" for t in times["quiet"]),
-                     "python_each": " ".join(f"{t:.4g}" for t in times["python"]),
-                     "same_bytes": same})
-    return pd.DataFrame(rows)
-
-
 THREADS_COMMAND = ["bandits.mnist", "--quick", "--epochs", "1", "--no-progress"]
 """What ``--threads-under-load`` times: one epoch of the MNIST quick model."""
 
@@ -287,7 +245,7 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
 # what bench writes into --out, each mode its own two files (an --overwrite replaces the
 # files of the mode run, nothing else: another mode's results in the same --out stay)
 MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
-         "threads_under_load", "gc")
+         "threads_under_load")
 OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 
 
