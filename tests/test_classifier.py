@@ -17,8 +17,8 @@ from bandits.bayes import (
     mc_cost_grads,
     runs_prior_consts,
 )
-from bandits.mnist.classifiers import STREAMS, RunSpec, seed_streams
-from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
+from bandits.mnist.models.classifiers import STREAMS, RunSpec, seed_streams
+from bandits.mnist.models.classifiers import BatchedClassifiers as Classifiers
 
 MIXTURE = ScaleMixturePrior(0.5, 1.0, math.exp(-6))
 OTHER_MIXTURE = ScaleMixturePrior(0.25, math.exp(-1), math.exp(-7))

@@ -95,7 +95,7 @@ def test_runner_on_cuda(tmp_path):
 @pytest.mark.parametrize("kind", ["bbb", "dropout"])
 def test_batched_classifiers_on_cuda_equal_separate_runs(kind):
     from bandits.bayes import GaussianPrior, ScaleMixturePrior
-    from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
+    from bandits.mnist.models.classifiers import BatchedClassifiers, RunSpec
 
     g = torch.Generator().manual_seed(0)
     x = (torch.rand(200, 784, generator=g) * 2).cuda()

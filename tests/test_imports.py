@@ -127,6 +127,28 @@ def test_the_layer_check_finds_an_import_upwards():
     assert _layer_of("envs.mushroom") == _layer_of("agents.bbb")  # one layer: refused too
 
 
+# bandits/mnist's own layers (docs/layout.md): its subpackages, each importing only those
+# before it; the command line (cli, __main__) and the package's __init__ come last.
+MNIST_LAYERS = ["models", "data", "evaluation", "reports", "training"]
+
+
+def _mnist_layer(module: str) -> int:
+    parts = module.split(".")
+    sub = parts[2] if len(parts) > 2 else ""
+    return MNIST_LAYERS.index(sub) if sub in MNIST_LAYERS else len(MNIST_LAYERS)
+
+
+def test_the_mnist_benchmark_is_its_layers_each_importing_only_those_before_it():
+    graph = {m: t for m, t in _import_graph().items() if m.startswith("bandits.mnist")}
+    loose = {m for m in graph if _mnist_layer(m) == len(MNIST_LAYERS)}
+    assert loose == {"bandits.mnist", "bandits.mnist.cli", "bandits.mnist.__main__"}
+    wrong = sorted((m, t) for m, targets in graph.items() for t in targets
+                   if t.startswith("bandits.mnist.") and _mnist_layer(t) != _mnist_layer(m)
+                   and _mnist_layer(t) > _mnist_layer(m))
+    assert wrong == []
+    assert _mnist_layer("bandits.mnist.models.config") < _mnist_layer("bandits.mnist.data.splits")
+
+
 @pytest.mark.slow
 def test_importing_a_layer_loads_no_later_layer(tmp_path):
     graph = _import_graph()
@@ -314,3 +336,13 @@ def test_the_command_line_reaches_the_loop_through_at_most_six_files(tmp_path):
     walked = list(dict.fromkeys(files))
     assert done and walked[-1] == "bandits/simulator/loop.py", walked
     assert len(walked) <= 6, walked
+
+
+def test_every_package_of_the_tree_is_one_the_wheel_ships():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts)
+             for top in ("bandits", "agents", "envs") for p in (REPO / top).rglob("__init__.py")}
+    assert found == listed

@@ -31,20 +31,24 @@ from bandits.bayes import (
     prune_by_snr,
     snr,
 )
-from bandits.mnist import cli, config, evaluate, priors, tables, train
-from bandits.mnist import report as reporting
-from bandits.mnist.adam_probe import data_gradient_scale
-from bandits.mnist.autograd_baseline import train_epoch
-from bandits.mnist.classifiers import BatchedClassifiers as Classifiers
+from bandits.mnist import cli
 from bandits.mnist.cli import parse_config
-from bandits.mnist.config import Config
-from bandits.mnist.data import Split
-from bandits.mnist.evaluate import build_model, predict
-from bandits.mnist.gather import read_models
-from bandits.mnist.model_files import command_line, read_csv, read_csv_rows, saved_config
-from bandits.mnist.priors import kl_factor_at
-from bandits.mnist.report import report
-from bandits.mnist.rows import chosen, mean_val_error, models_table, rows_table, t975
+from bandits.mnist.data.splits import Split
+from bandits.mnist.evaluation import evaluate
+from bandits.mnist.evaluation.evaluate import build_model, predict
+from bandits.mnist.evaluation.model_files import command_line, read_csv, read_csv_rows, saved_config
+from bandits.mnist.models import config, priors
+from bandits.mnist.models.classifiers import BatchedClassifiers as Classifiers
+from bandits.mnist.models.config import Config
+from bandits.mnist.models.priors import kl_factor_at
+from bandits.mnist.reports import report as reporting
+from bandits.mnist.reports import tables
+from bandits.mnist.reports.gather import read_models
+from bandits.mnist.reports.report import report
+from bandits.mnist.reports.rows import chosen, mean_val_error, models_table, rows_table, t975
+from bandits.mnist.training import train
+from bandits.mnist.training.adam_probe import data_gradient_scale
+from bandits.mnist.training.autograd_baseline import train_epoch
 
 
 def _no_network(monkeypatch):

@@ -18,11 +18,13 @@ import torch
 from bandits import mnist
 from bandits.bayes import ScaleMixturePrior
 from bandits.core.config import UsageError
-from bandits.mnist import cli, config, train
-from bandits.mnist.autograd_nets import AutogradNets
-from bandits.mnist.classifiers import BatchedClassifiers, RunSpec
-from bandits.mnist.model_files import read_csv_rows
-from bandits.mnist.report import report
+from bandits.mnist import cli
+from bandits.mnist.evaluation.model_files import read_csv_rows
+from bandits.mnist.models import config
+from bandits.mnist.models.autograd_nets import AutogradNets
+from bandits.mnist.models.classifiers import BatchedClassifiers, RunSpec
+from bandits.mnist.reports.report import report
+from bandits.mnist.training import train
 
 PREFIX = "bandits.mnist: error: "
 
@@ -306,7 +308,7 @@ def test_prints_threads_and_outputs(mnist_data_dir, tmp_path, monkeypatch, capsy
 
 def test_a_diverged_model_stops_with_exit_3_and_writes_no_nan(mnist_data_dir, tmp_path,
                                                                 capsys, monkeypatch):
-    from bandits.mnist import classifiers
+    from bandits.mnist.models import classifiers
 
     _no_network(monkeypatch)
     original = classifiers.BatchedClassifiers.train_epoch

@@ -13,9 +13,9 @@ import pytest
 
 from bandits import mnist
 from bandits.core.files import write_csv
-from bandits.mnist.gather import MODELS_FILE, read_models
-from bandits.mnist.model_files import read_csv_rows
-from bandits.mnist.report import report
+from bandits.mnist.evaluation.model_files import read_csv_rows
+from bandits.mnist.reports.gather import MODELS_FILE, read_models
+from bandits.mnist.reports.report import report
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "results" / "mnist"

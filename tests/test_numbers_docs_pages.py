@@ -337,7 +337,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files or 
     *(("docs/long-runs.md", text) for text in (
         lambda: f"(default {_checkpoint_every('bandits.simulator.settings', 'OutputSettings')}; "
                 "0 = after every step)",
-        lambda: f"(default {_checkpoint_every('bandits.mnist.config', 'Config')}; 0: every "
+        lambda: f"(default {_checkpoint_every('bandits.mnist.models.config', 'Config')}; 0: every "
                 "epoch)",
     )),
 ]

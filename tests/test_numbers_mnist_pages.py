@@ -5,7 +5,7 @@ experiment's report (``tables.md``, which ``python -m bandits.mnist report`` bui
 ``models.jsonl``; tests/test_mnist_report.py checks that it still does), the lines of
 ``models.jsonl`` themselves where the prose speaks of some of a row's seeds or of the time a
 command took, ``speed.json``, the Adam probes, and the paper's numbers
-(``bandits.mnist.tables``). A rerun that changes a file without the page fails here.
+(``bandits.mnist.reports.tables``). A rerun that changes a file without the page fails here.
 
 A hand-written table is checked row by row (:data:`TABLES`): the numbers of a row's result
 cells, in order, must be those of one row of the report (as the page rounds them), so a
@@ -30,12 +30,12 @@ import pandas as pd
 from page_numbers import REPO, cell_numbers, flat, prose, row_cells, rows_of, snippets, uncovered
 from test_quoted_numbers import QUOTES as FRONT
 
-from bandits.mnist.config import Config
-from bandits.mnist.gather import read_models
-from bandits.mnist.markdown import fmt
-from bandits.mnist.priors import kl_factor_at
-from bandits.mnist.rows import models_table, paired_difference, rows_table
-from bandits.mnist.tables import PAPER_TABLE1, PAPER_TABLE2
+from bandits.mnist.evaluation.markdown import fmt
+from bandits.mnist.models.config import Config
+from bandits.mnist.models.priors import kl_factor_at
+from bandits.mnist.reports.gather import read_models
+from bandits.mnist.reports.rows import models_table, paired_difference, rows_table
+from bandits.mnist.reports.tables import PAPER_TABLE1, PAPER_TABLE2
 
 MNIST, NARROW, WIDE = "docs/mnist.md", "docs/mnist-2x400.md", "docs/mnist-2x1200.md"
 PAGES = (MNIST, NARROW, WIDE)

@@ -4,7 +4,7 @@ tables, checked against the shipped files they come from, as
 tests/test_numbers_mnist_pages.py does for docs/mnist*.md (whose helpers this module
 reuses): the reports' ``tables.md`` and ``table1.csv``, the lines of ``models.jsonl``,
 the grid's ``settings.csv``, ``speed.json``, the gradient-variance benchmark the LeNet-5
-page links, and the paper's numbers (``bandits.mnist.tables``). A rerun that changes a
+page links, and the paper's numbers (``bandits.mnist.reports.tables``). A rerun that changes a
 file without the page fails here.
 
 A hand-written table is checked row by row (:data:`TABLES`): the numbers of a row's result
@@ -47,8 +47,8 @@ from test_numbers_mnist_pages import (
     _wall,
 )
 
-from bandits.mnist.gather import read_models
-from bandits.mnist.tables import PAPER_TABLE2
+from bandits.mnist.reports.gather import read_models
+from bandits.mnist.reports.tables import PAPER_TABLE2
 
 INDEX = "results/mnist/README.md"
 LENET_PAGE = "results/mnist/lenet5/README.md"

@@ -333,7 +333,7 @@ def test_every_figure_module_draws_in_the_shared_style_and_leaves_the_users_sett
     from bandits.analysis import diagnose
     from bandits.core.style import STYLE
     from bandits.experiments import sweep_results
-    from bandits.mnist import figures as mnist_figures
+    from bandits.mnist.reports import figures as mnist_figures
     from bandits.tools import regression
 
     # every function that draws a shipped figure is wrapped by bandits.core.style.styled
@@ -375,7 +375,7 @@ def test_a_crowded_figure_ranks_the_last_step_in_a_panel_beside_the_curves():
 
 def test_figure_2_draws_the_mean_over_the_seeds_with_a_band_from_lowest_to_highest(
         tmp_path, monkeypatch):
-    from bandits.mnist import figures as mnist_figures
+    from bandits.mnist.reports import figures as mnist_figures
 
     errors = {0: [3.0, 2.0, 1.5], 1: [4.0, 2.5, 1.2], 2: [3.5, 1.5, 1.8]}
     paths = []
@@ -402,8 +402,8 @@ def test_figure_2_draws_the_mean_over_the_seeds_with_a_band_from_lowest_to_highe
 def test_the_mnist_figures_give_one_kind_of_model_one_colour(tmp_path, monkeypatch):
     """Figures 2-4 of a report colour each line by its model's kind (the Gaussian is the
     same colour in all three), and a figure of two rows of one kind keeps them apart."""
-    from bandits.mnist import figures as mnist_figures
-    from bandits.mnist import report as reporting
+    from bandits.mnist.reports import figures as mnist_figures
+    from bandits.mnist.reports import report as reporting
 
     rows = pd.DataFrame({"kind": ["sgd", "bbb-gaussian", "bbb-mixture"],
                          "settings": [{"epochs": 60}, {"epochs": 60}, {"epochs": 300}],

@@ -143,13 +143,13 @@ def _tempered_pair() -> str:
 
 
 def _paper_error(method: str) -> str:
-    from bandits.mnist.tables import PAPER_TABLE1
+    from bandits.mnist.reports.tables import PAPER_TABLE1
 
     return f"{PAPER_TABLE1[(method, 1200)]:.2f}"
 
 
 def _paper_gap() -> str:
-    from bandits.mnist.tables import PAPER_TABLE1
+    from bandits.mnist.reports.tables import PAPER_TABLE1
 
     gap = PAPER_TABLE1[("bbb-gaussian", 1200)] - PAPER_TABLE1[("bbb-mixture", 1200)]
     return f"not the paper's {gap:.2f}"
@@ -157,7 +157,7 @@ def _paper_gap() -> str:
 
 def _pruning_costs() -> str:
     """What removing 95 and 98 % of the weights costs, ours and the paper's (points)."""
-    from bandits.mnist.tables import PAPER_TABLE2
+    from bandits.mnist.reports.tables import PAPER_TABLE2
     from bandits.tools.doc_tables import table2
 
     ours = next(line for line in table2(REPO).splitlines() if line.startswith("| ours |"))

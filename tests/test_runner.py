@@ -10,8 +10,8 @@ import pytest
 
 from bandits.core import runner
 from bandits.core.config import UsageError
-from bandits.mnist import train
-from bandits.mnist.training_state import TRAINING
+from bandits.mnist.training import train
+from bandits.mnist.training.training_state import TRAINING
 from bandits.simulator import hooks
 from bandits.simulator.resume import RUN
 

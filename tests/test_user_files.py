@@ -451,7 +451,7 @@ def test_the_patterns_name_numbers_only_where_the_command_puts_them():
 
 
 def test_an_mnist_model_folder_copied_under_another_name_is_not_the_grids(tmp_path):
-    from bandits.mnist.train import is_model_dir
+    from bandits.mnist.training.train import is_model_dir
 
     record = {"model": "bbb", "arch": "mlp", "estimator": "reparam", "seed": 0,
               "prior": "mixture", "pi": 0.25}

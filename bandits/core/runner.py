@@ -17,7 +17,7 @@ declare a :class:`RunKind` and go through the same code for
 
 What differs between the two stays with them: the simulator's step loop
 (:mod:`bandits.simulator.loop`) and workers (:mod:`bandits.simulator.parallel`), the
-trainer's epochs and batches (:mod:`bandits.mnist.train`).
+trainer's epochs and batches (:mod:`bandits.mnist.training.train`).
 """
 
 from __future__ import annotations

@@ -4,30 +4,33 @@ Bayes by Backprop classifiers (Gaussian or scale-mixture prior) and same-size
 baselines (plain MLP, dropout) trained on MNIST, many models at once; the paper's
 Tables 1-2 and Figures 2-4. Run ``python -m bandits.mnist --help``.
 
-Modules, in the order the data flows through them:
+Subpackages, its layers: each imports only those above it in this list
+(``tests/test_imports.py`` checks it).
 
-* :mod:`~bandits.mnist.config`: the settings of each command (one field per flag),
-  their checks, and the models one command trains (grid settings times seeds);
-* :mod:`~bandits.mnist.data`: the MNIST files (IDX format, checked), preprocessing
-  and the train / validation / test splits;
-* :mod:`~bandits.mnist.classifiers`: ``R`` classifiers trained at once as one batched
-  model (:class:`~bandits.mnist.classifiers.BatchedClassifiers`);
-  :mod:`~bandits.mnist.autograd_nets` the same by autograd (LeNet-5, noise per image);
-* :mod:`~bandits.mnist.train`: a training command: training, checkpoints and
-  resuming, the per-model outputs (:mod:`~bandits.mnist.model_files`) and the
-  command's tables (:mod:`~bandits.mnist.command_tables`);
-* :mod:`~bandits.mnist.evaluate`: one trained model's predictions, test error,
-  entropy on noise images, and pruning by signal-to-noise ratio;
-* ``report``: :mod:`~bandits.mnist.gather` (every model into ``models.jsonl``),
-  :mod:`~bandits.mnist.rows` (the models as one table, grouped by their settings),
-  :mod:`~bandits.mnist.tables` (Tables 1 and 2 and the others, written by
-  :mod:`~bandits.mnist.markdown`), :mod:`~bandits.mnist.figures` (Figures 2-4, and
-  a model's plots) and :mod:`~bandits.mnist.report`, which runs them;
-* :mod:`~bandits.mnist.speed`: ``bench``, the training speed, against the autograd
-  baseline of :mod:`~bandits.mnist.autograd_baseline`;
-* :mod:`~bandits.mnist.adam_probe`: ``adam-probe``, what Adam's per-weight step size
-  does to each prior's weights;
-* :mod:`~bandits.mnist.cli`: the command line (:func:`main`).
+* :mod:`~bandits.mnist.models`: what a model is. :mod:`~bandits.mnist.models.config`, the
+  settings of each command (one field per flag), their checks and the models one command
+  trains (grid settings times seeds); :mod:`~bandits.mnist.models.classifiers`, ``R``
+  classifiers trained at once as one batched model, and
+  :mod:`~bandits.mnist.models.autograd_nets`, the same by autograd (LeNet-5, noise per
+  image); :mod:`~bandits.mnist.models.priors`, the prior and posterior a setting makes.
+* :mod:`~bandits.mnist.data`: :mod:`~bandits.mnist.data.splits`, the MNIST files (IDX
+  format, checked), preprocessing and the train / validation / test splits.
+* :mod:`~bandits.mnist.evaluation`: :mod:`~bandits.mnist.evaluation.evaluate`, one trained
+  model's predictions, test error, entropy on noise images and pruning by signal-to-noise
+  ratio; :mod:`~bandits.mnist.evaluation.model_files`, the files each model leaves;
+  :mod:`~bandits.mnist.evaluation.markdown`, numbers and tables as text.
+* :mod:`~bandits.mnist.reports`: ``report`` (:mod:`~bandits.mnist.reports.gather`, every
+  model into ``models.jsonl``; :mod:`~bandits.mnist.reports.rows`;
+  :mod:`~bandits.mnist.reports.tables`, Tables 1 and 2 and the others;
+  :mod:`~bandits.mnist.reports.figures`, Figures 2-4 and a model's plots; and
+  :mod:`~bandits.mnist.reports.report`, which runs them), and a training command's tables
+  (:mod:`~bandits.mnist.reports.command_tables`).
+* :mod:`~bandits.mnist.training`: :mod:`~bandits.mnist.training.train`, a training
+  command (batches, checkpoints and resuming, :mod:`~bandits.mnist.training.finish` for
+  what a trained model leaves); :mod:`~bandits.mnist.training.speed`, ``bench``, against
+  :mod:`~bandits.mnist.training.autograd_baseline`; and
+  :mod:`~bandits.mnist.training.adam_probe`, ``adam-probe``.
+* :mod:`~bandits.mnist.cli`: the command line (:func:`main`), above them all.
 """
 
 from bandits.core.startup import Command

@@ -30,14 +30,14 @@ from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.processes import ctrl_c_on
 from bandits.core.runner import DIVERGED_STATUS, Diverged
 from bandits.core.version import __version__
-from bandits.mnist.adam_probe import probe
-from bandits.mnist.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
-from bandits.mnist.figures import redraw
-from bandits.mnist.priors import unreachable_spikes
-from bandits.mnist.report import report
-from bandits.mnist.speed import bench
-from bandits.mnist.train import Interrupted, run, threads
-from bandits.mnist.training_state import CHECKPOINTS, TRAINING
+from bandits.mnist.models.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
+from bandits.mnist.models.priors import unreachable_spikes
+from bandits.mnist.reports.figures import redraw
+from bandits.mnist.reports.report import report
+from bandits.mnist.training.adam_probe import probe
+from bandits.mnist.training.speed import bench
+from bandits.mnist.training.train import Interrupted, run, threads
+from bandits.mnist.training.training_state import CHECKPOINTS, TRAINING
 
 PROG = "bandits.mnist"  # the prefix of every error message: "bandits.mnist: error: ..."
 
@@ -106,13 +106,13 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
 
 
 def parse_bench(argv: Sequence[str]) -> BenchConfig:
-    """Parse ``bench``'s flags (:data:`~bandits.mnist.config.BENCH_SETTINGS`)."""
+    """Parse ``bench``'s flags (:data:`~bandits.mnist.models.config.BENCH_SETTINGS`)."""
     return _settings(BenchConfig,
                      vars(_parser_of(BenchConfig, BENCH_SETTINGS, "bench").parse_args(argv)))
 
 
 def parse_probe(argv: Sequence[str]) -> Config:
-    """Parse ``adam-probe``'s flags (:data:`~bandits.mnist.config.PROBE_SETTINGS`)."""
+    """Parse ``adam-probe``'s flags (:data:`~bandits.mnist.models.config.PROBE_SETTINGS`)."""
     return _settings(Config,
                      vars(_parser_of(Config, PROBE_SETTINGS, "adam-probe").parse_args(argv)))
 

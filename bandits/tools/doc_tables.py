@@ -27,8 +27,8 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.core.version import __version__
-from bandits.mnist.tables import PAPER_TABLE1 as PAPER
-from bandits.mnist.tables import PAPER_TABLE2 as PAPER_PRUNED
+from bandits.mnist.reports.tables import PAPER_TABLE1 as PAPER
+from bandits.mnist.reports.tables import PAPER_TABLE2 as PAPER_PRUNED
 from bandits.records.regret import ranking, summary_text
 from bandits.tools import memory_tables, neural_tables
 from bandits.tools.table_cells import NAMES, TableError, bold_if, next_label, read_table
@@ -42,7 +42,7 @@ LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
           "eps5": "5 % greedy"}
 ORDER = ("bbb", "greedy", "eps1", "eps5")
 # Blundell et al. (2015), Table 1 at 400 and 1200 units and Table 2, as the MNIST report
-# holds them (bandits.mnist.tables): one copy of the paper's numbers
+# holds them (bandits.mnist.reports.tables): one copy of the paper's numbers
 METHOD_LABELS = {"sgd": "SGD (plain MLP)", "dropout": "Dropout (p = 0.5)",
                  "bbb-gaussian": "BBB, Gaussian prior", "bbb-mixture": "BBB, scale-mixture prior"}
 PAPER_TABLE1 = {m: (label, PAPER[(m, 400)], PAPER[(m, 1200)])

@@ -31,7 +31,7 @@ from bandits.core.idx import (  # noqa: F401  (re-exported: the benchmark's data
     preprocess,
     read_idx,
 )
-from bandits.mnist.config import Config
+from bandits.mnist.models.config import Config
 
 # --------------------------------------------------------------------------- the splits
 

@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bandits.bayes import MLP, make_lenet5, make_mlp, prune_by_snr
-from bandits.mnist.classifiers import CLASSES, IN_FEATURES, seed_streams
-from bandits.mnist.config import Config
-from bandits.mnist.data import PIXEL_SCALE, Split
-from bandits.mnist.priors import init_sigma, make_prior
+from bandits.mnist.data.splits import PIXEL_SCALE, Split
+from bandits.mnist.models.classifiers import CLASSES, IN_FEATURES, seed_streams
+from bandits.mnist.models.config import Config
+from bandits.mnist.models.priors import init_sigma, make_prior
 
 
 def is_bayesian(model: MLP) -> bool:

@@ -17,8 +17,8 @@ import torch
 from bandits.bayes import MLP, snr
 from bandits.core import checkpoint
 from bandits.core.files import write_csv
-from bandits.mnist.evaluate import is_bayesian
-from bandits.mnist.markdown import pipe_table
+from bandits.mnist.evaluation.evaluate import is_bayesian
+from bandits.mnist.evaluation.markdown import pipe_table
 
 
 def command_line(argv: Sequence[str]) -> str:

@@ -2,20 +2,20 @@
 MLP when its Bayesian layers draw noise per example (``--estimator lrt`` or ``flipout``).
 
 :class:`AutogradNets` has the interface of
-:class:`bandits.mnist.classifiers.BatchedClassifiers` (``train_epoch``, ``errors``,
+:class:`bandits.mnist.models.classifiers.BatchedClassifiers` (``train_epoch``, ``errors``,
 ``params``, ``to_mlp``, state), so the trainer, the checkpoints, the evaluation and
 the report treat both alike. The network is :func:`bandits.bayes.make_lenet5` or
 :func:`bandits.bayes.make_mlp` with the runs dimension: Bayes by Backprop (``bbb``) with
 each run's prior and KL weighting and the layers' ``estimator`` (``reparam``, ``lrt`` or
 ``flipout``), or ordinary weights (``sgd``). The MLP starts from the weights
-:class:`~bandits.mnist.classifiers.BatchedClassifiers` starts from, whose hand-written
+:class:`~bandits.mnist.models.classifiers.BatchedClassifiers` starts from, whose hand-written
 backward pass covers one weight sample per minibatch (``reparam``) only.
 The loss of run ``r`` on minibatch ``i`` is ``(pi_i KL_r + NLL_r) / B`` (eq. 8)
 for Adam and ``pi_i KL_r + NLL_r`` for plain SGD, averaged over ``samples`` forward
 passes; one optimiser step updates every run at once.
 
 Run ``r``'s initial weights are those of ``torch.manual_seed`` of its seed's ``init``
-stream (:func:`bandits.mnist.classifiers.seed_streams`) then a network of its own, its
+stream (:func:`bandits.mnist.models.classifiers.seed_streams`) then a network of its own, its
 minibatch order comes from its ``shuffle`` stream; the weight noise of all runs comes
 from one generator of the first run's ``noise`` stream, so a run
 trained beside others is a different (equally valid) draw from the run trained alone.
@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from bandits.bayes import MLP, make_lenet5, make_mlp
-from bandits.mnist.classifiers import (
+from bandits.mnist.models.classifiers import (
     CLASSES,
     IN_FEATURES,
     EpochTrainer,
@@ -48,7 +48,7 @@ class AutogradNets(EpochTrainer):
     Args:
         kind: ``"bbb"`` or ``"sgd"``.
         hidden: The MLP's hidden sizes (``784 -> hidden -> 10``), or ``None`` for LeNet-5.
-        specs: One :class:`~bandits.mnist.classifiers.RunSpec` per run (BBB: its prior
+        specs: One :class:`~bandits.mnist.models.classifiers.RunSpec` per run (BBB: its prior
             and KL weighting).
         init_sigma: BBB's initial posterior standard deviation.
         estimator: BBB's estimator (:data:`bandits.bayes.ESTIMATORS`).
@@ -56,7 +56,7 @@ class AutogradNets(EpochTrainer):
         complexity: ``"mc"`` or ``"kl"`` (closed form: :func:`bandits.bayes.closed_form_cost`).
         lr: The learning rate.
         optimizer: ``"adam"`` or ``"sgd"`` (on the summed loss, see
-            :class:`~bandits.mnist.classifiers.BatchedClassifiers`).
+            :class:`~bandits.mnist.models.classifiers.BatchedClassifiers`).
         device: Where the parameters and the data live.
     """
 

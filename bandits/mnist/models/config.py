@@ -15,7 +15,7 @@ from typing import Any
 from bandits.bayes import ESTIMATORS, make_lenet5
 from bandits.core.config import OPEN, check_choices, check_ranges, flag, setting
 from bandits.core.files import machine_memory
-from bandits.mnist.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
+from bandits.mnist.models.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
 
 ARCHS = ("mlp", "lenet5")
 PRIORS = ("mixture", "gaussian")

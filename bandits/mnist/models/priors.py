@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from bandits.bayes import GaussianPrior, ScaleMixturePrior, sigma_to_rho
-from bandits.mnist.config import Config, expand
+from bandits.mnist.models.config import Config, expand
 
 
 def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:

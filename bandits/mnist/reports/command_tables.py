@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 
 from bandits.core.files import write_atomic, write_csv
-from bandits.mnist.config import Config, run_label, setting_name, varying
-from bandits.mnist.markdown import fmt, mean_std, pipe_table
+from bandits.mnist.evaluation.markdown import fmt, mean_std, pipe_table
+from bandits.mnist.models.config import Config, run_label, setting_name, varying
 
 ERRORS = ("val_error", "test_error", "test_error_sampled", "final_test_error")
 

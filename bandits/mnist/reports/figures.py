@@ -14,14 +14,14 @@ import numpy as np
 
 from bandits.core.files import save_figure
 from bandits.core.style import DPI, OKABE_ITO, styled
-from bandits.mnist.config import GRID_FIELDS, Config, run_label
-from bandits.mnist.evaluate import build_model, seed_everything
-from bandits.mnist.model_files import (
+from bandits.mnist.evaluation.evaluate import build_model, seed_everything
+from bandits.mnist.evaluation.model_files import (
     MODEL_FILE,
     load_model_state,
     read_csv,
     write_histograms,
 )
+from bandits.mnist.models.config import GRID_FIELDS, Config, run_label
 
 KIND_COLORS = {"sgd": OKABE_ITO[0], "dropout": OKABE_ITO[1], "bbb-gaussian": OKABE_ITO[2],
                "bbb-mixture": OKABE_ITO[3]}

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bandits.core.files import write_atomic
-from bandits.mnist.model_files import read_csv
+from bandits.mnist.evaluation.model_files import read_csv
 
 MODELS_FILE = "models.jsonl"
 # the rows of a model's epochs.csv that the tables need (the cost after the first epoch,

@@ -1,8 +1,8 @@
 """``python -m bandits.mnist report DIR``: every model under ``DIR`` gathered into one
-tidy file (``models.jsonl``, :mod:`bandits.mnist.gather`), and the tables built from that
-file alone (``tables.md``, ``table1.csv``; :mod:`bandits.mnist.rows`,
-:mod:`bandits.mnist.tables`), with Figures 2-4 where the models' own files are there to
-draw them from (:mod:`bandits.mnist.figures`)."""
+tidy file (``models.jsonl``, :mod:`bandits.mnist.reports.gather`), and the tables built from that
+file alone (``tables.md``, ``table1.csv``; :mod:`bandits.mnist.reports.rows`,
+:mod:`bandits.mnist.reports.tables`), with Figures 2-4 where the models' own files are there to
+draw them from (:mod:`bandits.mnist.reports.figures`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.core.files import write_atomic, write_csv
-from bandits.mnist.figures import KIND_COLORS, plot_snr, plot_test_errors, plot_weight_hists
-from bandits.mnist.gather import MODELS_FILE, gather, read_models, write_models
-from bandits.mnist.rows import best_bbb, models_table, rows_table
-from bandits.mnist.tables import (
+from bandits.mnist.reports.figures import KIND_COLORS, plot_snr, plot_test_errors, plot_weight_hists
+from bandits.mnist.reports.gather import MODELS_FILE, gather, read_models, write_models
+from bandits.mnist.reports.rows import best_bbb, models_table, rows_table
+from bandits.mnist.reports.tables import (
     NOTES,
     commands,
     cost_table,
@@ -36,10 +36,10 @@ def report(root: Path) -> str:
     """Tables 1 and 2 (and Figures 2-4) of every model under ``root``; returns the markdown.
 
     First the models: when ``root`` holds model directories (a ``summary.json`` each),
-    they are gathered into ``root/models.jsonl`` (:func:`bandits.mnist.gather.gather`);
+    they are gathered into ``root/models.jsonl`` (:func:`bandits.mnist.reports.gather.gather`);
     the tables are then built from ``models.jsonl`` alone, so a directory that ships only
     that file (and not the models' own files) gives the same tables. The models trained
-    with the same settings form one row (:mod:`bandits.mnist.rows`): the mean +-
+    with the same settings form one row (:mod:`bandits.mnist.reports.rows`): the mean +-
     standard deviation over seeds of the test error at each model's best validation
     epoch. Writes ``tables.md`` and ``table1.csv``; the figures ``fig2_test_error.png``,
     ``fig3_weights.png`` and ``fig4_snr.png`` are drawn from the models' ``epochs.csv``,

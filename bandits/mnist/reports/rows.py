@@ -2,7 +2,7 @@
 (:func:`models_table`), and the rows of the tables (:func:`rows_table`).
 
 A row is a set of models trained with identical settings (every setting that changes
-what a model learns: all of :class:`~bandits.mnist.config.Config` but the seed and the
+what a model learns: all of :class:`~bandits.mnist.models.config.Config` but the seed and the
 run options in :data:`RUN_OPTIONS`), wherever they were written: seeds trained by
 several commands with the same settings join one row. A row holds each seed once; a
 model that repeats a seed of the same settings starts another row (a repeat, not one
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bandits.mnist.config import PRIOR_FIELDS, Config
-from bandits.mnist.gather import run_dir
+from bandits.mnist.models.config import PRIOR_FIELDS, Config
+from bandits.mnist.reports.gather import run_dir
 
 # settings that never change what a model learns (left out when grouping models)
 RUN_OPTIONS = frozenset({"seed", "seeds", "out", "overwrite", "progress", "plots", "threads",

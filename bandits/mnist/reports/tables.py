@@ -1,9 +1,9 @@
-"""The report's tables, from its rows (:mod:`bandits.mnist.rows`): Table 1 (and
+"""The report's tables, from its rows (:mod:`bandits.mnist.reports.rows`): Table 1 (and
 ``table1.csv``), the two priors seed by seed, the commands, the out-of-distribution
 check, Table 2, pruning and the complexity cost of every BBB row, the paper's numbers,
 and ``bench``'s speed table. Each table is a :class:`pandas.DataFrame` of text cells
-rendered by :func:`bandits.mnist.markdown.pipe_table`; each number over seeds is written
-by :func:`bandits.mnist.markdown.fmt`."""
+rendered by :func:`bandits.mnist.evaluation.markdown.pipe_table`; each number over seeds is written
+by :func:`bandits.mnist.evaluation.markdown.fmt`."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bandits.mnist.classifiers import n_parameters
-from bandits.mnist.config import lenet5_parameters
-from bandits.mnist.markdown import fmt, pipe_table
-from bandits.mnist.rows import PRIOR_SETTINGS, paired_difference, settings_key
+from bandits.mnist.evaluation.markdown import fmt, pipe_table
+from bandits.mnist.models.classifiers import n_parameters
+from bandits.mnist.models.config import lenet5_parameters
+from bandits.mnist.reports.rows import PRIOR_SETTINGS, paired_difference, settings_key
 
 # Blundell et al. (2015): Table 1 (test error, %) and Table 2 (BBB 2 x 1200, pruned).
 PAPER_TABLE1: dict[tuple[str, int], float] = {
@@ -137,7 +137,7 @@ PAIR_COLUMNS = ["Seeds", "Mixture lower on", "Difference: mean", "Standard error
 
 def _pair_cells(d: dict[str, float]) -> list[Any]:
     """The cells of one seed-by-seed comparison (see
-    :func:`bandits.mnist.rows.paired_difference`)."""
+    :func:`bandits.mnist.reports.rows.paired_difference`)."""
     return [d["seeds"], d["lower"], f"{d['mean']:+.3f}", f"{d['se']:.3f}",
             f"{d['low']:+.2f} .. {d['high']:+.2f}", f"{d['val_mean']:+.3f}"]
 

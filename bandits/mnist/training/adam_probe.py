@@ -32,12 +32,12 @@ import torch
 
 from bandits.core.files import machine, write_csv, write_json
 from bandits.core.outputs import output_dir, release_dir
-from bandits.mnist.classifiers import BatchedClassifiers
-from bandits.mnist.config import Config, expand, setting_name, varying
-from bandits.mnist.data import load_splits
-from bandits.mnist.model_files import command_line
-from bandits.mnist.priors import make_prior
-from bandits.mnist.train import build_classifiers
+from bandits.mnist.data.splits import load_splits
+from bandits.mnist.evaluation.model_files import command_line
+from bandits.mnist.models.classifiers import BatchedClassifiers
+from bandits.mnist.models.config import Config, expand, setting_name, varying
+from bandits.mnist.models.priors import make_prior
+from bandits.mnist.training.train import build_classifiers
 
 QUANTILES = (0.1, 0.5, 0.9)
 PROBE_BATCHES = 8  # minibatches over which the data term's gradient is measured

@@ -1,6 +1,6 @@
 """One model trained with autograd through :mod:`bandits.bayes`'s layers: the baseline
 that ``python -m bandits.mnist bench`` times the batched trainer
-(:class:`bandits.mnist.classifiers.BatchedClassifiers`) against. Training runs do not
+(:class:`bandits.mnist.models.classifiers.BatchedClassifiers`) against. Training runs do not
 use it."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from bandits.bayes import MLP, kl_weights
-from bandits.mnist.config import Config
-from bandits.mnist.data import Split
-from bandits.mnist.evaluate import is_bayesian
+from bandits.mnist.data.splits import Split
+from bandits.mnist.evaluation.evaluate import is_bayesian
+from bandits.mnist.models.config import Config
 
 
 def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config,
@@ -25,7 +25,7 @@ def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config
 
     One model through :mod:`bandits.bayes`'s layers, its gradients from autograd.
     Minimises ``(pi_i KL + sum NLL) / B`` per minibatch (see
-    :mod:`bandits.mnist.train`).
+    :mod:`bandits.mnist.training.train`).
     """
     model.train()
     n = len(data.y)

@@ -13,19 +13,19 @@ import numpy as np
 from torch import Tensor
 
 from bandits.core.files import machine, write_atomic, write_csv, write_json
-from bandits.mnist.classifiers import BatchedClassifiers, seed_streams, seeded_generator
-from bandits.mnist.config import Config, run_label
-from bandits.mnist.data import Split
-from bandits.mnist.evaluate import errors, is_bayesian, ood_check, prune_table
-from bandits.mnist.figures import plot_run
-from bandits.mnist.model_files import (
+from bandits.mnist.data.splits import Split
+from bandits.mnist.evaluation.evaluate import errors, is_bayesian, ood_check, prune_table
+from bandits.mnist.evaluation.model_files import (
     MODEL_FILE,
     pruning_markdown,
     save_model,
     saved_config,
     write_histograms,
 )
-from bandits.mnist.training_state import History
+from bandits.mnist.models.classifiers import BatchedClassifiers, seed_streams, seeded_generator
+from bandits.mnist.models.config import Config, run_label
+from bandits.mnist.reports.figures import plot_run
+from bandits.mnist.training.training_state import History
 
 
 def summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,

@@ -1,6 +1,6 @@
 """``python -m bandits.mnist bench``: seconds per training epoch of BBB against the plain
 MLP, of the batched trainer against one model trained with autograd (the baseline of
-:mod:`bandits.mnist.autograd_baseline`), and of ``R`` models batched against ``R``
+:mod:`bandits.mnist.training.autograd_baseline`), and of ``R`` models batched against ``R``
 single ones; writes ``speed.csv`` and ``speed.json``."""
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import torch
 
 from bandits.core.files import machine, write_csv, write_json
 from bandits.core.outputs import output_dir, release_dir
-from bandits.mnist.autograd_baseline import train_epoch
-from bandits.mnist.config import BenchConfig
-from bandits.mnist.data import load_splits
-from bandits.mnist.evaluate import build_model, seed_everything
-from bandits.mnist.model_files import command_line
-from bandits.mnist.priors import make_prior
-from bandits.mnist.tables import speed_markdown
-from bandits.mnist.train import build_classifiers
+from bandits.mnist.data.splits import load_splits
+from bandits.mnist.evaluation.evaluate import build_model, seed_everything
+from bandits.mnist.evaluation.model_files import command_line
+from bandits.mnist.models.config import BenchConfig
+from bandits.mnist.models.priors import make_prior
+from bandits.mnist.reports.tables import speed_markdown
+from bandits.mnist.training.autograd_baseline import train_epoch
+from bandits.mnist.training.train import build_classifiers
 
 
 def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
@@ -34,10 +34,10 @@ def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
     model (``--bench-rounds`` rounds) so that all see the same machine load:
 
     * ``mlp`` and ``bbb``: one model of the batched trainer
-      (:mod:`bandits.mnist.classifiers`); their ratio is the cost of Bayes by Backprop
+      (:mod:`bandits.mnist.models.classifiers`); their ratio is the cost of Bayes by Backprop
       over a plain network;
     * ``autograd-mlp`` and ``autograd-bbb``: one model trained with autograd
-      (:func:`bandits.mnist.autograd_baseline.train_epoch`), the baseline;
+      (:func:`bandits.mnist.training.autograd_baseline.train_epoch`), the baseline;
     * ``bbb-batched``: ``--bench-runs`` BBB models (seeds) in one batched model, against
       as many single-model ``bbb`` epochs one after another.
 

@@ -21,14 +21,14 @@ off at test time), and writes into ``--out``:
   ``test_error.png`` (Figure 2), ``weights.png`` (Figure 3), ``snr.png`` (Figure 4).
 
 ``python -m bandits.mnist report DIR`` gathers the models under ``DIR`` into
-``DIR/models.jsonl`` and builds the tables from it (:func:`bandits.mnist.report.report`).
+``DIR/models.jsonl`` and builds the tables from it (:func:`bandits.mnist.reports.report.report`).
 
-The objective and the optimiser: :mod:`bandits.mnist.classifiers`.
+The objective and the optimiser: :mod:`bandits.mnist.models.classifiers`.
 
 **Many models at once.** ``--seeds N`` and several values of the grid settings
 (``--prior``, ``--pi``, ``--neg-log-sigma1``, ``--neg-log-sigma2``,
 ``--neg-log-prior-sigma``, ``--kl-weighting``) train every (setting, seed): the seeds of
-a setting as one batched model (:mod:`bandits.mnist.classifiers`), in which one pass over
+a setting as one batched model (:mod:`bandits.mnist.models.classifiers`), in which one pass over
 the data feeds all of them, each with its own seed and each training as it would alone;
 the settings one after another, or side by side in ``--workers`` processes (one torch
 thread each), with the same results for any number of workers: which models share a
@@ -61,19 +61,19 @@ from bandits.core.outputs import output_dir, refuse_taken
 from bandits.core.processes import JobsInterrupted, parent_stopped, run_jobs
 from bandits.core.runner import Diverged
 from bandits.core.runner import worker_count as worker_count_of
-from bandits.mnist.autograd_nets import AutogradNets
-from bandits.mnist.classifiers import (
+from bandits.mnist.data.splits import Split, load_splits
+from bandits.mnist.evaluation.model_files import command_line, saved_config
+from bandits.mnist.models.autograd_nets import AutogradNets
+from bandits.mnist.models.classifiers import (
     BatchedClassifiers,
     EpochTrainer,
     RunSpec,
 )
-from bandits.mnist.command_tables import aggregate
-from bandits.mnist.config import Config, batches, expand, run_label, setting_name, varying
-from bandits.mnist.data import Split, load_splits
-from bandits.mnist.finish import epoch_line, summarise
-from bandits.mnist.model_files import command_line, saved_config
-from bandits.mnist.priors import init_sigma, kl_factor_at, make_prior
-from bandits.mnist.training_state import (
+from bandits.mnist.models.config import Config, batches, expand, run_label, setting_name, varying
+from bandits.mnist.models.priors import init_sigma, kl_factor_at, make_prior
+from bandits.mnist.reports.command_tables import aggregate
+from bandits.mnist.training.finish import epoch_line, summarise
+from bandits.mnist.training.training_state import (
     CHECKPOINT_KIND,
     MODEL_FILES,
     OUTPUTS,
@@ -90,7 +90,7 @@ class Interrupted(Exception):
 
 
 def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
-    """The batched classifiers of ``models`` (see :func:`bandits.mnist.config.expand`)."""
+    """The batched classifiers of ``models`` (see :func:`bandits.mnist.models.config.expand`)."""
     specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
              for m in models]
     if cfg.arch == "lenet5" or cfg.estimator != "reparam":
@@ -180,8 +180,8 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     several settings are several batches, trained one after another or side by side in
     :func:`worker_count` worker processes, with the same results either way. One model
     (no grid, one seed) writes its files into ``--out``; several write one directory per
-    model and the tables of :func:`bandits.mnist.command_tables.aggregate`. ``resume`` (the state
-    of one of the run's checkpoints, see
+    model and the tables of :func:`bandits.mnist.reports.command_tables.aggregate`.
+    ``resume`` (the state of one of the run's checkpoints, see
     :func:`bandits.mnist.cli.config_and_checkpoint_to_resume`) makes every batch continue
     from its own checkpoint, to the same result as an uninterrupted run. Returns the
     summary of the first model (with ``"models"``: how many were trained, and ``"out"``).

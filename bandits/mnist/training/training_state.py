@@ -15,9 +15,9 @@ from torch import Tensor
 
 from bandits.core import checkpoint
 from bandits.core.runner import RunKind
-from bandits.mnist.classifiers import BatchedClassifiers
-from bandits.mnist.config import Config
-from bandits.mnist.model_files import MODEL_FILE, saved_config
+from bandits.mnist.evaluation.model_files import MODEL_FILE, saved_config
+from bandits.mnist.models.classifiers import BatchedClassifiers
+from bandits.mnist.models.config import Config
 
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
 # settings; their settings, and so their fingerprints, held bench's and the others')
@@ -36,7 +36,7 @@ MODEL_FILES = ("config.json", "summary.json", "epochs.csv", "ood_entropy.csv", "
                "test_error.png", "weights.png", "snr.png")
 OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NAME,
            "checkpoints/batch-<n>.pt",
-           # a report's, from the models an --overwrite removes (bandits.mnist.report)
+           # a report's, from the models an --overwrite removes (bandits.mnist.reports.report)
            "models.jsonl", "tables.md", "table1.csv", "fig2_test_error.png",
            "fig3_weights.png", "fig4_snr.png")
 
