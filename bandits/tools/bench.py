@@ -269,14 +269,14 @@ def _bench(argv: Sequence[str] | None) -> int:
 
 
 def _written(args: Settings, argv: Sequence[str] | None, name: str, df: pd.DataFrame,
-             start: float, device: str = "cpu", **what) -> int:
+             start: float, machine_of: str = "cpu", **what) -> int:
     """A mode's table into ``--out`` (``NAME.csv``, and ``NAME.json`` with the command,
     the machine, ``what`` was timed, the wall time and the versions), printed."""
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / f"{name}.csv")
     write_json({"command": "python -m bandits.bench " + " ".join(
                     sys.argv[1:] if argv is None else argv),
-                "machine": machine(device), **what,
+                "machine": machine(machine_of), **what,
                 "wall_seconds": round(time.perf_counter() - start, 1),
                 "versions": package_versions()}, args.out / f"{name}.json")
     print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
