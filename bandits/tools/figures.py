@@ -114,7 +114,6 @@ def draw_panels(figure: Path, args: Sequence[str]) -> Path:
 
 def draw_sweep(sweep: Path) -> Path:
     redraw(sweep)
-    (sweep / "sweep.pdf").unlink(missing_ok=True)
     return sweep / "sweep.png"
 
 
@@ -126,7 +125,6 @@ def draw_diagnosis(run: Path) -> Path:
             f"{int(phases['end'].max())} steps"
     draw(table, read_probes(run), record.get("env"), run / "diagnosis.png", title,
          run_labels(record))
-    (run / "diagnosis.pdf").unlink(missing_ok=True)
     return run / "diagnosis.png"
 
 
