@@ -234,7 +234,9 @@ class Settings:
     act_samples: int = setting(
         1, "BBB: weight samples drawn to act, their predictions averaged (1: plain "
         "Thompson sampling, one weight sample per step; 2: the paper's average, kept by "
-        "the presets that reproduce it)", range=(1, 10_000))
+        "the presets that reproduce it)", range=(1, 10_000),
+        preset_everywhere=True)  # the paper's presets gave their 2 to every run before
+    # an agent's own setting kept its default in runs without the agent: their records keep it
     mean_decay: float = setting(
         0.0, "BBB: decoupled weight decay (AdamW's) of the posterior means, none on their "
         "sigmas; 0: plain Adam. Adam divides the prior's pull on the means by the "

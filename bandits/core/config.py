@@ -31,7 +31,7 @@ BIG = 10**9  # a count above this is a typo, not a setting
 COUNT = (1, BIG)  # a positive integer
 SIGMA = (1e-8, 1e4)  # any standard deviation of a model: finite in float32 arithmetic
 POSITIVE = (1e-8, 1e8)
-DECLARED = ("resume", "per_process", "acts_when")  # a setting's properties (setting())
+DECLARED = ("resume", "per_process", "acts_when", "preset_everywhere")  # (setting())
 
 
 def setting(default, help: str, range: tuple | None = None,  # noqa: A002
@@ -50,7 +50,9 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
     (it decides no result, so the identity leaves it out); ``per_process=True``, each
     process's own (a worker gets it on its command line, not from the run's settings);
     ``acts_when=(condition, fix)``, it acts only where ``condition(settings as a dict)``
-    holds, and is refused elsewhere, saying ``fix``. Other keywords go to
+    holds, and is refused elsewhere, saying ``fix``; ``preset_everywhere=True``, an agent's
+    own setting that a preset's value fills in every run, even one listing no agent that
+    reads it (else such a run keeps the setting's own default). Other keywords go to
     ``argparse.add_argument`` (``choices``, ``nargs``, ``type``, ``metavar``, ``action``)."""
     flags = {"grid": grid, "allow_inf": allow_inf, "positional": positional}
     meta = {"help": help, **kw, **{k: True for k, on in flags.items() if on},

@@ -211,11 +211,11 @@ OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
     f.name: ({part for spec in SPECS.values() for part in spec.settings if f in
               dataclasses.fields(part)}, f.default)
     for spec in SPECS.values() for part in spec.settings for f in dataclasses.fields(part)
-    if any(f.name in preset for preset in PRESETS.values()) and f.name != "act_samples"}
+    if any(f.name in preset for preset in PRESETS.values())
+    and not f.metadata.get("preset_everywhere")}
 """An agent's own setting that a preset gives: the settings classes that declare it and its
-own default, which a run listing none of the agents that read it keeps. (``act_samples``
-is left out: the paper's presets gave their 2 to every run before this rule, and those
-runs' records keep it.)"""
+own default, which a run listing none of the agents that read it keeps (but where the
+setting is declared ``preset_everywhere``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
