@@ -209,3 +209,47 @@ def test_a_figure6_table_with_a_seed_missing_is_an_error(tmp_path):
                                                                        index=False)
     with pytest.raises(TableError, match="same seeds"):
         memory_tables.figure6_preset(tmp_path)
+
+
+def test_the_heldout_table_joins_runs_agent_by_agent(tmp_path):
+    """Mushroom's held-out table reads every block's folder, each holding some agents:
+    the tuning run split agent by agent gives the same rows as the run itself."""
+    from bandits.tools import heldout_tables, memory_tables
+
+    whole = REPO / memory_tables.PRESET_RUN
+    phases = pd.read_csv(whole / "phases.csv")
+    runs = tmp_path / heldout_tables.HELDOUT_RUNS
+    for name, agents in (("bbb-0", ["bbb"]), ("greedy-0", ["greedy"]),
+                         ("eps1-eps5-0", ["eps1", "eps5"])):
+        (runs / name).mkdir(parents=True)
+        phases[phases.agent.isin(agents)].to_csv(runs / name / "phases.csv", index=False)
+    (runs / "a-run-without-phases").mkdir()  # a folder still running: not read
+    joined = heldout_tables.figure6_heldout(tmp_path).splitlines()
+    alone = memory_tables.figure6_preset(REPO).splitlines()
+    assert joined[0] == alone[0] and joined[3:] == alone[3:]
+    assert joined[2].split("|")[2:] == alone[2].split("|")[2:]
+    assert "held-out seeds, each baseline at its own decay, 10 seeds" in joined[2]
+
+
+def test_the_wheel_heldout_table_says_where_bbb_is_below_greedy(tmp_path):
+    """One row per delta, in the deltas' order, from bandits.confirm's files; "yes" only
+    where the one-sided p is below 1 %."""
+    import numpy as np
+
+    from bandits.analysis import confirm
+    from bandits.tools import heldout_tables
+
+    rng = np.random.default_rng(0)
+    for delta, gap in (("0.9", 0.0), ("0.5", -300.0)):
+        rows = [{"agent": a, "seed": s, "final": 1000 + rng.normal(0, 50)
+                 + (gap if a == "bbb" else 0), "late": 0.1}
+                for a in heldout_tables.WHEEL_AGENTS for s in range(10, 30)]
+        seeds = pd.DataFrame(rows)
+        out = tmp_path / heldout_tables.WHEEL_ANALYSIS / f"d{delta}"
+        out.mkdir(parents=True)
+        confirm.agents_table(seeds).to_csv(out / "agents.csv", index=False)
+        confirm.paired_table(seeds, "bbb", 2000).to_csv(out / "paired.csv", index=False)
+    lines = heldout_tables.wheel_heldout(tmp_path).splitlines()
+    assert [line.split("|")[1].strip() for line in lines[2:]] == ["0.5", "0.9"]
+    assert lines[2].rstrip(" |").endswith("yes") and lines[3].rstrip(" |").endswith("no")
+    assert "**" in lines[2].split("|")[3]  # BBB lowest at delta 0.5, in bold

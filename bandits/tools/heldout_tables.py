@@ -1,0 +1,82 @@
+"""The generated tables (:mod:`bandits.tools.doc_tables`) of the pre-registered
+confirmations on held-out seeds: Figure 6 on Mushroom (``figure6-heldout``, from the
+runs' exact per-phase records, as every other Figure 6 table) and the Wheel at each delta
+(``wheel-heldout``, from the files ``python -m bandits.confirm`` wrote for each delta)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from bandits.tools import memory_tables
+from bandits.tools.table_cells import TableError, read_table
+
+HELDOUT_RUNS = "results/mushroom/heldout/runs"
+"""Mushroom's held-out blocks: one folder per run, each with its ``phases.csv``."""
+
+WHEEL_ANALYSIS = "results/wheel/heldout/analysis"
+"""The Wheel's analysis: one folder ``dD`` per delta ``D``, as ``bandits.confirm`` wrote it."""
+
+WHEEL_AGENTS = ("bbb", "greedy", "eps1", "linfullpost", "neurallinear")
+WHEEL_LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
+                "linfullpost": "LinFullPost", "neurallinear": "NeuralLinear"}
+WHEEL_LEVEL = 0.01
+"""The level of each delta's primary test (Bonferroni over five deltas: 5 % family-wise)."""
+
+
+def figure6_heldout(root: Path) -> str:
+    """:func:`bandits.tools.memory_tables.figure6_memory` of every held-out block joined
+    agent by agent (each agent's rows are the bytes it gives alone)."""
+    folder = root / HELDOUT_RUNS
+    runs = tuple(sorted(p.relative_to(root).as_posix() for p in folder.iterdir()
+                        if (p / "phases.csv").is_file())) if folder.is_dir() else ()
+    if not runs:
+        raise TableError(f"{folder}: no run folders with a phases.csv")
+    return memory_tables.figure6_memory(
+        root, runs, label="held-out seeds, each baseline at its own decay")
+
+
+def wheel_heldout(root: Path) -> str:
+    """Per delta: each agent's final cumulative regret (mean +- s.e.), then BBB minus
+    greedy paired over the seeds (mean +- s.e.; BBB's wins, ties and losses; the one-sided
+    p-value) and whether BBB is below greedy at the primary test's level."""
+    folders = sorted((root / WHEEL_ANALYSIS).glob("d*"), key=lambda p: float(p.name[1:]))
+    if not folders:
+        raise TableError(f"{root / WHEEL_ANALYSIS}: no analysis folders d<delta>")
+    head = ("| delta | seeds | " + " | ".join(WHEEL_LABELS[a] for a in WHEEL_AGENTS)
+            + " | BBB - greedy, paired (wins / ties / losses; one-sided p) "
+            f"| BBB below greedy at {WHEEL_LEVEL * 100:g} % |\n| --- | ---: |"
+            + " ---: |" * (len(WHEEL_AGENTS) + 1) + " --- |")
+    lines = [head]
+    for folder in folders:
+        agents = read_table(folder / "agents.csv", ["agent", "measure", "seeds", "mean", "se"],
+                            ["seeds", "mean", "se"])
+        final = agents[agents["measure"] == "final"].set_index("agent")
+        paired = read_table(folder / "paired.csv",
+                            ["measure", "other", "seeds", "mean_diff", "se", "wins", "ties",
+                             "losses", "p_one_sided"],
+                            ["seeds", "mean_diff", "se", "wins", "ties", "losses",
+                             "p_one_sided"])
+        row = paired[(paired["measure"] == "final") & (paired["other"] == "greedy")]
+        missing = [a for a in WHEEL_AGENTS if a not in final.index]
+        if missing or len(row) != 1:
+            raise TableError(f"{folder}: no final regret of {', '.join(missing) or 'greedy'}")
+        low = final.loc[list(WHEEL_AGENTS), "mean"].idxmin()
+        r = row.iloc[0]
+        cells = [(f"**{final.loc[a, 'mean']:.0f}**" if a == low else
+                  f"{final.loc[a, 'mean']:.0f}") + f" +- {final.loc[a, 'se']:.0f}"
+                 for a in WHEEL_AGENTS]
+        p = float(r["p_one_sided"])
+        lines.append(
+            f"| {folder.name[1:]} | {int(r['seeds'])} | " + " | ".join(cells)
+            + f" | {r['mean_diff']:.0f} +- {r['se']:.0f} ({int(r['wins'])} / {int(r['ties'])}"
+            f" / {int(r['losses'])}; {_p(p)}) | {'yes' if p < WHEEL_LEVEL else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _p(p: float) -> str:
+    """``p = `` a p-value to three decimals, or its bound where it rounds to zero."""
+    return f"p = {p:.3f}" if p >= 0.0005 or math.isnan(p) else "p < 0.001"
+
+
+GENERATORS = {"figure6-heldout": figure6_heldout, "wheel-heldout": wheel_heldout}
