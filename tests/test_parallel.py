@@ -255,3 +255,22 @@ def test_workers_receive_the_runs_settings_as_they_are(tmp_path):
         assert "--lr" not in part["argv"]
         worker = json.loads((out / part["dir"] / "config.json").read_text())
         assert worker["lr"] == lr and worker["agent"] == part["agents"]
+
+
+@pytest.mark.slow
+def test_bench_against_times_both_sides_from_a_worktree_and_refuses_an_unknown_commit():
+    from bandits.tools.bench_commands import NotMeasured, against
+
+    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    tiny = {"tiny": ["bandits.run", "--agent", "uniform", "--env", "wheel", "--steps", "5",
+                     "--seeds", "1", "--workers", "1", "--no-progress"]}
+    table = against("HEAD", 1, tiny)
+    assert table["side"].tolist() == ["this commit, native", "this commit, exact",
+                                      "HEAD, its default"]
+    assert (table["seconds"] > 0).all() and table["over_HEAD"].iloc[2] == 1.0
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True,
+                               text=True).stdout
+    assert "/old " not in worktrees  # the temporary worktree is removed
+    with pytest.raises(NotMeasured, match="--against no-such-commit: cannot check it out"):
+        against("no-such-commit", 1, tiny)

@@ -28,6 +28,10 @@ interleaved over ``--rounds`` rounds, and writes ``agents_per_step.csv`` and ``.
 with ``--papers-setup`` under the NeuralUCB and NeuralTS papers' MNIST set-up, with the
 projected minutes of a 10,000-round run of their training schedule.
 
+``--against REV`` is the A/B of the default command and ``bandits.mnist --quick`` at this
+checkout (native and exact) against commit ``REV``, interleaved, and writes
+``against.csv`` and ``against.json``.
+
 ``--kernels`` times what the pinned kernels (:mod:`bandits.core.kernels`) cost: the default
 command and the fused step, each under the pin and with the libraries' own kernels,
 interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
@@ -62,11 +66,13 @@ from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
+    AB_COMMANDS,
     MNIST_WORKERS_COMMAND,
     MODES,
     PAPER_STEPS,
     THREADS_COMMAND,
     NotMeasured,
+    against,
     default_command,
     kernels_cost,
     mnist_workers,
@@ -215,6 +221,12 @@ class Settings:
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
+    against: str | None = setting(
+        None, "instead: an A/B of the default `python -m bandits.run` and `python -m "
+        "bandits.mnist --quick`, each end to end, at this checkout in its native and its "
+        "exact mode against the commit REV with its own defaults (a temporary git worktree), "
+        "interleaved over --rounds; writes against.csv and .json (needs the data sets)",
+        type=str, metavar="REV")
     papers_setup: bool = setting(False, "with --agents-per-step: the NeuralUCB and NeuralTS "
                                  "papers' MNIST set-up (disjoint inputs, one hidden layer of "
                                  "100, nu = lambda = 1e-5, unit-norm contexts, a buffer of "
@@ -289,6 +301,9 @@ def _main(p: argparse.ArgumentParser, args: Settings,
     if args.kernels:
         return _written(args, argv, "kernels", kernels_cost(args.rounds), start,
                         pin=kernels.PIN)
+    if args.against:
+        return _written(args, argv, "against", against(args.against, args.rounds), start,
+                        timed=[f"python -m {' '.join(c)}" for c in AB_COMMANDS.values()])
     if args.threads_under_load:
         return _written(args, argv, "threads_under_load",
                         threads_under_load(args.busy, args.rounds), start,

@@ -242,10 +242,61 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
     return pd.DataFrame(rows)
 
 
+AB_COMMANDS = {"python -m bandits.run (the default command)": ["bandits.run", "--no-progress"],
+               "python -m bandits.mnist --quick": ["bandits.mnist", "--quick", "--no-progress"]}
+"""What ``--against`` times at both commits, each with its own defaults."""
+
+
+def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None
+            ) -> pd.DataFrame:
+    """An A/B of :data:`AB_COMMANDS` end to end: this checkout in its native and its
+    exact mode against commit ``rev`` (its own default mode), run from a temporary ``git
+    worktree`` of it, interleaved over ``rounds``, median taken. One row per command and
+    side with its seconds and its ratio to ``rev``'s. ``commands``: others to time (tests)."""
+    commands = AB_COMMANDS if commands is None else commands
+    repo = Path(__file__).resolve().parents[2]
+    clean = {k: v for k, v in os.environ.items()
+             if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE, "PYTHONPATH")}
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "old"
+        made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(old),
+                               rev], capture_output=True, text=True)
+        if made.returncode != 0:
+            why = (made.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise NotMeasured(f"--against {rev}: cannot check it out ({why}); give a commit "
+                              "of this repository")
+        sides = {"this commit, native": (repo, {}),
+                 "this commit, exact": (repo, {kernels.EXACT: "1"}),
+                 f"{rev}, its default": (old, {})}
+        times: dict[tuple[str, str], list[float]] = {}
+        try:
+            for r in range(rounds):
+                for what, cmd in commands.items():
+                    for side, (root, env) in sides.items():
+                        out = Path(tmp) / f"r{r}-{cmd[0]}-{len(times)}"
+                        tic = time.perf_counter()
+                        _child([sys.executable, "-m", *cmd, "--out", str(out)],
+                               cwd=root, check=True, stdout=subprocess.DEVNULL,
+                               env={**clean, **env, "PYTHONPATH": str(root)})
+                        times.setdefault((what, side), []).append(time.perf_counter() - tic)
+        finally:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(old)],
+                           capture_output=True)
+    rows = []
+    for what in commands:
+        base = float(np.median(times[(what, f"{rev}, its default")]))
+        for side in sides:
+            each = times[(what, side)]
+            rows.append({"command": what, "side": side, "seconds": float(np.median(each)),
+                         f"over_{rev}": float(np.median(each)) / base,
+                         "each": " ".join(f"{t:.4g}" for t in each)})
+    return pd.DataFrame(rows)
+
+
 # what bench writes into --out, each mode its own two files (an --overwrite replaces the
 # files of the mode run, nothing else: another mode's results in the same --out stay)
 MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
-         "threads_under_load")
+         "threads_under_load", "against")
 OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 
 
