@@ -80,3 +80,52 @@ def test_the_command_writes_its_tables_and_refuses_a_missing_folder(tmp_path, ca
     assert confirm.main([str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no readable phases.csv" in err
+
+
+HELDOUT = ROOT / "results" / "mushroom" / "heldout"
+WHEEL = ROOT / "results" / "wheel" / "heldout"
+
+
+def _same_as_shipped(made: Path, shipped: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        assert (made / name).read_bytes() == (shipped / name).read_bytes(), name
+
+
+@pytest.mark.skipif(not (HELDOUT / "analysis").is_dir(), reason="the held-out runs are not in")
+def test_the_shipped_heldout_analysis_is_what_its_runs_give(tmp_path):
+    """The pre-registered analysis, rerun on the shipped blocks, gives the shipped files
+    (its p-values included), and covers seeds 10-59 for every agent."""
+    runs = sorted(p for p in (HELDOUT / "runs").iterdir() if p.is_dir())
+    assert confirm.main([*map(str, runs), "--out", str(tmp_path)]) == 0
+    _same_as_shipped(tmp_path, HELDOUT / "analysis", ("seeds.csv", "agents.csv",
+                                                      "paired.csv", "tables.md"))
+    seeds = pd.read_csv(tmp_path / "seeds.csv")
+    assert {a: sorted(g["seed"]) for a, g in seeds.groupby("agent")} == {
+        a: list(range(10, 60)) for a in ("bbb", "greedy", "eps1", "eps5")}
+
+
+@pytest.mark.skipif(not (WHEEL / "analysis").is_dir(), reason="the Wheel runs are not in")
+def test_the_shipped_wheel_analysis_is_what_its_seeds_give(tmp_path):
+    """Per delta, the shipped per-seed values give the shipped tables, and each agent's
+    mean final regret there is its run's own summary (the runs' phases are not shipped)."""
+    from bandits.core.files import write_csv
+
+    deltas = sorted(p.name for p in (WHEEL / "analysis").iterdir())
+    assert deltas == ["d0.5", "d0.7", "d0.9", "d0.95", "d0.99"]
+    for d in deltas:
+        shipped = WHEEL / "analysis" / d
+        seeds = pd.read_csv(shipped / "seeds.csv")
+        assert sorted(seeds["seed"].unique()) == list(range(10, 60))
+        # seeds.csv holds six significant digits: the tables agree to those
+        for name, table in (("agents.csv", confirm.agents_table(seeds)),
+                            ("paired.csv", confirm.paired_table(seeds, "bbb"))):
+            write_csv(table, tmp_path / name)
+            pd.testing.assert_frame_equal(pd.read_csv(tmp_path / name),
+                                          pd.read_csv(shipped / name), rtol=1e-3)
+        summaries = pd.concat([pd.read_csv(WHEEL / "runs" / f"{run}-{d}" / "summary.csv")
+                               for run in ("decay-0.3", "eps1")]).set_index("agent")
+        means = seeds.groupby("agent")["final"].mean()
+        assert set(means.index) == set(summaries.index)
+        for agent, mean in means.items():
+            assert mean == pytest.approx(summaries.loc[agent, "cumulative_regret_mean"],
+                                         rel=1e-5), (d, agent)

@@ -34,7 +34,11 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / "results/neural-bandits/mnist-nu/screen").rglob("*.csv"))),
           *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / neural_tables.GRID).glob("*/sweep_summary.csv"))))
+            sorted((REPO / neural_tables.GRID).glob("*/sweep_summary.csv"))),
+          *(str(p.relative_to(REPO)) for p in
+            sorted((REPO / "results/wheel/heldout/analysis").glob("*/seeds.csv"))),
+          *(str(p.relative_to(REPO)) for p in
+            sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))))
 
 
 def test_every_generated_table_matches_its_files(capsys):
@@ -232,11 +236,10 @@ def test_the_heldout_table_joins_runs_agent_by_agent(tmp_path):
 
 
 def test_the_wheel_heldout_table_says_where_bbb_is_below_greedy(tmp_path):
-    """One row per delta, in the deltas' order, from bandits.confirm's files; "yes" only
-    where the one-sided p is below 1 %."""
+    """One row per delta, in the deltas' order, from bandits.confirm's per-seed values;
+    "yes" only where the one-sided p is below 1 %."""
     import numpy as np
 
-    from bandits.analysis import confirm
     from bandits.tools import heldout_tables
 
     rng = np.random.default_rng(0)
@@ -247,8 +250,7 @@ def test_the_wheel_heldout_table_says_where_bbb_is_below_greedy(tmp_path):
         seeds = pd.DataFrame(rows)
         out = tmp_path / heldout_tables.WHEEL_ANALYSIS / f"d{delta}"
         out.mkdir(parents=True)
-        confirm.agents_table(seeds).to_csv(out / "agents.csv", index=False)
-        confirm.paired_table(seeds, "bbb", 2000).to_csv(out / "paired.csv", index=False)
+        seeds.to_csv(out / "seeds.csv", index=False)
     lines = heldout_tables.wheel_heldout(tmp_path).splitlines()
     assert [line.split("|")[1].strip() for line in lines[2:]] == ["0.5", "0.9"]
     assert lines[2].rstrip(" |").endswith("yes") and lines[3].rstrip(" |").endswith("no")

@@ -1,13 +1,15 @@
 """The generated tables (:mod:`bandits.tools.doc_tables`) of the pre-registered
 confirmations on held-out seeds: Figure 6 on Mushroom (``figure6-heldout``, from the
 runs' exact per-phase records, as every other Figure 6 table) and the Wheel at each delta
-(``wheel-heldout``, from the files ``python -m bandits.confirm`` wrote for each delta)."""
+(``wheel-heldout``, from the per-seed values ``python -m bandits.confirm`` wrote for each
+delta, its test made again from them)."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
+from bandits.analysis import confirm
 from bandits.tools import memory_tables
 from bandits.tools.table_cells import TableError, read_table
 
@@ -37,9 +39,10 @@ def figure6_heldout(root: Path) -> str:
 
 
 def wheel_heldout(root: Path) -> str:
-    """Per delta: each agent's final cumulative regret (mean +- s.e.), then BBB minus
-    greedy paired over the seeds (mean +- s.e.; BBB's wins, ties and losses; the one-sided
-    p-value) and whether BBB is below greedy at the primary test's level."""
+    """Per delta, from its ``seeds.csv``: each agent's final cumulative regret (mean +-
+    s.e.), then BBB minus greedy paired over the seeds (mean +- s.e.; BBB's wins, ties and
+    losses; the one-sided p-value) and whether BBB is below greedy at the primary test's
+    level."""
     folders = sorted((root / WHEEL_ANALYSIS).glob("d*"), key=lambda p: float(p.name[1:]))
     if not folders:
         raise TableError(f"{root / WHEEL_ANALYSIS}: no analysis folders d<delta>")
@@ -49,14 +52,13 @@ def wheel_heldout(root: Path) -> str:
             + " ---: |" * (len(WHEEL_AGENTS) + 1) + " --- |")
     lines = [head]
     for folder in folders:
-        agents = read_table(folder / "agents.csv", ["agent", "measure", "seeds", "mean", "se"],
-                            ["seeds", "mean", "se"])
+        seeds = read_table(folder / "seeds.csv", ["agent", "seed", "final", "late"],
+                           ["seed", "final", "late"])
+        agents = confirm.agents_table(seeds)
         final = agents[agents["measure"] == "final"].set_index("agent")
-        paired = read_table(folder / "paired.csv",
-                            ["measure", "other", "seeds", "mean_diff", "se", "wins", "ties",
-                             "losses", "p_one_sided"],
-                            ["seeds", "mean_diff", "se", "wins", "ties", "losses",
-                             "p_one_sided"])
+        if "bbb" not in final.index:
+            raise TableError(f"{folder}: no final regret of bbb")
+        paired = confirm.paired_table(seeds, "bbb")
         row = paired[(paired["measure"] == "final") & (paired["other"] == "greedy")]
         missing = [a for a in WHEEL_AGENTS if a not in final.index]
         if missing or len(row) != 1:

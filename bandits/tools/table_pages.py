@@ -18,6 +18,7 @@ FILES: dict[str, tuple[str, ...]] = {
     "results/mushroom/memory-20k/decay-0.3-50k-greedy/README.md": ("figure6-decay",),
     "results/mushroom/memory-horizon/README.md": ("figure6-memory",),
     "results/mushroom/memory-decay-0.3/README.md": ("figure6-preset",),
+    "results/wheel/heldout/README.md": ("wheel-heldout",),
     "results/neural-bandits/README.md": ("mushroom-reference-1e-5", "mushroom-reference",
                                          "mushroom-grid", "mnist-reference"),
     "results/neural-bandits/mnist-reference/README.md": ("mnist-reference", "mnist-widths"),
