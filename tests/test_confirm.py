@@ -129,3 +129,25 @@ def test_the_shipped_wheel_analysis_is_what_its_seeds_give(tmp_path):
         for agent, mean in means.items():
             assert mean == pytest.approx(summaries.loc[agent, "cumulative_regret_mean"],
                                          rel=1e-5), (d, agent)
+
+
+@pytest.mark.parametrize("page, registered", [(HELDOUT, "8931314"), (WHEEL, "615b58e")])
+def test_each_heldout_run_started_after_its_preregistration_as_its_page_says(page, registered):
+    """Every run in a held-out page's table started and finished when its ``config.json``
+    says, and after the commit that pre-registered it (where git can tell)."""
+    import json
+    import re
+    import subprocess
+    from datetime import datetime
+
+    rows = re.findall(r"^\| `((?:runs|tuning)/[^`]+)` \|(?: [^|]+ \|)?? (\S+Z)[^|]*\| (\S+Z)",
+                      (page / "README.md").read_text(), flags=re.M)
+    assert len(rows) >= 10
+    made = subprocess.run(["git", "show", "-s", "--format=%cI", registered], cwd=ROOT,
+                          capture_output=True, text=True)
+    for run, started, finished in rows:
+        record = json.loads((page / run / "config.json").read_text())
+        assert (record["started_utc"], record["finished_utc"]) == (started, finished), run
+        if made.returncode == 0 and not run.startswith("tuning"):
+            assert datetime.fromisoformat(started.replace("Z", "+00:00")) > \
+                datetime.fromisoformat(made.stdout.strip()), run
