@@ -299,7 +299,7 @@ QUOTES = [  # (the page quoting, the text it must hold, built from the shipped f
 # screening seeds). Every other number of its prose must be built by a check of QUOTES
 # (here or in tests/test_quoted_numbers.py) from the files it comes from.
 SETTINGS = {
-    PAGE: {"0.01", "0.1", "0.3", "100", "104", "300", "400", "600", "1200", "2000", "3000",
+    PAGE: {"0.01", "0.1", "0.3", "100", "104", "300", "400", "600", "1200", "2000", "2,000", "3000",
            "4000", "4,096", "8,124", "10,000", "16,384", "20,000", "50,000"},
 }
 

@@ -50,3 +50,22 @@ def test_a_run_without_its_metrics_is_drawn_from_its_phases():
     drawn = figures.metrics_from_phases(phases)
     assert drawn["step"].tolist() == [2, 4, 6]
     assert drawn["cumulative_regret"].tolist() == [5, 5, 45]
+
+
+def test_runs_on_other_seeds_are_drawn_joined_and_an_agent_seed_twice_is_refused(tmp_path):
+    import shutil
+
+    import pytest
+
+    whole = REPO / "results/mushroom/memory-decay-0.3"
+    phases = pd.read_csv(whole / "phases.csv")
+    runs = tmp_path / "runs"
+    for name, agents in (("bbb", ["bbb"]), ("others", ["greedy", "eps1", "eps5"])):
+        (runs / name).mkdir(parents=True)
+        phases[phases.agent.isin(agents)].to_csv(runs / name / "phases.csv", index=False)
+        shutil.copy(whole / "config.json", runs / name / "config.json")
+    drawn = figures.draw_joined(tmp_path / "regret.png", runs, "joined")
+    assert figures.stamp(drawn) == STAMP
+    phases[phases.agent == "bbb"].to_csv(runs / "others" / "phases.csv", index=False)
+    with pytest.raises(ValueError, match="in two runs"):
+        figures.draw_joined(tmp_path / "again.png", runs, "joined")

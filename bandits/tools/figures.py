@@ -73,6 +73,11 @@ NOT_REDRAWN = {
 }
 """Figures the shipped files cannot redraw, each with what is missing."""
 
+JOINED = {"results/mushroom/heldout/analysis/regret.png": (
+    "results/mushroom/heldout/runs", "mushroom, held-out seeds")}
+"""Figures of runs on other seeds joined agent by agent (each agent's rows are the bytes it
+gives alone): the figure, the folder of its runs and the title's start."""
+
 RERUN = {"results/regression/regression.png":
          "python -m bandits.regression --exact --out results/regression --overwrite"}
 """Figures whose data are not shipped but cheap to make again: the command that remade
@@ -106,6 +111,24 @@ def draw_run(run: Path) -> Path:
     return run / "regret.png"
 
 
+def draw_joined(figure: Path, runs: Path, name: str) -> Path:
+    """``figure``: the cumulative regret of every run below ``runs`` (each with a
+    ``phases.csv``), joined agent by agent, as the simulator draws one run."""
+    folders = sorted(p for p in runs.iterdir() if (p / "phases.csv").is_file())
+    phases = pd.concat([pd.read_csv(p / "phases.csv") for p in folders], ignore_index=True)
+    if phases.duplicated(["agent", "seed", "end"]).any():
+        raise ValueError(f"{runs}: an agent's seed is in two runs")
+    records = [json.loads((p / "config.json").read_text()) for p in folders]
+    metrics = metrics_from_phases(phases)
+    every = int((phases["end"] - phases["start"] + 1).mode().iloc[0])
+    title = (f"{name}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max()):,} "
+             f"steps (a point every {every:,})")
+    labels = {k: v for r in records for k, v in run_labels(r).items()}
+    plot_regret(metrics, figure, log_y=all(r.get("log_y") for r in records), title=title,
+                pdf_twin=False, labels=labels)
+    return figure
+
+
 def draw_panels(figure: Path, args: Sequence[str]) -> Path:
     if plot.main([*args, "--out", str(figure)]) != 0:
         raise RuntimeError(f"bandits.plot could not draw {figure}")
@@ -136,6 +159,9 @@ def redraws(root: Path = REPO) -> dict[str, Callable[[], Path]]:
     for figure, args in PANELS.items():
         jobs[figure] = lambda figure=figure, args=args: draw_panels(
             root / figure, [str(root / a) if a.startswith("results/") else a for a in args])
+    for figure, (runs, name) in JOINED.items():
+        jobs[figure] = lambda figure=figure, runs=runs, name=name: draw_joined(
+            root / figure, root / runs, name)
     for sweep in SWEEPS:
         jobs[f"{sweep}/sweep.png"] = lambda sweep=sweep: draw_sweep(root / sweep)
     for run in DIAGNOSED:

@@ -6,7 +6,6 @@ delta, its test made again from them)."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from bandits.analysis import confirm
@@ -72,13 +71,9 @@ def wheel_heldout(root: Path) -> str:
         lines.append(
             f"| {folder.name[1:]} | {int(r['seeds'])} | " + " | ".join(cells)
             + f" | {r['mean_diff']:.0f} +- {r['se']:.0f} ({int(r['wins'])} / {int(r['ties'])}"
-            f" / {int(r['losses'])}; {_p(p)}) | {'yes' if p < WHEEL_LEVEL else 'no'} |")
+            f" / {int(r['losses'])}; {memory_tables.p_text(p)}) | "
+            f"{'yes' if p < WHEEL_LEVEL else 'no'} |")
     return "\n".join(lines) + "\n"
-
-
-def _p(p: float) -> str:
-    """``p = `` a p-value to three decimals, or its bound where it rounds to zero."""
-    return f"p = {p:.3f}" if p >= 0.0005 or math.isnan(p) else "p < 0.001"
 
 
 GENERATORS = {"figure6-heldout": figure6_heldout, "wheel-heldout": wheel_heldout}

@@ -100,6 +100,11 @@ def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     return "\n".join(lines) + "\n"
 
 
+def p_text(p: float) -> str:
+    """``p = `` a p-value to three decimals, or its bound where it rounds to zero."""
+    return f"p = {p:.3f}" if p >= 0.0005 or math.isnan(p) else "p < 0.001"
+
+
 def paired_rows(t: pd.DataFrame, final: str = "regret", late: str = "late",
                 order: tuple[str, ...] = ("bbb", "greedy", "eps1", "eps5")) -> list[str]:
     """Two rows of a Figure 6 table: BBB minus each other agent, paired seed by seed, of
@@ -115,7 +120,7 @@ def paired_rows(t: pd.DataFrame, final: str = "regret", late: str = "late",
             se = d.std(ddof=1) / math.sqrt(len(d))
             cells.append(f"{d.mean():.{digits}f} +- {se:.{digits}f} "
                          f"({(d < 0).sum()} / {(d == 0).sum()} / {(d > 0).sum()}; "
-                         f"p = {sign_flip_p(d):.3f})")
+                         f"{p_text(sign_flip_p(d))})")
         rows.append(f"| BBB - agent, {what}, paired over {len(wide)} seeds (BBB's wins / "
                     f"ties / losses; one-sided p) | | " + " | ".join(cells) + " |")
     return rows
