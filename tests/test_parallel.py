@@ -265,12 +265,15 @@ def test_bench_against_times_both_sides_from_a_worktree_and_refuses_an_unknown_c
         pytest.skip("not a git checkout")
     tiny = {"tiny": ["bandits.run", "--agent", "uniform", "--env", "wheel", "--steps", "5",
                      "--seeds", "1", "--workers", "1", "--no-progress"]}
-    table = against("HEAD", 1, tiny)
+    table = against("HEAD", 2, tiny)  # two rounds: each run its own folder
     assert table["side"].tolist() == ["this commit, native", "this commit, exact",
                                       "HEAD, its default"]
     assert (table["seconds"] > 0).all() and table["over_HEAD"].iloc[2] == 1.0
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True,
                                text=True).stdout
     assert "/old " not in worktrees  # the temporary worktree is removed
+    assert all(len(each.split()) == 2 for each in table["each"])
     with pytest.raises(NotMeasured, match="--against no-such-commit: cannot check it out"):
         against("no-such-commit", 1, tiny)
+    with pytest.raises(NotMeasured, match="failed: .*--no-such-flag"):
+        against("HEAD", 1, {"bad": [*tiny["tiny"], "--no-such-flag"]})

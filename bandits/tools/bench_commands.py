@@ -6,6 +6,7 @@ what the pinned kernels cost (``--kernels``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -269,15 +270,21 @@ def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None
                  "this commit, exact": (repo, {kernels.EXACT: "1"}),
                  f"{rev}, its default": (old, {})}
         times: dict[tuple[str, str], list[float]] = {}
+        made_runs = itertools.count()
         try:
-            for r in range(rounds):
+            for _ in range(rounds):
                 for what, cmd in commands.items():
                     for side, (root, env) in sides.items():
-                        out = Path(tmp) / f"r{r}-{cmd[0]}-{len(times)}"
+                        out = Path(tmp) / f"run-{next(made_runs)}"
                         tic = time.perf_counter()
-                        _child([sys.executable, "-m", *cmd, "--out", str(out)],
-                               cwd=root, check=True, stdout=subprocess.DEVNULL,
-                               env={**clean, **env, "PYTHONPATH": str(root)})
+                        done = _child([sys.executable, "-m", *cmd, "--out", str(out)],
+                                      cwd=root, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True,
+                                      env={**clean, **env, "PYTHONPATH": str(root)})
+                        if done.returncode != 0:
+                            why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+                            raise NotMeasured(f"--against {rev}: python -m {' '.join(cmd)} "
+                                              f"({side}) failed: {why}")
                         times.setdefault((what, side), []).append(time.perf_counter() - tic)
         finally:
             subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(old)],
