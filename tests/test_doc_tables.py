@@ -38,7 +38,8 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / "results/wheel/heldout/analysis").glob("*/seeds.csv"))),
           *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))))
+            sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))),
+          "results/bench/against/against.csv", "results/bench/against/against.json")
 
 
 def test_every_generated_table_matches_its_files(capsys):

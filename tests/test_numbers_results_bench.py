@@ -637,7 +637,8 @@ test_a_quoted_number_is_its_files = page_numbers.quoted_test(QUOTES)
 SETTINGS = {
     TOP: {"2.13", "AVX-512", "(119 inputs, 2 x 100 ReLU", "buffer of 4096",
           "the 2 x 100 network", "(50,000 steps", "x 2000 steps", "over 200 draws",
-          "first 128 training images", "posterior sigma 0.05"},
+          "first 128 training images", "posterior sigma 0.05",
+          "over the 1.15x"},  # the exact mode's goal (#68)
     f"{PER_STEP}/README.md": {"2.13", "(784 features", "per 10,000 steps"},
     f"{PAPERS}/README.md": {"2.13", "hidden layer of 100", "buffer of 10,000",
                             "holds 2,000 rounds", "project a 10,000-round",
@@ -691,6 +692,8 @@ def _numbers_of(text: str) -> list[str]:
 def _unchecked(page: str) -> list[str]:
     """The numbers of ``page``'s prose that no check builds and no setting declares."""
     text = (REPO / page).read_text(encoding="utf-8")
+    # a generated table is checked by bandits.doc_tables --check (tests/test_doc_tables.py)
+    text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
     for spec in TABLES:  # a checked row is checked whole
         if spec.page == page:
             rows = {k for k, _ in rows_of(text, spec.header)}

@@ -21,6 +21,8 @@ FILES: dict[str, tuple[str, ...]] = {
     "results/mushroom/memory-decay-0.3/README.md": ("figure6-preset",),
     "results/wheel/heldout/README.md": ("wheel-heldout",),
     "results/mushroom/heldout/README.md": ("figure6-heldout",),
+    "results/bench/README.md": ("bench-against",),
+    "docs/speed.md": ("bench-against",),
     "results/neural-bandits/README.md": ("mushroom-reference-1e-5", "mushroom-reference",
                                          "mushroom-grid", "mnist-reference"),
     "results/neural-bandits/mnist-reference/README.md": ("mnist-reference", "mnist-widths"),
