@@ -378,8 +378,20 @@ def _matmul_precision() -> str:
             + ("Slower in both pairs" if slower else "(not slower in both pairs)"))
 
 
+def _busy_threads() -> str:
+    """What two busy processes cost each 2-thread variant, and the passive wait alone."""
+    t = pd.read_csv(REPO / BENCH / "threads_under_load.csv").set_index(
+        ["busy_processes", "variant"])["seconds"]
+    active, passive = "2 threads, active wait", "2 threads, passive wait"
+    return (f"two spinning threads took {t[(2, active)] / t[(0, active)]:.1f} times their "
+            f"idle time, two sleeping ones {t[(2, passive)] / t[(0, passive)]:.1f}\ntimes "
+            f"(within the 2x the work aimed at), about as fast as one thread. Alone, the\n"
+            f"sleeping threads took {100 * (t[(0, passive)] / t[(0, active)] - 1):.0f} % "
+            "longer than spinning ones.")
+
+
 TOP_QUOTES = [
-    _two_threads, _where_the_time_goes,
+    _two_threads, _where_the_time_goes, _busy_threads,
     lambda: f"skips the cost's value, hence {_one_thread_ratio('bbb'):.1f}x.",
     _paper_protocol, _quick_products,
     lambda: f"worker; {_json(f'{BENCH}/scaling.json')['wall_seconds']:.0f} s in all.",
