@@ -390,8 +390,16 @@ def _busy_threads() -> str:
             "longer than spinning ones.")
 
 
+def _against_memory() -> str:
+    t = pd.read_csv(REPO / BENCH / "against" / "memory.csv").set_index("side")
+    now, then = t.loc["this commit, native"], t.loc["c3e3b89, its default"]
+    return (f"{now['max_rss_kb'] / 1000:.0f} MB at this checkout (in "
+            f"{now['wall_seconds']:.1f} s)\nagainst {then['max_rss_kb'] / 1000:.0f} MB at "
+            f"`c3e3b89` ({then['wall_seconds']:.1f} s)")
+
+
 TOP_QUOTES = [
-    _two_threads, _where_the_time_goes, _busy_threads,
+    _two_threads, _where_the_time_goes, _busy_threads, _against_memory,
     lambda: f"skips the cost's value, hence {_one_thread_ratio('bbb'):.1f}x.",
     _paper_protocol, _quick_products,
     lambda: f"worker; {_json(f'{BENCH}/scaling.json')['wall_seconds']:.0f} s in all.",
