@@ -385,7 +385,7 @@ def _busy_threads() -> str:
     active, passive = "2 threads, active wait", "2 threads, passive wait"
     return (f"two spinning threads took {t[(2, active)] / t[(0, active)]:.1f} times their "
             f"idle time, two sleeping ones {t[(2, passive)] / t[(0, passive)]:.1f}\ntimes "
-            f"(within the 2x the work aimed at), about as fast as one thread. Alone, the\n"
+            f"(under 2x), about as fast as one thread. Alone, the\n"
             f"sleeping threads took {100 * (t[(0, passive)] / t[(0, active)] - 1):.0f} % "
             "longer than spinning ones.")
 
@@ -658,7 +658,7 @@ SETTINGS = {
     TOP: {"2.13", "AVX-512", "(119 inputs, 2 x 100 ReLU", "buffer of 4096",
           "the 2 x 100 network", "(50,000 steps", "x 2000 steps", "over 200 draws",
           "first 128 training images", "posterior sigma 0.05",
-          "over the 1.15x"},  # the exact mode's goal (#68)
+          "over the 1.15x"},  # what would make the exact mode cheap
     f"{PER_STEP}/README.md": {"2.13", "(784 features", "per 10,000 steps"},
     f"{PAPERS}/README.md": {"2.13", "hidden layer of 100", "buffer of 10,000",
                             "holds 2,000 rounds", "project a 10,000-round",

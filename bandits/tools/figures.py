@@ -94,6 +94,11 @@ def metrics_from_phases(phases: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
+def phase_length(phases: pd.DataFrame) -> int:
+    """The steps of a run's usual phase (``phases.csv``): the spacing of its points."""
+    return int((phases["end"] - phases["start"] + 1).mode().iloc[0])
+
+
 def draw_run(run: Path) -> Path:
     """``run/regret.png`` as the simulator draws it, from ``metrics.csv`` or else from
     ``phases.csv``."""
@@ -103,8 +108,7 @@ def draw_run(run: Path) -> Path:
     else:
         phases = pd.read_csv(run / "phases.csv")
         metrics = metrics_from_phases(phases)
-        every = int((phases["end"] - phases["start"] + 1).mode().iloc[0])
-        note = f" (from phases.csv: a point every {every:,} steps)"
+        note = f" (from phases.csv: a point every {phase_length(phases):,} steps)"
     title = (run_title(run, metrics) or run.name) + note
     plot_regret(metrics, run / "regret.png", log_y=bool(record.get("log_y")), title=title,
                 pdf_twin=False, labels=run_labels(record))
@@ -120,9 +124,8 @@ def draw_joined(figure: Path, runs: Path, name: str) -> Path:
         raise ValueError(f"{runs}: an agent's seed is in two runs")
     records = [json.loads((p / "config.json").read_text()) for p in folders]
     metrics = metrics_from_phases(phases)
-    every = int((phases["end"] - phases["start"] + 1).mode().iloc[0])
     title = (f"{name}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max()):,} "
-             f"steps (a point every {every:,})")
+             f"steps (a point every {phase_length(phases):,})")
     labels = {k: v for r in records for k, v in run_labels(r).items()}
     plot_regret(metrics, figure, log_y=all(r.get("log_y") for r in records), title=title,
                 pdf_twin=False, labels=labels)
