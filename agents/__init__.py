@@ -17,8 +17,9 @@ order, with any number of workers: the same bytes; ``tests/test_neighbours.py``)
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -44,19 +45,27 @@ SPECS: dict[str, AgentSpec] = {
     for module in (bbb, greedy, linear, neural_ucb, dropout, bootstrap, neural_linear, uniform)
     for spec in module.SPECS
 }
-AgentConfig = compose(
-    "AgentConfig", [CommonSettings, *(part for spec in SPECS.values() for part in spec.settings)],
-    """Every agent's settings: :class:`CommonSettings` and each registered agent's own
-    (its spec's ``settings``), one dataclass. ``AgentConfig(hidden=(16,), heads=3)``; an
-    agent reads the fields it knows.""", module=__name__)
+if TYPE_CHECKING:  # what a type checker sees: the built-in agents' settings, every field
+    @dataclass
+    class AgentConfig(bbb.Settings, greedy.Settings, linear.PosteriorSettings,
+                      linear.UCBSettings, neural_ucb.Settings, dropout.Settings,
+                      bootstrap.Settings, neural_linear.Settings, CommonSettings):
+        """Every agent's settings (the static view of the class composed below)."""
+else:
+    AgentConfig = compose(
+        "AgentConfig",
+        [CommonSettings, *(part for spec in SPECS.values() for part in spec.settings)],
+        """Every agent's settings: :class:`CommonSettings` and each registered agent's
+        own (its spec's ``settings``), one dataclass: ``AgentConfig(hidden=(16,),
+        heads=3)``. Each agent receives only its own part of it (its spec's ``config``:
+        :meth:`AgentSpec.own`).""", module=__name__)
 
 
 def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], Member]:
     if name not in SPECS:
         raise ValueError(f"unknown agent {name!r}; choose from {', '.join(SPECS)}")
     spec = SPECS[name]
-    return spec.cls, Member(name, seed,
-                            dataclasses.replace(config or AgentConfig(), **spec.overrides))
+    return spec.cls, Member(name, seed, spec.own(config or AgentConfig()))
 
 
 def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,

@@ -23,17 +23,18 @@ plain single agent, and an agent's bytes never depend on its neighbours.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from bandits.core.buffer import ReplayBuffer
-from bandits.core.config import COUNT, OPEN, check_ranges, setting
+from bandits.core.config import COUNT, OPEN, check_ranges, compose, setting
 
 
 @dataclass
@@ -98,25 +99,17 @@ class CommonSettings:
         range=(0, 10.0))
 
 
-if TYPE_CHECKING:
-    class AgentConfig(CommonSettings):
-        """The type of an agent's settings as a type checker sees it: the common settings,
-        and ``Any`` for each agent's own."""
-
-        def __getattr__(self, name: str) -> Any: ...
-else:
-    AgentConfig = Any
-"""The type of an agent's settings: :data:`agents.AgentConfig`, the dataclass that
-:class:`CommonSettings` and every registered agent's own settings make together (it is
-composed once every agent module is imported, so the modules name it by this alias; a
-type checker sees the common settings, and ``Any`` for each agent's own)."""
+AgentSettings = Any
+"""An agent's settings as its spec passes them around (to ``networks``, ``check`` and a
+:class:`Member`): an instance of that spec's ``config``. Each agent class names its own
+type (``config: Config``), so a type checker sees every field an agent reads."""
 
 
-def _one_network(config: AgentConfig) -> int:
+def _one_network(config: AgentSettings) -> int:
     return 1
 
 
-def _no_check(config: AgentConfig, context_dim: int, n_actions: int) -> str | None:
+def _no_check(config: AgentSettings, context_dim: int, n_actions: int) -> str | None:
     return None
 
 
@@ -144,6 +137,11 @@ class AgentSpec:
             :func:`bandits.core.config.setting`: a flag of ``bandits.run``, with its help and
             range), beside :class:`CommonSettings`. Agents may share one (``bbb`` and
             ``bbb-lrt``); each setting has one owner.
+        config: The dataclass its agents receive as their settings: :class:`CommonSettings`
+            where it is ``neural``, and its ``settings``, nothing else (checked when the
+            spec is made; by default composed from them). An agent module declares it
+            (``class Config(Settings, CommonSettings)``) so that its class can name it
+            (``config: Config``) and a type checker sees every field it reads.
         columns: Per-step quantities of the agent (:meth:`Agent.step_values` gives them),
             each a column of ``metrics.csv`` after the regret's.
         neural: Whether it holds a network, and so reads :class:`CommonSettings`: a run
@@ -158,12 +156,34 @@ class AgentSpec:
     color: str
     overrides: dict[str, Any] = field(default_factory=dict)
     cost: float = 1.0
-    networks: Callable[[AgentConfig], int] = _one_network
-    check: Callable[[AgentConfig, int, int], str | None] = _no_check
+    networks: Callable[[AgentSettings], int] = _one_network
+    check: Callable[[AgentSettings, int, int], str | None] = _no_check
     settings: tuple[type, ...] = ()
+    config: type | None = None
     columns: tuple[str, ...] = ()
     neural: bool = True
     linestyle: str = "-"
+
+    def __post_init__(self) -> None:
+        parts = [*((CommonSettings,) if self.neural else ()), *self.settings]
+        if self.config is None:
+            object.__setattr__(self, "config", compose(
+                f"{self.cls.__name__}Settings", parts, f"What {self.name} reads.",
+                module=self.cls.__module__))
+        assert self.config is not None  # for a type checker: set just above
+        own = {f.name for part in parts for f in dataclasses.fields(part)}
+        given = {f.name for f in dataclasses.fields(self.config)}
+        if given != own:
+            raise TypeError(f"agent {self.name!r}: its config {self.config.__qualname__} "
+                            f"has the settings {sorted(given)}, but its spec declares "
+                            f"{sorted(own)} (CommonSettings where neural, and its settings)")
+
+    def own(self, settings: Any) -> AgentSettings:
+        """This agent's settings from ``settings`` (any object with at least its fields:
+        :data:`agents.AgentConfig`, a run's settings), with its ``overrides``."""
+        assert self.config is not None  # __post_init__ set it
+        values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(self.config)}
+        return self.config(**{**values, **self.overrides})
 
 
 @dataclass(frozen=True)
@@ -172,7 +192,7 @@ class Member:
 
     name: str
     seed: int | Sequence[int]
-    config: AgentConfig
+    config: AgentSettings  # an instance of its spec's ``config``: nothing else
 
 
 class Agent(abc.ABC):
@@ -188,6 +208,7 @@ class Agent(abc.ABC):
 
     name = "agent"
     learns = True
+    config: AgentSettings  # the first member's: each agent class names its own type
 
     def __init__(
         self,

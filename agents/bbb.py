@@ -50,7 +50,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agents.base import AgentSpec
+from agents.base import AgentSpec, CommonSettings
 from agents.neural import NeuralAgent, gaussian_nll_output_grads
 from bandits.bayes import (
     MLP,
@@ -73,6 +73,7 @@ class BBBAgent(NeuralAgent):
     """Thompson sampling with a Bayes-by-Backprop reward model."""
 
     name = "bbb"
+    config: Config
 
     def build_model(self, in_features: int) -> MLP:
         c = self.config
@@ -254,9 +255,15 @@ def refuse_lrt_disjoint(config, context_dim: int, n_actions: int) -> str | None:
     return None
 
 
+@dataclass
+class Config(Settings, CommonSettings):
+    """What a BBB agent reads: the settings every network shares and its own, and nothing else."""
+
+
 SPECS = (
     AgentSpec("bbb", BBBAgent, "Bayes by Backprop (Thompson)", "#0072B2", cost=2.4,
-              settings=(Settings,), check=refuse_lrt_disjoint),
+              settings=(Settings,), config=Config, check=refuse_lrt_disjoint),
     AgentSpec("bbb-lrt", BBBAgent, "BBB, local reparam.", "#56B4E9", {"lrt": True},
-              linestyle="--", cost=3.0, settings=(Settings,), check=refuse_lrt_disjoint),
+              linestyle="--", cost=3.0, settings=(Settings,), config=Config,
+              check=refuse_lrt_disjoint),
 )

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import AgentSpec
+from agents.base import AgentSpec, CommonSettings
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.core.buffer import ReplayBuffer
@@ -30,6 +30,7 @@ class BootstrapAgent(NeuralAgent):
     """Thompson sampling over an online-bootstrap ensemble of reward networks."""
 
     name = "bootstrap"
+    config: Config
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
@@ -107,6 +108,12 @@ def refuse_whole_buffer_fits(config, context_dim: int, n_actions: int) -> str | 
     return None
 
 
+@dataclass
+class Config(Settings, CommonSettings):
+    """What the bootstrap reads: the settings every network shares and its own, and nothing else."""
+
+
 SPECS = (AgentSpec("bootstrap", BootstrapAgent, "Bootstrapped NN", "#999933", cost=5.0,
                    linestyle=":", networks=lambda config: config.heads, settings=(Settings,),
+                   config=Config,
                    check=refuse_whole_buffer_fits),)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import AgentSpec
+from agents.base import AgentSpec, CommonSettings
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.core.config import OPEN, setting
@@ -24,6 +24,7 @@ class DropoutAgent(NeuralAgent):
     """Thompson sampling with MC dropout on a point-estimate reward network."""
 
     name = "dropout"
+    config: Config
 
     def build_model(self, in_features: int) -> MLP:
         if not 0.0 < self.config.dropout < 1.0:
@@ -64,5 +65,11 @@ class Settings:
         "(training, and the one mask drawn to act)", range=(OPEN(0), OPEN(1)))
 
 
+@dataclass
+class Config(Settings, CommonSettings):
+    """What the dropout agent reads: the settings every network shares and its own,
+    and nothing else."""
+
+
 SPECS = (AgentSpec("dropout", DropoutAgent, "Dropout TS", "#CC79A7", linestyle="--",
-                 settings=(Settings,)),)
+                 settings=(Settings,), config=Config),)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import AgentSpec
+from agents.base import AgentSpec, CommonSettings
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.core.config import setting
@@ -28,6 +28,7 @@ class EpsilonGreedyAgent(NeuralAgent):
     """Acts greedily on a point-estimate network, at random with probability epsilon."""
 
     name = "eps-greedy"
+    config: Config
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
@@ -62,11 +63,17 @@ class Settings:
                              range=(0, 1), cli=False)
 
 
+@dataclass
+class Config(Settings, CommonSettings):
+    """What an epsilon-greedy agent reads: the settings every network shares and its
+    epsilon, and nothing else."""
+
+
 SPECS = (
     AgentSpec("greedy", EpsilonGreedyAgent, "greedy", "#D55E00", {"epsilon": 0.0},
-              settings=(Settings,)),
+              settings=(Settings,), config=Config),
     AgentSpec("eps1", EpsilonGreedyAgent, "1% greedy", "#E69F00", {"epsilon": 0.01},
-              linestyle="--", settings=(Settings,)),
+              linestyle="--", settings=(Settings,), config=Config),
     AgentSpec("eps5", EpsilonGreedyAgent, "5% greedy", "#009E73", {"epsilon": 0.05},
-              linestyle=":", settings=(Settings,)),
+              linestyle=":", settings=(Settings,), config=Config),
 )

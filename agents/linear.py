@@ -276,6 +276,7 @@ class LinFullPostAgent(Agent):
     """Thompson sampling from the exact posterior of a linear model on the raw context."""
 
     name = "linfullpost"
+    config: PosteriorSettings
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # Agent's arguments
         super().__init__(*args, **kwargs)
@@ -330,6 +331,7 @@ class LinUCBAgent(LinFullPostAgent):
     nothing; no randomness: ties go to the lowest action."""
 
     name = "linucb"
+    config: UCBSettings  # type: ignore[assignment]  # its own, not the posterior's prior
 
     def make_posterior(self) -> BayesLinearRegression:
         if not (math.isfinite(self.config.ucb_alpha) and self.config.ucb_alpha >= 0):
@@ -370,7 +372,8 @@ class UCBSettings:
 
 SPECS = (
     AgentSpec("linfullpost", LinFullPostAgent, "LinFullPost", "#882255", linestyle="-.",
-              settings=(PosteriorSettings,), neural=False),
-    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,),
+              settings=(PosteriorSettings,), config=PosteriorSettings,
+              neural=False),
+    AgentSpec("linucb", LinUCBAgent, "LinUCB", "black", settings=(UCBSettings,), config=UCBSettings,
               linestyle="-.", neural=False),
 )

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from agents.base import Agent
+from agents.base import Agent, CommonSettings
 from agents.graph_capture import CapturedUpdates
 from bandits.bayes import MLP, FlatMLP
 from bandits.bayes.exact import power
@@ -81,6 +81,8 @@ def epochs_need_sgd(fit: str, optimizer: str) -> str | None:
 class NeuralAgent(Agent):
     """An agent with a reward model trained by SGD, AdamW or Adam (see the module
     docstring) on minibatches from the buffer."""
+
+    config: CommonSettings  # each agent names its own (CommonSettings and its settings)
 
     def __init__(self, *args: Any, compile: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -20,7 +20,9 @@ import torch
 from torch import Tensor
 
 from agents.base import AgentSpec
+from agents.greedy import Config as GreedyConfig
 from agents.greedy import EpsilonGreedyAgent
+from agents.greedy import Settings as GreedySettings
 from agents.linear import BayesLinearRegression, PosteriorSettings, thompson_draw
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.config import COUNT, setting
@@ -30,6 +32,7 @@ class NeuralLinearAgent(EpsilonGreedyAgent):
     """Thompson sampling from a linear posterior on learnt features."""
 
     name = "neurallinear"
+    config: Config
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
@@ -91,5 +94,12 @@ class Settings:
                                  "refits of its posterior to new features", range=COUNT)
 
 
+@dataclass
+class Config(Settings, PosteriorSettings, GreedyConfig):
+    """What NeuralLinear reads: the settings every network shares, greedy's epsilon
+    (its network is greedy's), its posterior's prior and its own, and nothing else."""
+
+
 SPECS = (AgentSpec("neurallinear", NeuralLinearAgent, "NeuralLinear", "#332288", linestyle="-.",
-                   settings=(PosteriorSettings, Settings)),)
+                   settings=(GreedySettings, PosteriorSettings, Settings),
+                   config=Config),)

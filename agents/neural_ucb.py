@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from agents.base import AgentConfig, AgentSpec
+from agents.base import AgentSpec, CommonSettings
 from agents.neural import NeuralAgent
 from bandits.bayes import MLP, make_mlp
 from bandits.bayes.exact import sqrt
@@ -67,6 +67,7 @@ class NeuralUCBAgent(NeuralAgent):
     """NeuralUCB: the action of largest ``f(x_a) + sigma_a`` (see the module docstring)."""
 
     name = "neuralucb"
+    config: Config
     thompson = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
@@ -223,7 +224,7 @@ class NeuralTSAgent(NeuralUCBAgent):
     thompson = True
 
 
-def refuse_exact_design(config: AgentConfig, context_dim: int, n_actions: int) -> str | None:
+def refuse_exact_design(config: Config, context_dim: int, n_actions: int) -> str | None:
     """Why ``exact_design`` cannot run on this network (its ``P x P`` design would be too
     large), or None."""
     if not config.exact_design:
@@ -257,9 +258,15 @@ class Settings:
         "instead of its diagonal (the papers' approximation)")
 
 
+@dataclass
+class Config(Settings, CommonSettings):
+    """What NeuralUCB and NeuralTS read: the settings every network shares and their own,
+    and nothing else."""
+
+
 SPECS = (
     AgentSpec("neuralucb", NeuralUCBAgent, "NeuralUCB", "#DDCC77", linestyle="--",
-              check=refuse_exact_design, settings=(Settings,)),
+              check=refuse_exact_design, settings=(Settings,), config=Config),
     AgentSpec("neuralts", NeuralTSAgent, "NeuralTS", "#44AA99", check=refuse_exact_design,
-              linestyle="-.", settings=(Settings,)),
+              linestyle="-.", settings=(Settings,), config=Config),
 )

@@ -1,43 +1,114 @@
 """A type checker sees the settings' fields: ``Config`` and ``AgentConfig`` are composed at
 import time from every part's dataclass, and each module gives type checkers a static
-view of them (the common fields typed, an agent's own ``Any``)."""
+view of them that names every built-in part (no ``Any``); an agent class names the
+settings it receives (``config: Config``: the common settings and its own)."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mypy")
 REPO = Path(__file__).resolve().parents[1]
 
 SNIPPET = '''
-from agents.base import AgentConfig
+from agents import AgentConfig
+from agents.bbb import BBBAgent
+from agents.linear import LinFullPostAgent
 from bandits.simulator.settings import Config
 
 
-def fine(cfg: Config, agent: AgentConfig) -> float:
-    return cfg.lr + cfg.checkpoint_every + agent.lr + agent.heads  # heads: an agent's own
+def fine(cfg: Config, agent: AgentConfig, bbb: BBBAgent) -> float:
+    return cfg.lr + cfg.checkpoint_every + agent.lr + agent.heads + bbb.config.mean_decay
 
 
 def run_setting(cfg: Config) -> str:
-    return cfg.steps  # line 11: int | None, not str
+    return cfg.steps  # line 13: int | None, not str
 
 
 def common_setting(agent: AgentConfig) -> str:
-    return agent.hidden  # line 15: tuple[int, ...], not str
+    return agent.hidden  # line 17: tuple[int, ...], not str
+
+
+def unknown(cfg: Config) -> int:
+    return cfg.no_such_setting  # line 21: no Any behind the fields
+
+
+def own_setting(bbb: BBBAgent) -> str:
+    return bbb.config.kl_scale + 1  # line 25: str + int
+
+
+def not_its_own(agent: LinFullPostAgent) -> int:
+    return agent.config.hidden  # line 29: a linear agent receives no network settings
 '''
 
 
 @pytest.mark.slow
 def test_a_type_checker_sees_the_settings_fields(tmp_path):
+    pytest.importorskip("mypy")
     (tmp_path / "snippet.py").write_text(SNIPPET)
     done = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent",
                            "--ignore-missing-imports", "--no-incremental",
                            str(tmp_path / "snippet.py")], cwd=REPO, capture_output=True,
                           text=True)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [11, 15], done.stdout
+    assert [int(line.split(":")[1]) for line in errors] == [13, 17, 21, 25, 29], done.stdout
     assert '"int | None"' in errors[0] and '"tuple[int, ...]"' in errors[1], done.stdout
+    assert "no_such_setting" in errors[2] and "hidden" in errors[4], done.stdout
+
+
+def _static_bases(path: str, name: str) -> set[str]:
+    """The base classes of the class ``name`` that ``path`` defines under TYPE_CHECKING."""
+    tree = ast.parse((REPO / path).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for item in node.body:
+                if isinstance(item, ast.ClassDef) and item.name == name:
+                    return {ast.unparse(b) for b in item.bases}
+    raise AssertionError(f"{path} has no class {name} under TYPE_CHECKING")
+
+
+def _dotted(part: type) -> str:
+    module = part.__module__.rsplit(".", 1)[-1]
+    return part.__name__ if module in ("base", "settings", "envs") else f"{module}.{part.__name__}"
+
+
+def test_the_static_views_name_every_part_the_composed_classes_hold():
+    import dataclasses
+
+    import envs
+    from agents import SPECS, AgentConfig
+    from bandits.simulator import settings
+
+    agent_parts = {part for spec in SPECS.values() for part in spec.settings}
+    assert _static_bases("agents/__init__.py", "AgentConfig") == \
+        {_dotted(p) for p in agent_parts} | {"CommonSettings"}
+    cli = {p for p in agent_parts if all(f.metadata.get("cli", True)
+                                         for f in dataclasses.fields(p))}
+    env_parts = {p.__name__ for spec in envs.SPECS.values() for p in spec.settings}
+    assert _static_bases("bandits/simulator/settings.py", "Config") == (
+        {_dotted(p) for p in cli} | env_parts | {"CommonSettings", "RunSettings",
+                                                 "TrainingSettings", "OutputSettings"})
+    # and the fields are the same, one for one
+    static = {f.name for p in agent_parts for f in dataclasses.fields(p)}
+    assert {f.name for f in dataclasses.fields(AgentConfig)} == static | {
+        f.name for f in dataclasses.fields(settings.CommonSettings)}
+
+
+def test_each_agent_receives_the_common_settings_and_its_own_and_nothing_else():
+    import dataclasses
+
+    from agents import SPECS, AgentConfig, CommonSettings, make_agent
+
+    common = {f.name for f in dataclasses.fields(CommonSettings)}
+    for name, spec in SPECS.items():
+        agent = make_agent(name, 4, 2, 1, 0, AgentConfig(hidden=(4,)))
+        got = {f.name for f in dataclasses.fields(agent.config)}
+        own = {f.name for part in spec.settings for f in dataclasses.fields(part)}
+        assert got == own | (common if spec.neural else set()), name
+        assert isinstance(agent.config, spec.config), name
+    assert not hasattr(make_agent("linucb", 4, 2, 1, 0).config, "lin_a0")  # linfullpost's
+    assert not hasattr(make_agent("bbb", 4, 2, 1, 0).config, "heads")  # the bootstrap's

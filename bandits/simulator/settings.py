@@ -181,16 +181,17 @@ ENV_SETTINGS = tuple(dict.fromkeys(part for spec in envs.SPECS.values() for part
 """The environments' own settings classes, each once (every classification bandit shares
 one)."""
 
-if TYPE_CHECKING:  # what a type checker sees: the fields declared here, and Any for the rest
+if TYPE_CHECKING:  # what a type checker sees: every built-in part, every field typed
+    from agents import bbb, bootstrap, dropout, linear, neural_linear, neural_ucb
     from envs import ClassificationSettings, WheelSettings
 
-    class Config(RunSettings, WheelSettings, ClassificationSettings, CommonSettings,
-                 TrainingSettings, OutputSettings):
+    @dataclass
+    class Config(OutputSettings, neural_linear.Settings, bootstrap.Settings, dropout.Settings,
+                 neural_ucb.Settings, linear.UCBSettings, linear.PosteriorSettings,
+                 bbb.Settings, TrainingSettings, CommonSettings, ClassificationSettings,
+                 WheelSettings, RunSettings):
         """Settings of one invocation of ``python -m bandits.run`` (the static view of the
-        class composed below: an agent's own settings, registered with its spec, are
-        ``Any`` here)."""
-
-        def __getattr__(self, name: str) -> Any: ...
+        class composed below, with the built-in environments and agents)."""
 
 else:
     Config = compose(
@@ -290,8 +291,7 @@ def validate(cfg: Config) -> None:
                          "likelihood; add --likelihood learned (or leave --nll-beta at 0)")
     context_dim, n_actions = envs.SHAPES[cfg.env]
     for name in cfg.agent:  # each agent's own checks (its spec's)
-        own = dataclasses.replace(agent_config(cfg), **SPECS[name].overrides)
-        why = SPECS[name].check(own, context_dim, n_actions)
+        why = SPECS[name].check(SPECS[name].own(agent_config(cfg)), context_dim, n_actions)
         if why is not None:
             raise UsageError(why)
     if cfg.device == "cuda" and not torch.cuda.is_available():
@@ -314,7 +314,7 @@ def memory_estimate(cfg: Config) -> float:
     d, k = envs.SHAPES[cfg.env]
     sizes = [d * k if cfg.encoding == "disjoint" else d_in, *cfg.hidden, 1]
     params = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
-    copies = max(SPECS[name].networks(agent_config(cfg)) for name in cfg.agent)
+    copies = max(SPECS[name].networks(SPECS[name].own(agent_config(cfg))) for name in cfg.agent)
     models = 4.0 * params * runs * copies * 12  # mu, rho, grads, Adam moments, samples
     activations = 4.0 * runs * copies * cfg.batch_size * sum(cfg.hidden) * 6
     records = 8.0 * 4 * runs * cfg.steps

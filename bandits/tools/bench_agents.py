@@ -5,7 +5,6 @@ MNIST-shaped random contexts (784 features, 10 actions), with this project's set
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -47,8 +46,8 @@ def refused(names: Sequence[str], papers_setup: bool, context_dim: int = MNIST_D
     """The agents of ``names`` that cannot run with these settings, each with the reason
     (``bbb-lrt`` under the papers' disjoint inputs); :func:`agents_per_step` leaves them out."""
     cfg = settings(papers_setup)
-    reasons = {name: SPECS[name].check(dataclasses.replace(cfg, **SPECS[name].overrides),
-                                       context_dim, n_actions) for name in names}
+    reasons = {name: SPECS[name].check(SPECS[name].own(cfg), context_dim, n_actions)
+               for name in names}
     return {name: why for name, why in reasons.items() if why}
 
 
