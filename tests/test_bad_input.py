@@ -462,6 +462,7 @@ def test_a_hook_that_fails_is_one_line(hook, said, tmp_path, monkeypatch, capsys
     (["-m", "bandits.same_bytes", "--mkl-cbwr", "NOTAMODE"], "not a mode of MKL's"),
     (["-m", "bandits.same_bytes", "--mkl-cbwr", ""], "not a mode of MKL's"),
     (["-m", "bandits.bench", "--kernels", "--scaling"], "give one at a time"),
+    (["-m", "bandits.bench", "--kernel-modes", "mkl_strict"], "give it with --kernels"),
     (["-m", "bandits.sweep", "--gpus-per-point", "-1", "--set", "hidden=8", "--out", "s"],
      "--gpus-per-point must be in"),
 ])

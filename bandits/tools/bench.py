@@ -67,6 +67,7 @@ from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
     AB_COMMANDS,
+    KERNEL_MODES,
     MNIST_WORKERS_COMMAND,
     MODES,
     PAPER_STEPS,
@@ -221,6 +222,11 @@ class Settings:
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
+    kernel_modes: list[str] = setting(
+        ["pinned", "native"], "with --kernels: the kernel modes timed (pinned: exact mode; "
+        "native: the libraries' own; mkl_strict: the pin with MKL_CBWR=AVX2,STRICT; "
+        "mkl_auto: the pin with MKL's own choice)", nargs="+", type=str,
+        choices=["pinned", "native", "mkl_strict", "mkl_auto"])
     against: str | None = setting(
         None, "instead: an A/B of the default `python -m bandits.run` and `python -m "
         "bandits.mnist --quick`, each end to end, at this checkout in its native and its "
@@ -253,6 +259,9 @@ def _bench(argv: Sequence[str] | None) -> int:
         if args.papers_setup and not args.agents_per_step:
             raise UsageError("--papers-setup times the agents per step: give it with "
                              "--agents-per-step")
+        if args.kernel_modes != ["pinned", "native"] and not args.kernels:
+            raise UsageError("--kernel-modes chooses what --kernels times: give it with "
+                             "--kernels")
         chosen = [m for m in MODES[1:] if getattr(args, m)]
         if len(chosen) > 1:
             raise UsageError(f"{' and '.join('--' + m.replace('_', '-') for m in chosen)} "
@@ -299,8 +308,9 @@ def _main(p: argparse.ArgumentParser, args: Settings,
           argv: Sequence[str] | None) -> int:
     start = time.perf_counter()
     if args.kernels:
-        return _written(args, argv, "kernels", kernels_cost(args.rounds), start,
-                        pin=kernels.PIN)
+        return _written(args, argv, "kernels",
+                        kernels_cost(args.rounds, modes=args.kernel_modes), start,
+                        pin=kernels.PIN, modes={m: KERNEL_MODES[m] for m in args.kernel_modes})
     if args.against:
         return _written(args, argv, "against", against(args.against, args.rounds), start,
                         timed=[f"python -m {' '.join(c)}" for c in AB_COMMANDS.values()])

@@ -131,21 +131,37 @@ def _timed_by_workers(command: list[str], files: list[str], workers: list[int], 
     return df
 
 
-def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
-    """What the pinned kernels (:mod:`bandits.core.kernels`) cost: the default ``python -m
-    bandits.run`` end to end, and the fused training step (``python -m bandits.bench``'s
-    seconds per run-update), each under the pin and with the libraries' own kernels
-    (``BANDITS_NATIVE_KERNELS=1``), interleaved over ``rounds``, median taken. One row per
-    command with both times and ``pinned_over_native``; the default command's CSVs are
-    compared too (``same_bytes``: whether the pin changes nothing on this processor).
-    ``extra``: flags added to the default command (tests)."""
+KERNEL_MODES: dict[str, dict[str, str]] = {
+    "pinned": {kernels.EXACT: "1"},  # exact mode: ATen and oneDNN at AVX2, MKL compatible
+    "native": {},  # the libraries' own kernels: the default
+    "mkl_strict": {kernels.EXACT: "1", "MKL_CBWR": "AVX2,STRICT"},  # MKL's AVX2 code, strict
+    "mkl_auto": {kernels.EXACT: "1", "MKL_CBWR": "AUTO"},  # the pin but MKL's own choice
+}
+"""The kernel modes ``--kernels`` can time (``--kernel-modes``), each as the environment
+variables it sets: exact mode's pin, the libraries' own kernels, and two candidates for a
+cheaper exact mode (the pin with MKL's ``AVX2,STRICT`` mode, or with MKL's automatic
+choice: what the pin costs beyond MKL's compatible mode)."""
+
+
+def kernels_cost(rounds: int, extra: Sequence[str] = (),
+                 modes: Sequence[str] = ("pinned", "native")) -> pd.DataFrame:
+    """What each kernel mode of ``modes`` (:data:`KERNEL_MODES`; ``pinned``: exact mode,
+    :mod:`bandits.core.kernels`) costs against the libraries' own kernels: the default
+    ``python -m bandits.run`` end to end, and the fused training step (``python -m
+    bandits.bench``'s seconds per run-update), interleaved over ``rounds``, median taken.
+    One row per command with each mode's median (column ``MODE``), its rounds
+    (``MODE_each``) and, but for ``native``, ``MODE_over_native``; the default command's
+    CSVs are compared too (``same_bytes``: whether the pin gives the native bytes on this
+    processor; ``MODE_same_as_pinned`` for the other candidates). ``extra``: flags added
+    to the default command (tests)."""
+    modes = list(dict.fromkeys(["pinned", "native", *modes]))
     native_env = {k: v for k, v in os.environ.items()
                   if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE)}
-    envs = {"pinned": {**native_env, kernels.EXACT: "1"}, "native": native_env}
+    envs = {m: {**native_env, **KERNEL_MODES[m]} for m in modes}
     files = ["metrics.csv", "summary.csv", "phases.csv"]
-    run_times: dict[str, list[float]] = {"pinned": [], "native": []}
-    step_times: dict[str, list[float]] = {"pinned": [], "native": []}
-    same = True
+    run_times: dict[str, list[float]] = {m: [] for m in modes}
+    step_times: dict[str, list[float]] = {m: [] for m in modes}
+    same = {m: True for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             for name, env in envs.items():
@@ -161,20 +177,25 @@ def kernels_cost(rounds: int, extra: Sequence[str] = ()) -> pd.DataFrame:
                 bench = json.loads((b / "bench.json").read_text())
                 step_times[name].append(bench["per_run_update_seconds_fused"])
             first = Path(tmp) / f"pinned-{r}"
-            same = same and all((first / f).read_bytes() == (Path(tmp) / f"native-{r}" / f)
-                                .read_bytes() for f in files)
+            for m in modes:
+                same[m] = same[m] and all((first / f).read_bytes() == (
+                    Path(tmp) / f"{m}-{r}" / f).read_bytes() for f in files)
     rows = []
     for what, times, unit in (("python -m bandits.run (the default command)", run_times,
                                "wall seconds"),
                               ("fused training step (bandits.bench)", step_times,
                                "seconds per run-update")):
-        pinned, native = float(np.median(times["pinned"])), float(np.median(times["native"]))
-        rows.append({"command": what, "unit": unit, "pinned": pinned, "native": native,
-                     "pinned_over_native": pinned / native,
-                     "pinned_each": " ".join(f"{t:.4g}" for t in times["pinned"]),
-                     "native_each": " ".join(f"{t:.4g}" for t in times["native"])})
+        median = {m: float(np.median(times[m])) for m in modes}
+        row: dict[str, object] = {"command": what, "unit": unit, **median}
+        for m in modes:
+            if m != "native":
+                row[f"{m}_over_native"] = median[m] / median["native"]
+            row[f"{m}_each"] = " ".join(f"{t:.4g}" for t in times[m])
+        rows.append(row)
     df = pd.DataFrame(rows)
-    df["same_bytes"] = [same, None]
+    df["same_bytes"] = [same["native"], None]
+    for m in modes[2:]:
+        df[f"{m}_same_as_pinned"] = [same[m], None]
     return df
 
 
