@@ -13,8 +13,8 @@ minibatch 64, a full buffer of 4096):
   fused Adam) with the minibatch drawn per update and the loss read back to the host
   after every update;
 * **fused step** (:meth:`agents.neural.NeuralAgent.update`, what ``bandits.run`` does):
-  two populations (BBB; greedy, 1 % and 5 % greedy as one), ``--updates`` updates per
-  call without waiting for the device, as one captured CUDA graph on a GPU.
+  four populations, one per agent, ``--updates`` updates per call without waiting for
+  the device, as one captured CUDA graph on a GPU.
 
 Both are measured in the same process, interleaved in rounds (median), so machine noise
 hits both alike: the ratios are the result. The projection of the paper protocol
