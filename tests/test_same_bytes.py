@@ -343,3 +343,52 @@ def test_sigterm_leaves_no_temporary_folder_no_output_and_no_child(tmp_path):
     assert "stopped by signal SIGTERM" in err
     time.sleep(1)  # the child, killed with its parent, is gone
     assert list(scratch.iterdir()) == [] and not out.exists()
+
+
+XEON = SHIPPED / "xeon-host"
+XEON_CPUS = {"haswell": "Haswell-v4", "epyc": "EPYC-v3"}
+
+
+def _xeon_ops_modes(cpu: str) -> dict[str, tuple[Path, Path]]:
+    ops, strict = XEON / f"{cpu}-ops", XEON / f"{cpu}-strict"
+    return {"pinned": (ops / "ops-pinned-this", ops / "ops-pinned-emulated"),
+            "MKL_CBWR=AVX2,STRICT": (strict / "ops-mkl_cbwr-avx2,strict-this",
+                                     strict / "ops-mkl_cbwr-avx2,strict-emulated"),
+            "native": (ops / "ops-native-this", ops / "ops-native-emulated")}
+
+
+def test_the_xeon_hosts_page_is_its_files():
+    import csv
+
+    page = (XEON / "README.md").read_text()
+    flat = " ".join(page.split())
+    rows: dict[str, list[dict]] = {}
+    for cpu, model in XEON_CPUS.items():
+        for part in ("ops", "strict", ""):
+            folder = XEON / f"{cpu}-{part}".rstrip("-")
+            for row in checks_table(folder):
+                assert row in page, row
+            record = json.loads((folder / "config.json").read_text())
+            assert f"    {record['command']}" in page
+            assert record["cpu"] == model and "GenuineIntel" in \
+                record["versions"]["kernels"]["processor"]  # this processor: an Intel one
+            minutes, rest = divmod(round(record["wall_seconds"]), 60)
+            took = f"{minutes} min {rest} s" if minutes else f"{rest} s"
+            assert f"`{folder.name}` {took}" in flat, folder.name
+            with open(folder / "checks.csv", newline="") as f:
+                rows[folder.name] = list(csv.DictReader(f))
+        for name in ("ops.csv", "sqrt.csv"):
+            for row in ops_table(_xeon_ops_modes(cpu), name):
+                assert row in page, (cpu, row)
+    # "in exact mode every file a run writes is the same bytes on all three processors"
+    exact = [r for name, rs in rows.items() if not name.endswith("strict") for r in rs
+             if r["kernels"] == "pinned"]
+    assert {(r["check"], r["file"]) for r in exact if r["same"] != "True"} == \
+        {("ops", "sqrt.csv")}
+    assert {r["check"] for r in exact} == {"ops", "bandit", "regression"}
+    # "MKL's AVX2,STRICT mode: the same bytes on the emulated Intel, not on the AMD"
+    assert all(r["same"] == "True" for r in rows["haswell-strict"])
+    assert not any(r["same"] == "True" for r in rows["epyc-strict"] if r["file"] == "ops.csv")
+    # "the libraries' own kernels differ on both": the emulated processors take other paths
+    assert not any(r["same"] == "True" for cpu in XEON_CPUS for r in rows[f"{cpu}-ops"]
+                   if r["kernels"] == "native")
