@@ -253,6 +253,7 @@ README_QUOTES = [
     _tempered_pair,
     _paper_gap,
     _pruning_costs,
+    lambda: f"at about {float(_pin_cost()[0]):.1f} times the time",  # exact mode's cost
 ]
 
 
