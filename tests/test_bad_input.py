@@ -463,6 +463,9 @@ def test_a_hook_that_fails_is_one_line(hook, said, tmp_path, monkeypatch, capsys
     (["-m", "bandits.same_bytes", "--mkl-cbwr", ""], "not a mode of MKL's"),
     (["-m", "bandits.bench", "--kernels", "--scaling"], "give one at a time"),
     (["-m", "bandits.bench", "--kernel-modes", "mkl_strict"], "give it with --kernels"),
+    (["-m", "bandits.bench", "--busy", "1"], "--busy acts only with --threads-under-load"),
+    (["-m", "bandits.bench", "--scaling-steps", "5", "9"], "acts only with --scaling"),
+    (["-m", "bandits.bench", "--papers-setup"], "acts only with --agents-per-step"),
     (["-m", "bandits.sweep", "--gpus-per-point", "-1", "--set", "hidden=8", "--out", "s"],
      "--gpus-per-point must be in"),
 ])

@@ -43,7 +43,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +58,7 @@ from bandits.core.config import (
     UsageError,
     check_ranges,
     first_paragraph,
+    flag,
     setting,
 )
 from bandits.core.config import build_parser as build_settings_parser
@@ -240,6 +241,11 @@ class Settings:
                                  "a 10,000-round run of their schedule")
 
 
+MODE_SETTINGS = {"busy": "threads_under_load", "kernel_modes": "kernels",
+                 "scaling_steps": "scaling", "papers_setup": "agents_per_step"}
+"""The settings that act only in one mode of the benchmark, each with that mode."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m bandits.bench``; its errors are argparse's (the usage,
     one line, exit status 2)."""
@@ -256,12 +262,12 @@ def _bench(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(p.parse_args(argv)))
     try:  # before the output directory is touched
         check_ranges(args)
-        if args.papers_setup and not args.agents_per_step:
-            raise UsageError("--papers-setup times the agents per step: give it with "
-                             "--agents-per-step")
-        if args.kernel_modes != ["pinned", "native"] and not args.kernels:
-            raise UsageError("--kernel-modes chooses what --kernels times: give it with "
-                             "--kernels")
+        for name, mode in MODE_SETTINGS.items():  # a mode's own setting, without the mode
+            f = Settings.__dataclass_fields__[name]
+            default = f.default if f.default_factory is MISSING else f.default_factory()
+            if getattr(args, name) != default and not getattr(args, mode):
+                raise UsageError(f"{flag(name)} acts only with {flag(mode)}: give it with "
+                                 f"{flag(mode)}, or leave {flag(name)} out")
         chosen = [m for m in MODES[1:] if getattr(args, m)]
         if len(chosen) > 1:
             raise UsageError(f"{' and '.join('--' + m.replace('_', '-') for m in chosen)} "
