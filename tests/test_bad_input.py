@@ -462,10 +462,10 @@ def test_a_hook_that_fails_is_one_line(hook, said, tmp_path, monkeypatch, capsys
     (["-m", "bandits.same_bytes", "--mkl-cbwr", "NOTAMODE"], "not a mode of MKL's"),
     (["-m", "bandits.same_bytes", "--mkl-cbwr", ""], "not a mode of MKL's"),
     (["-m", "bandits.bench", "--kernels", "--scaling"], "give one at a time"),
-    (["-m", "bandits.bench", "--kernel-modes", "mkl_strict"], "give it with --kernels"),
-    (["-m", "bandits.bench", "--busy", "1"], "--busy acts only with --threads-under-load"),
-    (["-m", "bandits.bench", "--scaling-steps", "5", "9"], "acts only with --scaling"),
-    (["-m", "bandits.bench", "--papers-setup"], "acts only with --agents-per-step"),
+    (["-m", "bandits.bench", "--kernel-modes", "mkl_strict"], "effect in this run; add --kernels,"),
+    (["-m", "bandits.bench", "--busy", "1"], "--busy 1 has no effect in this run"),
+    (["-m", "bandits.bench", "--scaling-steps", "5", "9"], "effect in this run; add --scaling,"),
+    (["-m", "bandits.bench", "--papers-setup"], "add --agents-per-step"),
     (["-m", "bandits.sweep", "--gpus-per-point", "-1", "--set", "hidden=8", "--out", "s"],
      "--gpus-per-point must be in"),
 ])
@@ -515,3 +515,17 @@ def test_diagnose_refuses_a_probes_file_of_0_bytes(tmp_path, capsys):
     assert diagnose([str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "0 bytes" in err
+
+
+def test_a_list_setting_is_refused_only_away_from_its_default():
+    """``acts_when`` on a list setting compares with its ``default_factory``: the default
+    given again passes, another list is refused in one line."""
+    from bandits.core.conditions import refuse_settings_without_effect
+    from bandits.core.config import UsageError
+    from bandits.tools.bench import Settings
+    refuse_settings_without_effect(Settings, {**vars(Settings()), "busy": [0, 1, 2]})
+    with pytest.raises(UsageError, match="^--busy 2 has no effect in this run; add "
+                       "--threads-under-load, or leave --busy out$"):
+        refuse_settings_without_effect(Settings, {**vars(Settings()), "busy": [2]})
+    refuse_settings_without_effect(Settings, {**vars(Settings()), "busy": [2],
+                                              "threads_under_load": True})

@@ -20,7 +20,9 @@ def refuse_settings_without_effect(cls: type, values: dict[str, Any],
     for f in dataclasses.fields(cls):
         if "acts_when" not in f.metadata:
             continue
-        name, (acts, fix), default = f.name, f.metadata["acts_when"], f.default
+        name, (acts, fix) = f.name, f.metadata["acts_when"]
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
+            else f.default  # a list setting's default is its factory's
         value = values[name]
         if value != default and value != (preset or {}).get(name, default) \
                 and not acts(values):

@@ -43,7 +43,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import MISSING, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,7 @@ from agents import SPECS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
+from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import (
     UsageError,
     check_ranges,
@@ -176,6 +177,11 @@ def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     ])
 
 
+def _with(mode: str) -> tuple[Callable[[dict], bool], str]:
+    """A setting of one mode of the benchmark acts only with that mode (``acts_when``)."""
+    return (lambda c: bool(c[mode]), f"add {flag(mode)}")
+
+
 @dataclass
 class Settings:
     """The settings of the benchmark; each field is a flag of ``python -m bandits.bench``."""
@@ -201,7 +207,7 @@ class Settings:
                             "protocol; writes scaling.csv and scaling.json")
     scaling_steps: list[int] = setting([10, 60], "the two horizons whose difference is timed "
                                        "(--scaling)", nargs=2, type=int,
-                                       range=(1, PAPER_STEPS))
+                                       range=(1, PAPER_STEPS), acts_when=_with("scaling"))
     mnist_workers: bool = setting(False, "instead: time `python -m bandits.mnist` training "
                                   "two settings (two seeds each, 3 epochs on 20,000 images) "
                                   "end to end with 1, 2, ... workers and check its tables are "
@@ -219,7 +225,8 @@ class Settings:
         "and passive OpenMP wait) and 1 thread, alone and beside --busy processes spinning "
         "on a core each; writes threads_under_load.csv and .json")
     busy: list[int] = setting([0, 1, 2], "with --threads-under-load: the numbers of busy "
-                              "processes to time beside", nargs="+", type=int, range=(0, 64))
+                              "processes to time beside", nargs="+", type=int, range=(0, 64),
+                              acts_when=_with("threads_under_load"))
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
@@ -227,7 +234,7 @@ class Settings:
         ["pinned", "native"], "with --kernels: the kernel modes timed (pinned: exact mode; "
         "native: the libraries' own; mkl_strict: the pin with MKL_CBWR=AVX2,STRICT; "
         "mkl_auto: the pin with MKL's own choice)", nargs="+", type=str,
-        choices=["pinned", "native", "mkl_strict", "mkl_auto"])
+        choices=list(KERNEL_MODES), acts_when=_with("kernels"))
     against: str | None = setting(
         None, "instead: an A/B of the default `python -m bandits.run` and `python -m "
         "bandits.mnist --quick`, each end to end, at this checkout in its native and its "
@@ -238,12 +245,8 @@ class Settings:
                                  "papers' MNIST set-up (disjoint inputs, one hidden layer of "
                                  "100, nu = lambda = 1e-5, unit-norm contexts, a buffer of "
                                  "10,000 holding 2,000 rounds), and the projected minutes of "
-                                 "a 10,000-round run of their schedule")
-
-
-MODE_SETTINGS = {"busy": "threads_under_load", "kernel_modes": "kernels",
-                 "scaling_steps": "scaling", "papers_setup": "agents_per_step"}
-"""The settings that act only in one mode of the benchmark, each with that mode."""
+                                 "a 10,000-round run of their schedule",
+                                 acts_when=_with("agents_per_step"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,12 +265,7 @@ def _bench(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(p.parse_args(argv)))
     try:  # before the output directory is touched
         check_ranges(args)
-        for name, mode in MODE_SETTINGS.items():  # a mode's own setting, without the mode
-            f = Settings.__dataclass_fields__[name]
-            default = f.default if f.default_factory is MISSING else f.default_factory()
-            if getattr(args, name) != default and not getattr(args, mode):
-                raise UsageError(f"{flag(name)} acts only with {flag(mode)}: give it with "
-                                 f"{flag(mode)}, or leave {flag(name)} out")
+        refuse_settings_without_effect(Settings, vars(args))  # a mode's own, without it
         chosen = [m for m in MODES[1:] if getattr(args, m)]
         if len(chosen) > 1:
             raise UsageError(f"{' and '.join('--' + m.replace('_', '-') for m in chosen)} "
