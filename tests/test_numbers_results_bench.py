@@ -119,6 +119,11 @@ def _per_run(seconds: float) -> Cell:
     return _c("{} ms", 1e3 * seconds) if seconds >= 1e-4 else _c("{} us", 1e6 * seconds)
 
 
+AGENT_NAMES = {"greedy": "greedy", "eps1": "1 % greedy", "eps5": "5 % greedy"}
+"""The epsilon-greedy agents' rows of ``bench.csv`` (each its own population), as the pages
+name them."""
+
+
 def _bench_rows(folder: str) -> Callable[[], dict[str, list[Cell]]]:
     """The rows of a training-step benchmark (``bench.csv``): each population's per-agent
     loop and fused step, the speed-up the ratio of the two."""
@@ -126,11 +131,15 @@ def _bench_rows(folder: str) -> Callable[[], dict[str, list[Cell]]]:
         t = _csv(f"{folder}/bench.csv", "variant")
         (runs,) = set(t["runs_per_agent"])
         labels = {"bbb": (f"BBB ({runs} runs)",) * 2,
+                  **{k: (f"{name} ({runs} runs)",) * 2 for k, name in AGENT_NAMES.items()},
+                  # the fused step before each agent was its own population (GPU files)
                   "greedy+eps1+eps5": (f"greedy + 1 % + 5 % (3 x {runs} runs)",
                                        f"greedy + 1 % + 5 % (one population of {3 * runs})"),
                   "(all agents)": ("all four agents",) * 2}
         out = {}
         for k, (loop_label, fused_label) in labels.items():
+            if f"fused {k}" not in t.index:
+                continue
             loop, fused = t.loc[f"per-agent loop {k}"], t.loc[f"fused {k}"]
             out[f"per-agent loop, {loop_label}"] = [
                 _c("{}", loop["seconds_per_update"]), _per_run(loop["seconds_per_run_update"]),
@@ -297,12 +306,16 @@ def _two_threads() -> str:
     t = _csv(f"{BENCH}/threads-2/bench.csv", "variant")
     s = t["seconds_per_update"]
     ratio = {k: s[f"per-agent loop {k}"] / s[f"fused {k}"]
-             for k in ("(all agents)", "bbb", "greedy+eps1+eps5")}
+             for k in ("(all agents)", "bbb", *AGENT_NAMES)}
+    one = _csv(f"{BENCH}/bench.csv", "variant")["seconds_per_update"]
+    greedy = [ratio[k] for k in AGENT_NAMES]
     return (f"With two threads (`threads-2/`): {ratio['(all agents)']:.2f}x for all four "
-            f"agents (BBB {ratio['bbb']:.2f}x, the epsilon-greedy population "
-            f"{ratio['greedy+eps1+eps5']:.2f}x), "
+            f"agents (BBB {ratio['bbb']:.2f}x, the epsilon-greedy agents "
+            f"{min(greedy):.2f}-{max(greedy):.2f}x), "
             f"{1e3 * t.loc['fused (all agents)', 'seconds_per_run_update']:.2f} ms per run "
-            "and update.")
+            "and update: the fused step of the four agents takes "
+            f"{s['fused (all agents)'] / one['fused (all agents)']:.1f} times as long as with "
+            "one thread.")
 
 
 def _one_thread_ratio(k: str) -> float:
@@ -317,7 +330,8 @@ def _where_the_time_goes() -> str:
     contexts, actions = envs.SHAPES["mushroom"]
     sizes = [contexts + actions, *AgentConfig().hidden, 1]  # the reward network's widths
     weights = sum(a * b for a, b in zip(sizes[:-1], sizes[1:]))
-    return (f"populations ({_one_thread_ratio('greedy+eps1+eps5'):.1f}x). BBB's update also "
+    greedy = [_one_thread_ratio(k) for k in AGENT_NAMES]
+    return (f"work per update ({min(greedy):.1f}-{max(greedy):.1f}x). BBB's update also "
             f"samples {weights:,} weights per run")
 
 
@@ -335,32 +349,6 @@ def _paper_protocol() -> str:
             "with two threads. The `--scaling` measurement below times whole steps end to "
             "end, acting and the environment included, at two horizons and projects "
             f"{scaling * PAPER_STEPS / 3600:.1f} hours on one core.")
-
-
-def _quick_products() -> str:
-    """The shipped `quick` run's wall time, and the matrix products of the `quick` preset's
-    updates: an estimate from the sentence's own figures (the network's MFLOP per update,
-    the rate), its updates and networks those of the preset."""
-    from test_quoted_numbers import _wall
-
-    from bandits.simulator.settings import PRESETS
-
-    text = flat((REPO / TOP).read_text(encoding="utf-8"))
-    m = re.search(r"at this size \(about (\d+) MFLOP per network and update, forward and "
-                  r"backward\) take about \d+ s at (\d+) GFLOP/s", text)
-    assert m, "the benchmarks' README no longer estimates the quick preset's products"
-    mflop, rate = map(int, m.groups())
-    quick = PRESETS["quick"]
-    updates = quick["steps"] * quick["updates_per_step"]
-    agents, seeds = len(quick["agent"]), quick["seeds"]
-    seconds = updates * agents * seeds * mflop * 1e6 / (rate * 1e9)
-    return (f"(`results/mushroom/quick`) took {_wall('results/mushroom/quick')} with two "
-            f"worker processes beside two other runs on the two cores (its `config.json`). "
-            f"The matrix products "
-            f"alone of {updates:,} updates of "
-            f"{agents * seeds} networks ({agents} agents x {seeds} seeds) at this size (about "
-            f"{mflop} MFLOP per network and update, forward and backward) take about "
-            f"{round(seconds, -1):.0f} s at {rate} GFLOP/s on one thread.")
 
 
 def _flipout_ranges() -> str:
@@ -405,7 +393,7 @@ def _against_memory() -> str:
 TOP_QUOTES = [
     _two_threads, _where_the_time_goes, _busy_threads, _against_memory,
     lambda: f"skips the cost's value, hence {_one_thread_ratio('bbb'):.1f}x.",
-    _paper_protocol, _quick_products,
+    _paper_protocol,
     lambda: f"worker; {_json(f'{BENCH}/scaling.json')['wall_seconds']:.0f} s in all.",
     lambda: f"wall time {_json(f'{BENCH}/gradient_variance.json')['wall_seconds']:.1f} s.",
     _flipout_ranges, _matmul_precision,

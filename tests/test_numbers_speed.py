@@ -51,7 +51,7 @@ def _scaling() -> str:
     t = _csv(f"{BENCH}/scaling.csv", "workers")["seconds_per_step"]
     one, two = t[1], t[2]
     hours = [s * PAPER_STEPS / 3600 for s in (one, two)]  # as bench_commands.scaling projects
-    return (f"x86-64 CPU, torch {_torch(f'{BENCH}/scaling.json')} CPU build, one torch thread "
+    return (f"Intel Xeon, torch {_torch(f'{BENCH}/scaling.json')} CPU build, one torch thread "
             f"per worker; {_wall(_json(f'{BENCH}/scaling.json')['wall_seconds'])}):\n"
             f"**{one:.3f} s per step with one worker, {two:.3f} s with two: {one / two:.2f}x**. "
             f"The paper protocol\n({PAPER_STEPS:,} steps x {PAPER_UPDATES} updates) projects to "
@@ -95,18 +95,9 @@ def _fused_step() -> str:
 def _populations() -> str:
     t = _bench()
     bbb = t["per-agent loop bbb"] / t["fused bbb"]
-    greedy = t["per-agent loop greedy+eps1+eps5"] / t["fused greedy+eps1+eps5"]
+    greedy = [t[f"per-agent loop {k}"] / t[f"fused {k}"] for k in ("greedy", "eps1", "eps5")]
     return (f"BBB's update gains {bbb:.1f}x (its per-weight work is now a few whole-tensor "
-            f"passes),\nthe epsilon-greedy population {greedy:.1f}x")
-
-
-def _gflops() -> str:
-    """The rate of the matrix products: an estimate the benchmarks' README states (no file
-    records it), quoted as that README gives it."""
-    text = (REPO / BENCH / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"this CPU does about (\d+) GFLOP/s", " ".join(text.split()))
-    assert m, "the benchmarks' README no longer states the rate of the matrix products"
-    return f"(about {m[1]} GFLOP/s here"
+            f"passes),\nthe epsilon-greedy agents {min(greedy):.1f}-{max(greedy):.1f}x")
 
 
 def _matmul_precision() -> str:
@@ -337,7 +328,7 @@ QUOTES = [(PAGE, text) for text in (
     lambda: "the default command takes {} times as long pinned and the fused\ntraining step "
             "{} times".format(*_pin_cost()),
     _scaling, _default_command, _default_command_wall,
-    _fused_step, _populations, _gflops, _matmul_precision,
+    _fused_step, _populations, _matmul_precision,
     _h100, _h100_run, _h200, _h200_run,
     _disjoint_inputs, _grouped_rows, _widths, _denormals, _six_agents, _bbb_weights,
     _speed_intro, lambda: _speed_row("400"), lambda: _speed_row("1200"), _speed_ratios,
