@@ -146,3 +146,42 @@ def test_this_test_process_runs_in_exact_mode_where_it_applies():
     if not kernels.x86_64():
         pytest.skip("no exact mode here (not x86-64)")
     assert kernels.in_force()
+
+
+MNIST_TINY = ["--quick", "--epochs", "1", "--train-size", "64", "--test-size", "32",
+              "--hidden", "8", "--eval-samples", "1", "--ood-images", "8", "--prune", "0",
+              "--threads", "1", "--no-progress", "--no-download"]
+
+
+@x86
+@pytest.mark.parametrize("how", ["default", "flag", "variable"])
+def test_an_mnist_run_records_its_mode_and_its_command_reproduces_it(tmp_path, how,
+                                                                      mnist_data_dir):
+    extra = {kernels.EXACT: "1"} if how == "variable" else {}
+    out = tmp_path / "run"
+    subprocess.run([sys.executable, "-m", "bandits.mnist", *MNIST_TINY, "--data-dir",
+                    str(mnist_data_dir), *(["--exact"] if how == "flag" else []),
+                    "--out", str(out)],
+                   env=_env(**extra), capture_output=True, timeout=300, check=True)
+    summary = json.loads((out / "summary.json").read_text())
+    exact = how != "default"
+    assert summary["kernels"]["mode"] == ("exact" if exact else "native")
+    assert summary["kernels"]["pinned"] is exact and summary["settings"]["exact"] is exact
+    assert ("--exact" in summary["command"].split()) is exact
+
+
+@x86
+def test_an_mnist_run_resumes_only_in_its_own_mode(tmp_path, mnist_data_dir):
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "bandits.mnist"]
+    subprocess.run([*base, *MNIST_TINY, "--data-dir", str(mnist_data_dir), "--exact",
+                    "--out", str(out)], env=_env(), capture_output=True, timeout=300,
+                   check=True)
+    native = subprocess.run([*base, "--resume", str(out), "--data-dir", str(mnist_data_dir)],
+                            env=_env(), capture_output=True, text=True, timeout=300)
+    assert native.returncode == 2 and "--exact" in native.stderr
+    assert len(native.stderr.strip().splitlines()) == 1
+    exact = subprocess.run([*base, "--resume", str(out), "--data-dir", str(mnist_data_dir),
+                            "--exact"], env=_env(), capture_output=True, text=True,
+                           timeout=300)
+    assert exact.returncode == 0, exact.stderr

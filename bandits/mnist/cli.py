@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from bandits.core import checkpoint
+from bandits.core import checkpoint, kernels
 from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import Parser, UsageError
 from bandits.core.config import build_parser as build_settings_parser
@@ -102,6 +102,7 @@ def parse_config(argv: Sequence[str] | None = None) -> Config:
     preset = QUICK if given.get("quick") else None
     cfg = _settings(Config, given, preset)
     refuse_settings_without_effect(Config, dataclasses.asdict(cfg), preset)
+    cfg.exact = kernels.settle(cfg.exact)  # --exact, or BANDITS_EXACT=1 pinned this process
     return cfg
 
 
@@ -175,8 +176,11 @@ def config_and_checkpoint_to_resume(argv: Sequence[str]) -> tuple[Config, dict[s
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
     settings.pop("run_id", None)  # the run's, not a setting (kept by run())
     settings.update({k: v for k, v in given.items() if k != "resume"})
+    settings["exact"] = bool(state["config"].get("exact", False))  # the run's mode
     cfg = Config(**settings)
     cfg.validate()
+    if (why := kernels.problem(cfg.exact)) is not None:  # this process's mode must be it
+        raise UsageError(why)
     # schedules laid out over the epochs the run started with
     schedules = [flag for flag, on in (("--lr-schedule cosine", cfg.lr_schedule == "cosine"),
                                        ("--kl-factor-final", cfg.kl_factor_final is not None))
@@ -311,6 +315,8 @@ def _run_command(argv: list[str]) -> int:
         (bench if command == "bench" else probe)(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0
+    if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying the recorded
+        argv = [*argv, "--exact"]  # command reproduces the bytes
     if resume is None:
         for message in unreachable_spikes(cfg):
             print(f"{PROG}: warning: {message}", file=sys.stderr)

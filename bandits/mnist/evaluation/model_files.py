@@ -45,7 +45,8 @@ MODEL_KIND = "bandits.mnist/model"
 MODEL_FILE = "raw/model.pt"
 # config.json's fields that do not decide the trained weights
 _NOT_THE_WEIGHTS = {"run_id", "out", "overwrite", "threads", "data_dir", "download",
-                    "progress", "plots", "checkpoint_every", "workers", "resume", "device"}
+                    "progress", "plots", "checkpoint_every", "workers", "resume", "device",
+                    "exact"}  # the same model, rounded alike on every processor or not
 
 
 def model_identity(config: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bandits.bayes import ESTIMATORS, make_lenet5
+from bandits.core import kernels
 from bandits.core.config import OPEN, check_choices, check_ranges, flag, setting
 from bandits.core.files import machine_memory
 from bandits.mnist.models.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
@@ -141,6 +142,8 @@ class Config:
         "cuda, at most one per setting)", range=(1, 1024), type=int, resume=True)
     compile: bool = setting(
         False, "fuse BBB's per-weight work with torch.compile (worth it on a GPU)")
+    exact: bool = setting(False, kernels.EXACT_HELP,  # beside --resume only as the run was
+                          resume=True)  # made: the process's mode, checked against the run's
     out: str | None = setting(
         None, "output directory (default: a new directory under runs/)", type=str)
     overwrite: bool = setting(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
+from bandits.core import kernels
 from bandits.core.files import machine, write_atomic, write_csv, write_json
 from bandits.mnist.data.splits import Split
 from bandits.mnist.evaluation.evaluate import errors, is_bayesian, ood_check, prune_table
@@ -45,7 +46,8 @@ def summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
         "batched_models": runs,
         "wall_seconds": train_wall / runs + time.perf_counter() - t_r,
         "batch_wall_seconds": train_wall,
-        "device": cfg.device, "machine": machine(cfg.device), **provenance,
+        "device": cfg.device, "machine": machine(cfg.device), "kernels": kernels.record(),
+        **provenance,
         "settings": saved_config(cfg)})
     write_json(summary, out / "summary.json")
     if cfg.plots and rows:
