@@ -185,3 +185,28 @@ def test_an_mnist_run_resumes_only_in_its_own_mode(tmp_path, mnist_data_dir):
                             "--exact"], env=_env(), capture_output=True, text=True,
                            timeout=300)
     assert exact.returncode == 0, exact.stderr
+
+
+@x86
+@pytest.mark.parametrize("how", ["default", "variable"])
+def test_the_learner_screen_and_the_gradient_variance_record_their_mode(
+        tmp_path, how, mnist_data_dir, mushroom_data_dir):
+    """Every command that computes results takes ``--exact`` and records the kernels it ran
+    under; made exact by ``BANDITS_EXACT=1``, its recorded command has the flag."""
+    extra = {kernels.EXACT: "1"} if how == "variable" else {}
+    screen, variance = tmp_path / "screen", tmp_path / "variance"
+    for args in (["bandits.learner_screen", "--learner", "greedy", "--draws-per-item", "2",
+                  "--buffers", "2", "--buffer-size", "320", "--data-dir",
+                  str(mushroom_data_dir), "--out", str(screen)],
+                 ["bandits.gradient_variance", "--draws", "2", "--batch", "8", "--data-dir",
+                  str(mnist_data_dir), "--out", str(variance)]):
+        subprocess.run([sys.executable, "-m", *args], env=_env(**extra), capture_output=True,
+                       timeout=300, check=True)
+    screen_json = json.loads((screen / "screen.json").read_text())
+    variance_json = json.loads((variance / "gradient_variance.json").read_text())
+    exact = how != "default"
+    for record, command in ((screen_json["kernels"], screen_json["command"]),
+                            (variance_json["versions"]["kernels"], variance_json["command"])):
+        assert record["mode"] == ("exact" if exact else "native")
+        assert ("--exact" in command.split()) is exact
+    assert screen_json["settings"]["exact"] is exact

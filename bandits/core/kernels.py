@@ -47,6 +47,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 
 PIN: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE",
                        "ONEDNN_MAX_CPU_ISA": "AVX2"}
@@ -144,6 +145,13 @@ def settle(exact: bool) -> bool:
     if (why := problem(exact)) is not None:
         raise ValueError(why)
     return exact
+
+
+def recorded(argv: Sequence[str], exact: bool) -> list[str]:
+    """``argv`` as a command records it: with ``--exact`` where the command runs in exact
+    mode without the flag (``BANDITS_EXACT=1``), so that copying the recorded command
+    reproduces the bytes."""
+    return [*argv, FLAG] if exact and FLAG not in argv else list(argv)
 
 
 def problem(exact: bool) -> str | None:

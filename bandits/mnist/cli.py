@@ -315,8 +315,7 @@ def _run_command(argv: list[str]) -> int:
         (bench if command == "bench" else probe)(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0
-    if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying the recorded
-        argv = [*argv, "--exact"]  # command reproduces the bytes
+    argv = kernels.recorded(argv, cfg.exact)
     if resume is None:
         for message in unreachable_spikes(cfg):
             print(f"{PROG}: warning: {message}", file=sys.stderr)

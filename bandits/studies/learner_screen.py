@@ -65,6 +65,7 @@ import torch
 import envs
 from agents import AgentConfig, make_agent
 from agents.neural import NeuralAgent
+from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.command import parsed, refused
 from bandits.core.conditions import refuse_settings_without_effect
@@ -128,6 +129,7 @@ class Settings:
                                type=Path)
     overwrite: bool = setting(False, "replace this screen's earlier outputs in --out")
     threads: int = setting(1, "torch CPU threads", range=(1, 1024))
+    exact: bool = setting(False, kernels.EXACT_HELP)
 
 
 OUTPUTS = ("runs.csv", "summary.csv", "table.md", "screen.json")
@@ -322,6 +324,11 @@ def _main(argv: Sequence[str] | None) -> int:
         if not names:  # the references alone, at --buffer-size
             sizes = [cfg.buffer_size]
         check_memory(cfg, sizes)
+        try:
+            cfg.exact = kernels.settle(cfg.exact)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        argv = kernels.recorded(argv, cfg.exact)
         features, edible = load_mushroom(cfg.data_dir)
         out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
                          kind="bandits.studies.learner_screen")
@@ -347,7 +354,7 @@ def _main(argv: Sequence[str] | None) -> int:
         write_json({"command": "python -m bandits.studies.learner_screen " + " ".join(argv),
                     "settings": {k: (str(v) if isinstance(v, Path) else v)
                                  for k, v in dataclasses.asdict(cfg).items()},
-                    "machine": machine("cpu"),
+                    "machine": machine("cpu"), "kernels": kernels.record(),
                     "wall_seconds": round(time.perf_counter() - start, 1)},
                    out / "screen.json")
     finally:

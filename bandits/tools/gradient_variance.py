@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, make_lenet5, make_mlp
+from bandits.core import kernels
 from bandits.core.config import (
     BIG,
     COUNT,
@@ -89,6 +90,7 @@ class Settings:
                                      "runs/)", type=Path)
     overwrite: bool = setting(False, "allow writing into an existing non-empty --out (its "
                                      "earlier gradient_variance files are replaced)")
+    exact: bool = setting(False, kernels.EXACT_HELP)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = Settings(**vars(build_parser(Settings, "python -m bandits.gradient_variance",
                                             first_paragraph(__doc__)).parse_args(argv)))
         check_ranges(args)
-    except UsageError as e:
+        args.exact = kernels.settle(args.exact)
+        argv = kernels.recorded(argv, args.exact)
+    except (UsageError, ValueError) as e:
         print(f"bandits.gradient_variance: error: {e}", file=sys.stderr)
         return 2
     try:

@@ -267,8 +267,7 @@ def _main(argv: Sequence[str] | None) -> int:
             cfg.exact = kernels.settle(cfg.exact)
         except ValueError as e:
             raise UsageError(str(e)) from None
-        if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying reproduces
-            argv = [*argv, "--exact"]
+        argv = kernels.recorded(argv, cfg.exact)
         out = output_dir(cfg.out, "regression", cfg.overwrite,
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"),
                          kind="bandits.regression")
