@@ -185,6 +185,16 @@ def test_an_mnist_run_resumes_only_in_its_own_mode(tmp_path, mnist_data_dir):
                             "--exact"], env=_env(), capture_output=True, text=True,
                            timeout=300)
     assert exact.returncode == 0, exact.stderr
+    resumed = json.loads((out / "summary.json").read_text())
+    assert resumed["kernels"]["mode"] == "exact" and resumed["settings"]["exact"] is True
+    # a default-mode run is not resumed in exact mode
+    default = tmp_path / "default"
+    subprocess.run([*base, *MNIST_TINY, "--data-dir", str(mnist_data_dir), "--out",
+                    str(default)], env=_env(), capture_output=True, timeout=300, check=True)
+    refused = subprocess.run([*base, "--resume", str(default), "--data-dir",
+                              str(mnist_data_dir), "--exact"], env=_env(),
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "not an exact-mode one" in refused.stderr
 
 
 @x86

@@ -4,6 +4,7 @@ shipped tables rebuilt from that file alone, byte for byte."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 import urllib.request
@@ -282,3 +283,16 @@ def test_the_retrained_rows_are_table_1s_models_but_the_300_epoch_mixture():
     assert len(same) == 12
     assert {m for m, s in same.items() if not s} == {
         f"mc-300/ramp/prior=mixture__seed={seed}" for seed in range(3)}
+
+
+def test_exact_and_default_mode_seeds_of_a_setting_share_its_row():
+    """``exact`` decides the rounding, not the model: a record made before the setting
+    existed, one made in the default mode and one in exact mode group together."""
+    from bandits.mnist.models.config import Config
+    from bandits.mnist.reports.rows import settings_key
+
+    old = {k: v for k, v in dataclasses.asdict(Config()).items() if k != "exact"}
+    keys = {settings_key(old), settings_key({**old, "exact": False}),
+            settings_key({**old, "exact": True, "seed": 3})}
+    assert len(keys) == 1
+    assert settings_key({**old, "hidden": 1200}) not in keys

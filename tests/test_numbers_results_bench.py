@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import page_numbers
 import pandas as pd
 from page_numbers import REPO, flat, prose_numbers, row_cells, rows_of, snippets, uncovered
-from test_numbers_speed import _reference_minutes, _weights_per_run
+from test_numbers_speed import AGENT_NAMES, _host, _reference_minutes, _weights_per_run
 
 BENCH = "results/bench"
 TOP = f"{BENCH}/README.md"
@@ -119,11 +119,6 @@ def _per_run(seconds: float) -> Cell:
     return _c("{} ms", 1e3 * seconds) if seconds >= 1e-4 else _c("{} us", 1e6 * seconds)
 
 
-AGENT_NAMES = {"greedy": "greedy", "eps1": "1 % greedy", "eps5": "5 % greedy"}
-"""The epsilon-greedy agents' rows of ``bench.csv`` (each its own population), as the pages
-name them."""
-
-
 def _bench_rows(folder: str) -> Callable[[], dict[str, list[Cell]]]:
     """The rows of a training-step benchmark (``bench.csv``): each population's per-agent
     loop and fused step, the speed-up the ratio of the two."""
@@ -136,6 +131,8 @@ def _bench_rows(folder: str) -> Callable[[], dict[str, list[Cell]]]:
                   "greedy+eps1+eps5": (f"greedy + 1 % + 5 % (3 x {runs} runs)",
                                        f"greedy + 1 % + 5 % (one population of {3 * runs})"),
                   "(all agents)": ("all four agents",) * 2}
+        assert {v.split(" ", 1)[1] if v.startswith("fused ") else v.split("loop ", 1)[1]
+                for v in t.index} <= set(labels), t.index  # every row has its label
         out = {}
         for k, (loop_label, fused_label) in labels.items():
             if f"fused {k}" not in t.index:
@@ -397,6 +394,11 @@ TOP_QUOTES = [
     lambda: f"worker; {_json(f'{BENCH}/scaling.json')['wall_seconds']:.0f} s in all.",
     lambda: f"wall time {_json(f'{BENCH}/gradient_variance.json')['wall_seconds']:.1f} s.",
     _flipout_ranges, _matmul_precision,
+    lambda: (f"Machine: a 2-core {_host(f'{BENCH}/bench.json')} (AVX-512), torch "
+             f"{_json(f'{BENCH}/bench.json')['versions']['torch'].removesuffix('+cpu')} CPU "
+             f"build, the cores otherwise idle; {_json(f'{BENCH}/bench.json')['wall_seconds']:.0f}"
+             f" s with one thread, {_json(f'{BENCH}/threads-2/bench.json')['wall_seconds']:.0f}"
+             " s with two."),
 ]
 
 

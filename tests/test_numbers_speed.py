@@ -41,6 +41,18 @@ def _torch(path: str) -> str:
     return _json(path)["versions"]["torch"].removesuffix("+cpu")
 
 
+AGENT_NAMES = {"greedy": "greedy", "eps1": "1 % greedy", "eps5": "5 % greedy"}
+"""The epsilon-greedy agents' rows of ``bench.csv`` (each its own population), as the pages
+name them."""
+
+
+def _host(path: str) -> str:
+    """The processor a benchmark's JSON records, as the pages name it."""
+    processor = _json(path)["versions"]["kernels"]["processor"]
+    return next((name for key, name in (("Xeon", "Intel Xeon"), ("EPYC", "AMD EPYC"))
+                 if key in processor), "x86-64 CPU")
+
+
 # ---- every core: the workers of `--scaling` and of the default command
 
 
@@ -51,7 +63,8 @@ def _scaling() -> str:
     t = _csv(f"{BENCH}/scaling.csv", "workers")["seconds_per_step"]
     one, two = t[1], t[2]
     hours = [s * PAPER_STEPS / 3600 for s in (one, two)]  # as bench_commands.scaling projects
-    return (f"Intel Xeon, torch {_torch(f'{BENCH}/scaling.json')} CPU build, one torch thread "
+    return (f"{_host(f'{BENCH}/scaling.json')}, torch {_torch(f'{BENCH}/scaling.json')} CPU "
+            "build, one torch thread "
             f"per worker; {_wall(_json(f'{BENCH}/scaling.json')['wall_seconds'])}):\n"
             f"**{one:.3f} s per step with one worker, {two:.3f} s with two: {one / two:.2f}x**. "
             f"The paper protocol\n({PAPER_STEPS:,} steps x {PAPER_UPDATES} updates) projects to "
@@ -95,7 +108,7 @@ def _fused_step() -> str:
 def _populations() -> str:
     t = _bench()
     bbb = t["per-agent loop bbb"] / t["fused bbb"]
-    greedy = [t[f"per-agent loop {k}"] / t[f"fused {k}"] for k in ("greedy", "eps1", "eps5")]
+    greedy = [t[f"per-agent loop {k}"] / t[f"fused {k}"] for k in AGENT_NAMES]
     return (f"BBB's update gains {bbb:.1f}x (its per-weight work is now a few whole-tensor "
             f"passes),\nthe epsilon-greedy agents {min(greedy):.1f}-{max(greedy):.1f}x")
 

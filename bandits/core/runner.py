@@ -96,9 +96,10 @@ class RunKind:
                      and plain(config[n]) == plain(defaults[n])))
         return checkpoint.fingerprint({n: config.get(n) for n in kept})
 
-    def resume_command(self, out: Path | str) -> str:
-        """The command that resumes the run in ``out``."""
-        return f"python -m {self.prog} --resume {out}"
+    def resume_command(self, out: Path | str, exact: bool = False) -> str:
+        """The command that resumes the run in ``out`` (made in exact mode: with
+        ``--exact``, without which the resume is refused)."""
+        return f"python -m {self.prog} --resume {out}" + (" --exact" if exact else "")
 
     def refuse_changes(self, given: Collection[str], cls: type | None = None) -> None:
         """One line naming the first setting of ``given`` that a ``--resume`` may not add

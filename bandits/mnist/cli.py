@@ -176,7 +176,9 @@ def config_and_checkpoint_to_resume(argv: Sequence[str]) -> tuple[Config, dict[s
     settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
     settings.pop("run_id", None)  # the run's, not a setting (kept by run())
     settings.update({k: v for k, v in given.items() if k != "resume"})
-    settings["exact"] = bool(state["config"].get("exact", False))  # the run's mode
+    # the run's mode; a run made before --exact existed ran in this process's mode if it
+    # was made with BANDITS_EXACT=1, which it did not record
+    settings["exact"] = bool(state["config"].get("exact", kernels.in_force()))
     cfg = Config(**settings)
     cfg.validate()
     if (why := kernels.problem(cfg.exact)) is not None:  # this process's mode must be it

@@ -224,7 +224,8 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         status = 130
-        kept = (f"resume from step {checkpoints.step} with: {RUN.resume_command(out)}"
+        again = RUN.resume_command(out, cfg.exact)
+        kept = (f"resume from step {checkpoints.step} with: {again}"
                 if checkpoints.step is not None else "no checkpoint was written yet")
         message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
     except Diverged as e:
@@ -237,7 +238,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         if isinstance(e, HookFailed):
             message += (f"; wrote the results up to step {log.done}"
                         + (f"; resume from step {checkpoints.step} with: "
-                           f"{RUN.resume_command(out)}" if checkpoints.step is not None
+                           f"{RUN.resume_command(out, cfg.exact)}" if checkpoints.step is not None
                            else ""))
     finally:
         progress.close()

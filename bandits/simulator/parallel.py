@@ -284,7 +284,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
         done.append(c.get("steps_completed", 0))
         diverged_runs += c.get("diverged_runs", [])
     status, message = 0, None
-    resume = RUN.resume_command(out)
+    resume = RUN.resume_command(out, bool(config.get("exact")))
     dead = [k for k, c in enumerate(codes) if c not in (0, 2, DIVERGED_STATUS, 130)]
     if dead:
         k = dead[0]

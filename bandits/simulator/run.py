@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bandits.core import kernels
 from bandits.core.command import writing
 from bandits.core.config import UsageError
 from bandits.core.outputs import OutputDirError, output_dir
@@ -144,8 +145,8 @@ def _main(argv: list[str], command: str) -> int:
                              {k: args[k] for k in parser.given - {"resume"}}, command)
         else:
             cfg = parse_config(parsed=args)
-            if cfg.exact and "--exact" not in argv:  # BANDITS_EXACT=1: copying reproduces
-                command += " --exact"
+            if cfg.exact and kernels.FLAG not in argv:  # BANDITS_EXACT=1: copying the
+                command += f" {kernels.FLAG}"  # recorded command reproduces the bytes
             outcome = start(cfg, command)
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)

@@ -133,7 +133,8 @@ class Config:
     device: str = setting("cpu", "cpu or cuda", choices=("cpu", "cuda"))
     threads: int = setting(
         0, "torch CPU threads per process (0: 1 when the command trains several settings, "
-        "so that the results do not depend on --workers; else torch's default)",
+        "so that the results do not depend on --workers, or with --exact; else torch's "
+        "default)",
         range=(0, 1024))
     workers: int | None = setting(
         None, "processes that train the batched models (one per setting, with its seeds) "

@@ -28,7 +28,7 @@ from bandits.mnist.reports.gather import run_dir
 # settings that never change what a model learns (left out when grouping models)
 RUN_OPTIONS = frozenset({"seed", "seeds", "out", "overwrite", "progress", "plots", "threads",
                          "workers", "device", "data_dir", "download", "checkpoint_every",
-                         "resume"})
+                         "resume", "exact"})  # exact: the same model, rounded alike
 TRAINING = tuple(f.name for f in dataclasses.fields(Config) if f.name not in RUN_OPTIONS)
 # the settings that make a BBB model's prior (the others are its training)
 PRIOR_SETTINGS = frozenset({"prior"}.union(*PRIOR_FIELDS.values()))

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from bandits.core import kernels
 from bandits.core.files import machine, write_csv, write_json
 from bandits.core.outputs import output_dir, release_dir
 from bandits.mnist.data.splits import load_splits
@@ -129,6 +130,7 @@ def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
                   f"{row['data_grad_rms']:.2e}", flush=True)
     write_csv(rows, out / "adam_probe.csv")
     write_json({"command": command_line(argv), "machine": machine(cfg.device),
+                "kernels": kernels.record(),
                 "wall_seconds": round(time.perf_counter() - start, 1)}, out / "adam_probe.json")
     release_dir(out)
     cfg.out = str(out)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from bandits.core import kernels
 from bandits.core.files import machine, write_csv, write_json
 from bandits.core.outputs import output_dir, release_dir
 from bandits.mnist.data.splits import load_splits
@@ -116,7 +117,8 @@ def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
                 "prior": str(make_prior(cfg)), "samples": cfg.samples,
                 "batch_size": cfg.batch_size, "train_images": len(train.y),
                 "optimiser": f"Adam lr={cfg.lr}", "device": cfg.device,
-                "machine": machine(cfg.device), "command": command_line(argv)})
+                "machine": machine(cfg.device), "kernels": kernels.record(),
+                "command": command_line(argv)})
     write_json(res, out / "speed.json")
     release_dir(out)
     cfg.out = str(out)

@@ -147,8 +147,9 @@ def worker_count(cfg: Config, n_batches: int) -> int:
 def threads(cfg: Config) -> int:
     """Torch threads per process: ``--threads``, else 1 when the command trains several
     batches (so the results are the same for every number of workers: the rounding of
-    the matrix products depends on the threads), else 0 (torch's default)."""
-    return cfg.threads or (1 if len(batches(expand(cfg))) > 1 else 0)
+    the matrix products depends on the threads) or in exact mode (so that they are the same
+    on a machine with other cores), else 0 (torch's default)."""
+    return cfg.threads or (1 if cfg.exact or len(batches(expand(cfg))) > 1 else 0)
 
 
 @dataclass
@@ -298,7 +299,8 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
                                       saved, last_save,
                                       wall_before - t_start)
         except KeyboardInterrupt:
-            kept = (f"resume after epoch {saved} with: {TRAINING.resume_command(cfg.out)}"
+            again = TRAINING.resume_command(cfg.out, cfg.exact)
+            kept = (f"resume after epoch {saved} with: {again}"
                     if saved > 0 else "no checkpoint was written yet")
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
     train_wall = wall_before + time.perf_counter() - t_start
@@ -309,7 +311,7 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
     except KeyboardInterrupt:  # the last epoch's checkpoint is always written
         raise Interrupted("interrupted after the last epoch; resume with: "
-                          f"{TRAINING.resume_command(cfg.out)}") from None
+                          f"{TRAINING.resume_command(cfg.out, cfg.exact)}") from None
 
 
 def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
@@ -378,7 +380,7 @@ def _in_workers(jobs: list[TrainingJob], workers: int, resumed: bool, out: Path
     once to every worker (each stops where it is and keeps its last checkpoint) and ends
     in :class:`Interrupted`; a worker that dies ends the run with a ``ValueError`` of one
     line (every checkpoint written stays good), never a hang."""
-    resume = TRAINING.resume_command(out)
+    resume = TRAINING.resume_command(out, jobs[0].cfg.exact)
     try:
         ended, stopped = run_jobs(partial(_train_in_worker, resumed=resumed), jobs, workers), False
     except JobsInterrupted as e:
