@@ -364,7 +364,7 @@ def test_the_xeon_hosts_page_is_its_files():
     flat = " ".join(page.split())
     rows: dict[str, list[dict]] = {}
     for cpu, model in XEON_CPUS.items():
-        for part in ("ops", "strict", ""):
+        for part in ("ops", "strict", "", *(("agents",) if cpu == "epyc" else ())):
             folder = XEON / f"{cpu}-{part}".rstrip("-")
             for row in checks_table(folder):
                 assert row in page, row
@@ -372,8 +372,10 @@ def test_the_xeon_hosts_page_is_its_files():
             assert f"    {record['command']}" in page
             assert record["cpu"] == model and "GenuineIntel" in \
                 record["versions"]["kernels"]["processor"]  # this processor: an Intel one
-            minutes, rest = divmod(round(record["wall_seconds"]), 60)
-            took = f"{minutes} min {rest} s" if minutes else f"{rest} s"
+            hours, minutes = divmod(round(record["wall_seconds"]), 3600)
+            minutes, rest = divmod(minutes, 60)
+            took = (f"{hours} h {minutes} min {rest} s" if hours else
+                    f"{minutes} min {rest} s" if minutes else f"{rest} s")
             assert f"`{folder.name}` {took}" in flat, folder.name
             with open(folder / "checks.csv", newline="") as f:
                 rows[folder.name] = list(csv.DictReader(f))
@@ -385,7 +387,7 @@ def test_the_xeon_hosts_page_is_its_files():
              if r["kernels"] == "pinned"]
     assert {(r["check"], r["file"]) for r in exact if r["same"] != "True"} == \
         {("ops", "sqrt.csv")}
-    assert {r["check"] for r in exact} == {"ops", "bandit", "regression"}
+    assert {r["check"] for r in exact} == {"ops", "bandit", "regression", "agents"}
     # "MKL's AVX2,STRICT mode: the same bytes on the emulated Intel, not on the AMD"
     assert all(r["same"] == "True" for r in rows["haswell-strict"])
     assert not any(r["same"] == "True" for r in rows["epyc-strict"] if r["file"] == "ops.csv")
