@@ -397,10 +397,10 @@ def test_a_setting_no_listed_agent_reads_is_refused_in_one_line(argv, flag):
 def test_a_setting_an_agent_reads_or_its_preset_gives_is_accepted():
     from bandits.simulator.settings import parse_config
 
-    assert parse_config(["--agent", "bootstrap", "--heads", "3"]).heads == 3
-    assert parse_config(["--agent", "linucb", "greedy", "--lr", "0.01"]).lr == 0.01
-    assert parse_config(["--preset", "paper", "--agent", "greedy"]).act_samples == 2
-    assert parse_config(["--agent", "linfullpost", "--lin-lambda", "0.5"]).lin_lambda == 0.5
+    assert parse_config(["--agent", "bootstrap", "--heads", "3"]).agents.heads == 3
+    assert parse_config(["--agent", "linucb", "greedy", "--lr", "0.01"]).network.lr == 0.01
+    assert parse_config(["--preset", "paper", "--agent", "greedy"]).agents.act_samples == 2
+    assert parse_config(["--agent", "linfullpost", "--lin-lambda", "0.5"]).agents.lin_lambda == 0.5
 
 
 @pytest.mark.parametrize("argv, flag_", [

@@ -4,7 +4,6 @@ its settings, parsed with today's defaults and presets, give the identity the ru
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shlex
@@ -63,10 +62,11 @@ def test_a_documented_command_makes_the_run_it_documents(where, command, run):
     if recorded.get("device") == "cuda":
         pytest.skip("a GPU run: its command needs a CUDA device to parse")
     cfg = parse_config(shlex.split(command.split("`")[0].split("#")[0]))
-    settings = json.loads(json.dumps(dataclasses.asdict(cfg), default=str))
+    settings = json.loads(json.dumps(cfg.flat(), default=str))
     # a setting the run's record lacks was added after it: left out at its default
-    plain = json.loads(json.dumps(dataclasses.asdict(parse_config(
-        ["--preset", cfg.preset, "--env", cfg.env, "--agent", *cfg.agent])), default=str))
+    plain = json.loads(json.dumps(parse_config(
+        ["--preset", cfg.run.preset, "--env", cfg.run.env, "--agent", *cfg.run.agent]).flat(),
+        default=str))
     settings = {k: v for k, v in settings.items()
                 if k in recorded or v != RUN.added_later.get(k, plain[k])}
     assert RUN.identity(settings) == recorded["identity"], (

@@ -335,7 +335,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files or 
     ("docs/tests.md", lambda: "at {} and {} px".format(*_site_widths())),
     ("docs/worked-example.md", lambda: f"log 2 = {math.log(2):.2f} at the first step"),
     *(("docs/long-runs.md", text) for text in (
-        lambda: f"(default {_checkpoint_every('bandits.simulator.settings', 'OutputSettings')}; "
+        lambda: f"(default {_checkpoint_every('bandits.simulator.parts', 'OutputSettings')}; "
                 "0 = after every step)",
         lambda: f"(default {_checkpoint_every('bandits.mnist.models.config', 'Config')}; 0: every "
                 "epoch)",

@@ -257,7 +257,7 @@ def test_the_unkept_records_are_declared_as_such():
 
 
 def _defaults() -> list[str]:
-    from bandits.simulator.settings import MEMORY, PAPER_LEARNER, PRESETS
+    from bandits.simulator.parts import MEMORY, PAPER_LEARNER, PRESETS
 
     assert MEMORY["mean_decay"] == MEMORY["weight_decay"]  # "(AdamW's; BBB's on its ...)"
     assert PAPER_LEARNER["weight_decay"] == PAPER_LEARNER["mean_decay"] == 0  # "no decay"
@@ -282,7 +282,7 @@ def _quick() -> list[str]:
 
 
 def _beside_the_paper() -> list[str]:
-    from bandits.simulator.settings import PRESETS
+    from bandits.simulator.parts import PRESETS
 
     paper, quick = PRESETS["paper"], _config(QUICK)
     return [f"over {paper['steps']:,} steps with {paper['updates_per_step']} updates per step. "
@@ -291,7 +291,7 @@ def _beside_the_paper() -> list[str]:
 
 
 def _quick_10k() -> list[str]:
-    from bandits.simulator.settings import PRESETS
+    from bandits.simulator.parts import PRESETS
 
     c, quick = _config(QUICK_10K), PRESETS["quick"]
     assert c["agent"] == quick["agent"] and c["updates_per_step"] == quick["updates_per_step"]
@@ -418,7 +418,7 @@ def _showdown_10k_reading() -> list[str]:
 
 
 def _paper_preset() -> list[str]:
-    from bandits.simulator.settings import PRESETS
+    from bandits.simulator.parts import PRESETS
 
     p = PRESETS["paper"]
     minutes = json.loads((REPO / BENCH).read_text())["paper_protocol_minutes_projected"]
@@ -436,7 +436,7 @@ def _tuning_weights() -> list[str]:
     import dataclasses
 
     from agents import AgentConfig
-    from bandits.simulator.settings import PRESETS
+    from bandits.simulator.parts import PRESETS
     from envs.mushroom_data import FEATURE_NAMES
 
     sizes = [len(FEATURE_NAMES), 100, 100, 2]  # the page's "2-hidden-layer 100-unit"

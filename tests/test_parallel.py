@@ -189,7 +189,7 @@ class StepCounter:
     """Counts the steps it sees and writes, at the last one, what it saw."""
 
     def __init__(self, cfg, out):
-        self.out, self.steps, self.seen = out, cfg.steps, 0
+        self.out, self.steps, self.seen = out, cfg.run.steps, 0
 
     def after_step(self, populations, log, stopping):
         self.seen += 1

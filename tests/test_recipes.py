@@ -95,6 +95,14 @@ def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declarati
         [sys.executable, "-c", ids, str(tmp_path / "run/config.json")], cwd=code, env=env,
         capture_output=True, text=True, check=True).stdout)
     assert at_default == without != given
+    # in the run's record it is a field of the agents' part, and of no other part
+    record = ("from bandits.simulator.settings import parse_config; "
+              "cfg = parse_config(['--env', 'wheel', '--agent', 'softmax', '--temperature', "
+              "'0.5']); print(cfg.agents.temperature, "
+              "[type(p).__name__ for p in cfg.parts() if hasattr(p, 'temperature')])")
+    shown = subprocess.run([sys.executable, "-c", record], cwd=code, env=env,
+                           capture_output=True, text=True)
+    assert shown.stdout.split() == ["0.5", "['Agents']"], shown.stdout + shown.stderr
     # beside --resume it is refused, since it decides results; declared resume=True in
     # the agent's module alone, it is accepted there (nothing else lists it)
     resume = [sys.executable, "-m", "bandits.run", "--resume", str(tmp_path / "run"),

@@ -55,8 +55,8 @@ def test_a_setting_added_since_the_first_settings_counts_only_away_from_its_defa
     import dataclasses
 
     from bandits.simulator.resume import FIRST_SETTINGS
-    from bandits.simulator.settings import Config
-    assert FIRST_SETTINGS <= {f.name for f in dataclasses.fields(Config)}
+    from bandits.simulator.settings import Flags
+    assert FIRST_SETTINGS <= {f.name for f in dataclasses.fields(Flags)}
     kind = runner.RunKind("prog", "kind/1", frozenset(), first_settings=frozenset({"lr"}),
                           defaults=lambda: {"lr": 0.1, "temperature": 1.0})
     base = {"lr": 0.1}

@@ -1,7 +1,8 @@
-"""A type checker sees the settings' fields: ``Config`` and ``AgentConfig`` are composed at
-import time from every part's dataclass, and each module gives type checkers a static
-view of them that names every built-in part (no ``Any``); an agent class names the
-settings it receives (``config: Config``: the common settings and its own)."""
+"""A type checker sees the settings' fields: a run's record (``Config``) holds parts composed
+at import time from every owner's dataclasses, as ``AgentConfig`` is, and each module gives
+type checkers a static view of them that names every built-in part (no ``Any``); an agent
+class names the settings it receives (``config: Config``: the common settings and its
+own)."""
 
 from __future__ import annotations
 
@@ -22,27 +23,28 @@ from bandits.simulator.settings import Config
 
 
 def fine(cfg: Config, agent: AgentConfig, bbb: BBBAgent) -> float:
-    return cfg.lr + cfg.checkpoint_every + agent.lr + agent.heads + bbb.config.mean_decay
+    return (cfg.network.lr + cfg.output.checkpoint_every + cfg.agents.heads + agent.lr
+            + agent.heads + bbb.config.mean_decay)
 
 
 def run_setting(cfg: Config) -> str:
-    return cfg.steps  # line 13: int | None, not str
+    return cfg.run.steps  # line 14: int | None, not str
 
 
 def common_setting(agent: AgentConfig) -> str:
-    return agent.hidden  # line 17: tuple[int, ...], not str
+    return agent.hidden  # line 18: tuple[int, ...], not str
 
 
 def unknown(cfg: Config) -> int:
-    return cfg.no_such_setting  # line 21: no Any behind the fields
+    return cfg.training.lr  # line 22: no Any behind the parts (lr is the network's)
 
 
 def own_setting(bbb: BBBAgent) -> str:
-    return bbb.config.kl_scale + 1  # line 25: str + int
+    return bbb.config.kl_scale + 1  # line 26: str + int
 
 
 def not_its_own(agent: LinFullPostAgent) -> int:
-    return agent.config.hidden  # line 29: a linear agent receives no network settings
+    return agent.config.hidden  # line 30: a linear agent receives no network settings
 '''
 
 
@@ -55,9 +57,9 @@ def test_a_type_checker_sees_the_settings_fields(tmp_path):
                            str(tmp_path / "snippet.py")], cwd=REPO, capture_output=True,
                           text=True)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert [int(line.split(":")[1]) for line in errors] == [13, 17, 21, 25, 29], done.stdout
+    assert [int(line.split(":")[1]) for line in errors] == [14, 18, 22, 26, 30], done.stdout
     assert '"int | None"' in errors[0] and '"tuple[int, ...]"' in errors[1], done.stdout
-    assert "no_such_setting" in errors[2] and "hidden" in errors[4], done.stdout
+    assert "lr" in errors[2] and "hidden" in errors[4], done.stdout
 
 
 def _static_bases(path: str, name: str) -> set[str]:
@@ -89,9 +91,12 @@ def test_the_static_views_name_every_part_the_composed_classes_hold():
     cli = {p for p in agent_parts if all(f.metadata.get("cli", True)
                                          for f in dataclasses.fields(p))}
     env_parts = {p.__name__ for spec in envs.SPECS.values() for p in spec.settings}
-    assert _static_bases("bandits/simulator/settings.py", "Config") == (
-        {_dotted(p) for p in cli} | env_parts | {"CommonSettings", "RunSettings",
-                                                 "TrainingSettings", "OutputSettings"})
+    path = "bandits/simulator/settings.py"
+    assert _static_bases(path, "Agents") == {_dotted(p) for p in cli}
+    assert _static_bases(path, "Environment") == env_parts
+    assert _static_bases(path, "Flags") == {
+        "Run", "Environment", "Network", "Training", "Agents", "Output"}
+    assert [f.name for f in dataclasses.fields(settings.Config)] == list(settings.GROUPS)
     # and the fields are the same, one for one
     static = {f.name for p in agent_parts for f in dataclasses.fields(p)}
     assert {f.name for f in dataclasses.fields(AgentConfig)} == static | {

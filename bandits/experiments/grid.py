@@ -22,7 +22,7 @@ from bandits.core.processes import (
 from bandits.experiments.sweep_point import STATUS, Point, SweepError
 from bandits.simulator import run as runner
 from bandits.simulator.resume import RESUME_FLAGS, identity
-from bandits.simulator.settings import Config
+from bandits.simulator.settings import Flags
 
 try:
     import tomllib
@@ -31,7 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 
 def run_settings() -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(Config)}
+    return {f.name: f for f in dataclasses.fields(Flags)}
 
 
 def _value(text: str) -> Any:
@@ -123,7 +123,7 @@ def check_point(point: Point) -> str | None:
 
 def requested(point: Point) -> dict[str, Any]:
     """The point's full configuration as ``config.json`` would record it."""
-    return dataclasses.asdict(point.config())
+    return point.config().flat()
 
 
 def stale_reason(point: Point) -> str | None:

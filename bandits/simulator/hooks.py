@@ -58,7 +58,7 @@ class MemoryRecord:
     rewards and items and the buffer's size)."""
 
     def __init__(self, cfg: Config) -> None:
-        self.buffer_size = cfg.buffer_size
+        self.buffer_size = cfg.training.buffer_size
 
     def after_run(self, log: RegretLog, out: Path) -> None:
         n = log.done
@@ -88,14 +88,14 @@ class Probe:
     CONTEXTS, SAMPLES, SEED = 64, 16, 2**31 - 1
 
     def __init__(self, cfg: Config) -> None:
-        env = envs.make_vec(cfg.env, self.CONTEXTS, **env_options(cfg))
+        env = envs.make_vec(cfg.run.env, self.CONTEXTS, **env_options(cfg))
         self.contexts, _ = env.reset(seed=self.SEED)
         info = env.step(np.zeros(self.CONTEXTS, dtype=np.int64))[4]
         self.best = np.asarray(info["optimal_action"])
         self.expected = np.asarray(info["expected_rewards"])
-        self.steps = probe_steps(cfg.steps)
-        self.device = cfg.device
-        self.agents = list(cfg.agent)
+        self.steps = probe_steps(cfg.run.steps)
+        self.device = cfg.run.device
+        self.agents = list(cfg.run.agent)
         self.rows: list[dict[str, Any]] = []
 
     def after_step(self, populations: list[Population], log: RegretLog, stopping: bool) -> None:
@@ -177,7 +177,7 @@ class DivergenceWatch:
 
 
 class Checkpoints:
-    """Writes the run's checkpoint when one is due: every ``cfg.checkpoint_every``
+    """Writes the run's checkpoint when one is due: every ``cfg.output.checkpoint_every``
     seconds of work, at the last step and when the run is asked to stop; remembers the
     step of the last one written (``None`` before the first). The divergence watch looks
     first, every :data:`CHECK_EVERY` steps and before every checkpoint, so that a diverged
@@ -197,10 +197,10 @@ class Checkpoints:
         self.cfg, self.path = cfg, out / checkpoint.NAME
         self.record, self.identity = record, identity
         self.step, self.state, self.watch = step, state, watch
-        self.next = time.monotonic() + cfg.checkpoint_every
+        self.next = time.monotonic() + cfg.output.checkpoint_every
 
     def due(self, done: int, stopping: bool) -> bool:
-        return done == self.cfg.steps or stopping or time.monotonic() >= self.next
+        return done == self.cfg.run.steps or stopping or time.monotonic() >= self.next
 
     def after_step(self, populations: list[Population], log: RegretLog, stopping: bool) -> None:
         save = self.due(log.done, stopping)
@@ -213,7 +213,7 @@ class Checkpoints:
         checkpoint.save(self.path, CHECKPOINT_KIND, {**state, "config": plain(self.record())},
                         identity=self.identity)
         self.step = done
-        self.next = time.monotonic() + self.cfg.checkpoint_every
+        self.next = time.monotonic() + self.cfg.output.checkpoint_every
 
 
 class StopOnSigint:
@@ -247,10 +247,12 @@ class Progress:
     def __init__(self, cfg: Config, done: int = 0) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=cfg.steps, initial=done, unit="step", disable=cfg.no_progress,
-                        desc=f"{cfg.env} x{cfg.seeds}", dynamic_ncols=True)
-        self.every = max(1, cfg.steps // 200)
-        self.file, self.next_write = cfg.progress_file, 0.0  # a worker tells its coordinator
+        self.bar = tqdm(total=cfg.run.steps, initial=done, unit="step",
+                        disable=cfg.output.no_progress,
+                        desc=f"{cfg.run.env} x{cfg.run.seeds}", dynamic_ncols=True)
+        self.every = max(1, cfg.run.steps // 200)
+        # a worker tells its coordinator
+        self.file, self.next_write = cfg.output.progress_file, 0.0
 
     def after_step(self, populations: list[Population], log: RegretLog, stopping: bool) -> None:
         self.bar.update(1)

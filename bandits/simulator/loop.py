@@ -68,9 +68,9 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
     next_context, rewards, _, _, info = pop.env.step(actions_np)
     pop.buffer.add(pop.context, actions, rewards,
                    info[pop.item_key] if pop.buffer.compact else None)
-    if pop.agent.learns and ((t + 1) % cfg.train_every == 0
-                             or t + 1 <= cfg.train_always_until):
-        pop.loss = pop.agent.update(pop.buffer, cfg.updates_per_step)
+    if pop.agent.learns and ((t + 1) % cfg.training.train_every == 0
+                             or t + 1 <= cfg.training.train_always_until):
+        pop.loss = pop.agent.update(pop.buffer, cfg.training.updates_per_step)
         if pop.loss is not None:  # no wait for the device
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
@@ -148,7 +148,7 @@ class Outcome:
 
 def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | None = None,
              hooks: Sequence[Hook] = ()) -> Outcome:
-    """Run every agent in lockstep until ``cfg.steps`` interactions and write the outputs.
+    """Run every agent in lockstep until ``cfg.run.steps`` interactions and write the outputs.
 
     ``resume``: a checkpoint's state to continue from (see :func:`resume_config`);
     ``command``: the command line recorded in ``config.json`` (default: this process's);
@@ -163,15 +163,15 @@ def simulate(cfg: Config, out: Path, resume: dict | None = None, command: str | 
 def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
               hooks: Sequence[Hook]) -> Outcome:
     populations, seeds = build(cfg)
-    log = RegretLog(cfg.agent, seeds, cfg.steps, recorded_columns(cfg))
+    log = RegretLog(cfg.run.agent, seeds, cfg.run.steps, recorded_columns(cfg))
     probe = Probe(cfg)
-    index = {name: k for k, name in enumerate(cfg.agent)}
-    wall = dict.fromkeys(cfg.agent, 0.0)
+    index = {name: k for k, name in enumerate(cfg.run.agent)}
+    wall = dict.fromkeys(cfg.run.agent, 0.0)
     # the run's record (config.json): the settings, and what the run was and did
-    record = {**dataclasses.asdict(cfg), "seed_list": seeds,
+    record = {**cfg.flat(), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
-              "device_name": device_name(cfg.device), "machine": machine(cfg.device),
+              "device_name": device_name(cfg.run.device), "machine": machine(cfg.run.device),
               "versions": package_versions(), "started_utc": utc_now(),
               # which run this directory's checkpoints belong to (a copy of another
               # run's checkpoint, even one with the same settings, is refused)
@@ -193,11 +193,11 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                 "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
 
     record["identity"] = identity(record)
-    given = [GivenHook.made(path, cfg, out) for path in cfg.hook or ()]  # before any file
+    given = [GivenHook.made(path, cfg, out) for path in cfg.output.hook or ()]  # before any file
     try:
         write_json({**record, "steps_completed": log.done, "running": True},
                    out / "config.json")
-        watch = DivergenceWatch(cfg.skip_diverged)
+        watch = DivergenceWatch(cfg.output.skip_diverged)
         checkpoints = Checkpoints(cfg, out, lambda: {**record, **progress_info()},
                                   record["identity"], log.done if resume is not None else None,
                                   lambda: snapshot(populations, log, wall, probe), watch)
@@ -214,7 +214,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     status, message = 0, None
     try:
         with StopOnSigint() as stop:
-            for t in range(log.done, cfg.steps):
+            for t in range(log.done, cfg.run.steps):
                 for pop in populations:
                     interact(pop, t, cfg, log, wall, index)
                 log.done = t + 1
@@ -224,10 +224,10 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                     raise KeyboardInterrupt
     except KeyboardInterrupt:
         status = 130
-        again = RUN.resume_command(out, cfg.exact)
+        again = RUN.resume_command(out, cfg.run.exact)
         kept = (f"resume from step {checkpoints.step} with: {again}"
                 if checkpoints.step is not None else "no checkpoint was written yet")
-        message = f"interrupted after {log.done} of {cfg.steps} steps; {kept}"
+        message = f"interrupted after {log.done} of {cfg.run.steps} steps; {kept}"
     except Diverged as e:
         status = DIVERGED_STATUS
         kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"
@@ -238,8 +238,8 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         if isinstance(e, HookFailed):
             message += (f"; wrote the results up to step {log.done}"
                         + (f"; resume from step {checkpoints.step} with: "
-                           f"{RUN.resume_command(out, cfg.exact)}" if checkpoints.step is not None
-                           else ""))
+                           f"{RUN.resume_command(out, cfg.run.exact)}"
+                           if checkpoints.step is not None else ""))
     finally:
         progress.close()
     record.update(steps_completed=log.done, interrupted=status == 130,
@@ -248,7 +248,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
                   wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
                   wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
                   checkpoint_step=checkpoints.step,
-                  finished_utc=utc_now() if status == 0 and log.done == cfg.steps else None)
+                  finished_utc=utc_now() if status == 0 and log.done == cfg.run.steps else None)
     try:
         # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):
@@ -269,34 +269,36 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
 
 
 def build(cfg: Config) -> tuple[list[Population], list[int]]:
-    """The populations of ``cfg.agent``, each with its env copies, buffer and first contexts."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    """The populations of ``cfg.run.agent``, each with its env copies, buffer and first
+    contexts."""
+    run = cfg.run
+    if cfg.output.threads:
+        torch.set_num_threads(cfg.output.threads)
     env_kwargs = env_options(cfg)
-    seeds = [cfg.seed + r for r in range(cfg.seeds)]
+    seeds = [run.seed + r for r in range(run.seeds)]
     agent_cfg = agent_config(cfg)
     try:
-        env = envs.make_vec(cfg.env, 1, **env_kwargs)  # the spaces; the data is checked here
+        env = envs.make_vec(run.env, 1, **env_kwargs)  # the spaces; the data is checked here
     except (FileNotFoundError, ValueError) as e:  # missing or malformed data
         raise UsageError(str(e)) from None
     d, n_actions = env.single_observation_space.shape[0], int(env.single_action_space.n)
-    agents = make_agents(cfg.agent, d, n_actions, cfg.seeds,
-                         lambda name: agent_seed(cfg.seed, cfg.seeds, name), agent_cfg,
-                         cfg.device, cuda_graph=not cfg.no_cuda_graph, compile=cfg.compile)
+    agents = make_agents(run.agent, d, n_actions, run.seeds,
+                         lambda name: agent_seed(run.seed, run.seeds, name), agent_cfg,
+                         run.device, cuda_graph=not run.no_cuda_graph, compile=run.compile)
     built = []
     for agent in agents:
-        env = envs.make_vec(cfg.env, agent.runs, **env_kwargs)
+        env = envs.make_vec(run.env, agent.runs, **env_kwargs)
         # every member's run r sees seed + r: common random numbers across agents
         context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
-        item_key = envs.SPECS[cfg.env].item_key
+        item_key = envs.SPECS[run.env].item_key
         problem = getattr(env.unwrapped, "problem", None)
         table = problem.item_features() if item_key and problem is not None else None
-        buffer = ReplayBuffer(cfg.buffer_size, agent.runs, d, device=cfg.device, table=table,
-                              n_actions=n_actions)
+        buffer = ReplayBuffer(cfg.training.buffer_size, agent.runs, d, device=run.device,
+                              table=table, n_actions=n_actions)
         built.append(Population(agent, env, buffer, context,
-                                diverged_at=torch.full((agent.runs,), -1, device=cfg.device),
+                                diverged_at=torch.full((agent.runs,), -1, device=run.device),
                                 item_key=item_key,
-                                env_columns=envs.SPECS[cfg.env].columns,
+                                env_columns=envs.SPECS[run.env].columns,
                                 member_columns=[SPECS[n].columns for n in agent.names]))
     return built, seeds
 
@@ -365,11 +367,11 @@ def write_outputs(cfg: Config, out: Path, log: RegretLog, wall: dict, losses: di
     """The run's records: metrics.csv, summary.csv, phases.csv, probes.csv and
     config.json (memory.csv is a hook's, :class:`bandits.simulator.hooks.MemoryRecord`,
     and the figure is drawn after the run: :func:`bandits.simulator.run.start`)."""
-    metrics = log.metrics_frame(cfg.log_points)
+    metrics = log.metrics_frame(cfg.output.log_points)
     summary = log.summary_frame(losses)
     write_csv(metrics, out / "metrics.csv")
     write_csv(summary, out / "summary.csv")
-    write_csv(log.phases_frame(envs.SHAPES[cfg.env][1]), out / "phases.csv")
+    write_csv(log.phases_frame(envs.SHAPES[cfg.run.env][1]), out / "phases.csv")
     if probe is not None:
         write_csv(probe.frame(), out / "probes.csv")
     write_json(record, out / "config.json")

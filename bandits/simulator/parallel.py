@@ -30,7 +30,6 @@ watch (:func:`~bandits.core.processes.die_with_parent`) and the dead worker's on
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -58,7 +57,7 @@ from bandits.records.regret import METRICS_COLUMNS
 from bandits.simulator.given import per_process
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
-from bandits.simulator.settings import env_options, recorded_columns
+from bandits.simulator.settings import Flags, env_options, recorded_columns
 
 SETTINGS_FILE = f"{PARTS}/settings.json"
 """The run's settings as the workers receive them (every one but those of their own
@@ -69,8 +68,9 @@ def worker_count(cfg) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
-    workers = worker_count_of(cfg.workers, len(population_groups(cfg.agent)), available_cores())
-    return workers if cfg.env in envs.BUILT_IN else 1
+    workers = worker_count_of(cfg.output.workers, len(population_groups(cfg.run.agent)),
+                              available_cores())
+    return workers if cfg.run.env in envs.BUILT_IN else 1
 
 
 def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
@@ -102,13 +102,13 @@ def is_parallel_run(out: Path) -> bool:
 def run(cfg, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
     try:  # missing or malformed data: one line before any worker starts
-        envs.make_vec(cfg.env, 1, **env_options(cfg))
+        envs.make_vec(cfg.run.env, 1, **env_options(cfg))
     except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
-    groups = population_groups(cfg.agent)
+    groups = population_groups(cfg.run.agent)
     bins = assign(groups, worker_count(cfg))
-    own = per_process(type(cfg))
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in own}
+    own = per_process(Flags)
+    settings = {k: v for k, v in cfg.flat().items() if k not in own}
     try:
         (out / PARTS).mkdir(exist_ok=True)
         write_json(settings, out / SETTINGS_FILE)  # the record itself, never re-spelled
@@ -119,7 +119,7 @@ def run(cfg, out: Path, command: str):
                        "--workers", "1", "--no-progress", "--overwrite",
                        "--out", str(out / PARTS / str(k))]}
              for k, agents in enumerate(bins)]
-    config = {**dataclasses.asdict(cfg), "workers": len(parts), "parts": parts,
+    config = {**cfg.flat(), "workers": len(parts), "parts": parts,
               "command": command,
               "versions": package_versions(), "started_utc": utc_now()}
     config["identity"] = identity(config)
@@ -156,9 +156,9 @@ def _resume_parts(out: Path, config: dict, changes: dict, command: str):
             # every part is checked before any worker starts (a foreign, damaged or
             # shorter checkpoint is refused here, not after the other workers ran)
             part_cfg, _ = resume_config(d, worker_changes)
-            if list(part_cfg.agent) != list(p["agents"]):
+            if list(part_cfg.run.agent) != list(p["agents"]):
                 raise UsageError(f"cannot resume {out}: worker {k}'s checkpoint in {d} is a run "
-                                 f"of {', '.join(part_cfg.agent)}, not of this run's "
+                                 f"of {', '.join(part_cfg.run.agent)}, not of this run's "
                                  f"{', '.join(p['agents'])}; copy back its own part or start "
                                  "again with --overwrite")
             commands.append(["--resume", str(d), "--no-progress", *extra])
@@ -211,8 +211,8 @@ def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed
             [sys.executable, "-m", "bandits.run", *argv, "--progress-file", str(pf)],
             stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True,
             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None))
-    bar = tqdm(total=cfg.steps, unit="step", disable=cfg.no_progress,
-               desc=f"{cfg.env} x{cfg.seeds}, {len(procs)} workers", dynamic_ncols=True)
+    bar = tqdm(total=cfg.run.steps, unit="step", disable=cfg.output.no_progress,
+               desc=f"{cfg.run.env} x{cfg.run.seeds}, {len(procs)} workers", dynamic_ncols=True)
     try:
         with ctrl_c_on():  # even when started with Ctrl-C ignored
             interrupts = _watch(procs, progress_files, bar)
@@ -273,7 +273,7 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
     dirs = [out / p["dir"] for p in parts]
     for name in ("metrics.csv", "summary.csv", "phases.csv", "memory.csv", "probes.csv"):
         columns = [*METRICS_COLUMNS, *recorded_columns(cfg)] if name == "metrics.csv" else None
-        merge_csv([d / name for d in dirs], cfg.agent, out / name, columns)
+        merge_csv([d / name for d in dirs], cfg.run.agent, out / name, columns)
     wall_per_agent, done, diverged_runs = {}, [], []
     for d in dirs:
         try:
@@ -300,18 +300,18 @@ def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
         message = "error: " + _last_line(out, codes.index(2))
     elif 130 in codes or interrupted:
         status = 130
-        message = (f"interrupted after {min(done, default=0)} of {cfg.steps} steps; resume "
+        message = (f"interrupted after {min(done, default=0)} of {cfg.run.steps} steps; resume "
                    f"with: {resume}")
     config.update(steps_completed=min(done, default=0), wall_seconds=wall,
                   wall_seconds_per_agent=wall_per_agent, interrupted=status == 130,
                   diverged=message if status == DIVERGED_STATUS else None,
                   diverged_runs=diverged_runs,
                   worker_exit_codes=codes,
-                  finished_utc=utc_now() if status == 0 and min(done, default=0) == cfg.steps
+                  finished_utc=utc_now() if status == 0 and min(done, default=0) == cfg.run.steps
                   else None)
     config.pop("running", None)
     write_json(config, out / "config.json")
-    draw_run(out, cfg.env, cfg.log_y, getattr(cfg, "act_samples", 1))  # after the run
+    draw_run(out, cfg.run.env, cfg.output.log_y, cfg.agents.act_samples)  # after the run
     return Outcome(status, message, out)
 
 

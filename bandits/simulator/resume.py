@@ -14,9 +14,9 @@ import envs
 from bandits.core.config import UsageError
 from bandits.core.config import given_flags as flags_named
 from bandits.core.runner import RunKind
-from bandits.simulator.settings import CHECKPOINT_KIND, Config, build_parser, validate
+from bandits.simulator.settings import CHECKPOINT_KIND, Config, Flags, build_parser, validate
 
-RESUME_FLAGS = tuple(f.name for f in dataclasses.fields(Config) if f.metadata.get("resume"))
+RESUME_FLAGS = tuple(f.name for f in dataclasses.fields(Flags) if f.metadata.get("resume"))
 """The flags that may be given beside ``--resume`` (each declared ``resume=True`` where it
 is defined): they do not change the results."""
 
@@ -68,11 +68,11 @@ RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
               added_later=ADDED_LATER,
               # where a worker read the run's settings: not a setting itself
               not_settings=frozenset({"settings_file"}),
-              settings=lambda: [f.name for f in dataclasses.fields(Config)],
+              settings=lambda: [f.name for f in dataclasses.fields(Flags)],
               first_settings=FIRST_SETTINGS,
               defaults=lambda: {f.name: f.default_factory()  # a list default's
                                 if f.default is dataclasses.MISSING else f.default
-                                for f in dataclasses.fields(Config)})
+                                for f in dataclasses.fields(Flags)})
 
 
 def identity(config: dict[str, Any]) -> str:
@@ -90,22 +90,22 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     :func:`bandits.simulator.run.resume`)."""
     state = RUN.own_checkpoint(out)  # this directory's own, and intact
     saved = state["config"]  # config.json as it was when the checkpoint was written
-    settings = {f.name: saved[f.name] for f in dataclasses.fields(Config) if f.name in saved}
+    settings = {f.name: saved[f.name] for f in dataclasses.fields(Flags) if f.name in saved}
     settings.update(changes)
     # the run's own mode; validate() refuses a process pinned otherwise
     settings.update(resume=out, out=out, overwrite=True, exact=bool(saved.get("exact", False)))
     try:
-        cfg = Config(**settings)
-        cfg.hidden = tuple(cfg.hidden)
-        cfg.data_dir = None if cfg.data_dir is None else Path(cfg.data_dir)
+        cfg = Config.of(settings)
+        cfg.network.hidden = tuple(cfg.network.hidden)
+        cfg.run.data_dir = None if cfg.run.data_dir is None else Path(cfg.run.data_dir)
     except TypeError as e:
         raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
                          ) from None
-    if cfg.env not in envs.ENV_IDS:
-        raise UsageError(f"the run in {out} is on the data set {cfg.env!r}, which a script "
+    if cfg.run.env not in envs.ENV_IDS:
+        raise UsageError(f"the run in {out} is on the data set {cfg.run.env!r}, which a script "
                          "registered (envs.register_dataset) and this process does not know; "
-                         f"resume it from a script that registers {cfg.env!r} first, then "
+                         f"resume it from a script that registers {cfg.run.env!r} first, then "
                          f"calls bandits.run.main(['--resume', '{out}'])")
     validate(cfg)
-    RUN.check_continues("steps", cfg.steps, int(state["steps_done"]), "steps", out)
+    RUN.check_continues("steps", cfg.run.steps, int(state["steps_done"]), "steps", out)
     return cfg, {"state": state, "config": saved}

@@ -52,27 +52,28 @@ OUTPUTS = RUN.outputs
 def prepare_out_dir(cfg: Config) -> Path:
     """Create (or check) the output directory; never overwrite without --overwrite."""
     try:
-        return output_dir(cfg.out, f"{cfg.env}-{cfg.preset}", cfg.overwrite, OUTPUTS,
-                          kind="bandits.run")
+        return output_dir(cfg.run.out, f"{cfg.run.env}-{cfg.run.preset}", cfg.run.overwrite,
+                          OUTPUTS, kind="bandits.run")
     except OutputDirError as e:
         raise UsageError(str(e)) from None
 
 
 def header(cfg: Config, out: Path, workers: int) -> str:
     """The line a run starts with: what runs, with the numbers that decide its cost."""
-    fits = {"steps": f"{cfg.updates_per_step} updates of {cfg.batch_size}",
-            "epochs": f"epochs of {cfg.batch_size}s over the buffer to a loss of "
-                      f"{cfg.fit_tolerance:g} (at most {cfg.updates_per_step} updates)",
-            "full": f"{cfg.updates_per_step} updates on the whole buffer"}
+    run, net, training = cfg.run, cfg.network, cfg.training
+    fits = {"steps": f"{training.updates_per_step} updates of {net.batch_size}",
+            "epochs": f"epochs of {net.batch_size}s over the buffer to a loss of "
+                      f"{net.fit_tolerance:g} (at most {training.updates_per_step} updates)",
+            "full": f"{training.updates_per_step} updates on the whole buffer"}
     when = "per step"
-    if cfg.train_every > 1:
-        when += (f" to step {cfg.train_always_until:,}, then every {cfg.train_every}"
-                 if cfg.train_always_until else f" (every {cfg.train_every} steps)")
-    updates = f"{fits[cfg.fit]} {when}"
-    return (f"bandits.run: preset {cfg.preset}: {' '.join(cfg.agent)} on {cfg.env}, "
-            f"{cfg.steps:,} steps x {cfg.seeds} seed{'s' if cfg.seeds > 1 else ''}, {updates}, "
-            f"buffer {cfg.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
-            f"device {cfg.device} -> {out}")
+    if training.train_every > 1:
+        when += (f" to step {training.train_always_until:,}, then every {training.train_every}"
+                 if training.train_always_until else f" (every {training.train_every} steps)")
+    updates = f"{fits[net.fit]} {when}"
+    return (f"bandits.run: preset {run.preset}: {' '.join(run.agent)} on {run.env}, "
+            f"{run.steps:,} steps x {run.seeds} seed{'s' if run.seeds > 1 else ''}, {updates}, "
+            f"buffer {training.buffer_size:,}, {workers} worker{'s' if workers > 1 else ''}, "
+            f"device {run.device} -> {out}")
 
 
 def print_summary(out: Path) -> None:
@@ -114,7 +115,7 @@ def _drawn(cfg: Config, outcome: Outcome) -> Outcome:
     """The step after a run in one process: its regret figure, from its records."""
     if outcome.out is not None:
         _WRITTEN.append(outcome.out)
-        draw_run(outcome.out, cfg.env, cfg.log_y, cfg.act_samples)
+        draw_run(outcome.out, cfg.run.env, cfg.output.log_y, cfg.agents.act_samples)
     return outcome
 
 
@@ -145,7 +146,7 @@ def _main(argv: list[str], command: str) -> int:
                              {k: args[k] for k in parser.given - {"resume"}}, command)
         else:
             cfg = parse_config(parsed=args)
-            if cfg.exact and kernels.FLAG not in argv:  # BANDITS_EXACT=1: copying the
+            if cfg.run.exact and kernels.FLAG not in argv:  # BANDITS_EXACT=1: copying the
                 command += f" {kernels.FLAG}"  # recorded command reproduces the bytes
             outcome = start(cfg, command)
     except UsageError as e:
