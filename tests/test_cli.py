@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bandits.analysis import diagnose, plot
-from bandits.core.config import build_parser, setting
+from bandits.core.command_line import build_parser
+from bandits.core.config import setting
 from bandits.experiments import sweep
 from bandits.tools import bench
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from bandits.core import checkpoint, claims, files, outputs
-from bandits.core.config import with_flags
+from bandits.core.command_line import with_flags
 from bandits.run import main
 
 TINY = ["--env", "wheel", "--seeds", "2", "--hidden", "8", "--batch-size", "8",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bandits.core.config import with_flags
+from bandits.core.command_line import with_flags
 from bandits.experiments.sweep import main, make_points, parse_sets
 from bandits.simulator import run as runner
 

@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 
 from agents import SPECS
-from bandits.core.config import build_parser as build_settings_parser
-from bandits.core.config import first_paragraph, setting
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph
+from bandits.core.config import setting
 from bandits.core.files import write_csv
 from bandits.core.processes import stop_on_ctrl_c
 

@@ -48,8 +48,9 @@ import numpy as np
 import pandas as pd
 
 import envs
-from bandits.core.config import build_parser as build_settings_parser
-from bandits.core.config import first_paragraph, setting
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph
+from bandits.core.config import setting
 from bandits.core.files import save_figure, write_csv
 from bandits.core.processes import stop_on_ctrl_c
 from bandits.core.style import DPI, styled

@@ -32,8 +32,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.backend_bases import FigureCanvasBase
 
-from bandits.core.config import build_parser as build_settings_parser
-from bandits.core.config import first_paragraph, setting
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph
+from bandits.core.config import setting
 from bandits.core.files import save_figure
 from bandits.core.processes import stop_on_ctrl_c
 from bandits.records.figures import (

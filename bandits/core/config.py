@@ -1,22 +1,20 @@
-"""Settings as dataclasses, and the command line made from them, once for every entry point.
+"""Settings as dataclasses, declared once for every entry point.
 
-A setting is a dataclass field made with :func:`setting`: its default, its help text
-and, for numbers, its allowed range. :func:`build_parser` turns such a dataclass into
-an argparse parser with one ``--kebab-case`` flag per field, :func:`given_flags` says
-which flags a command line names, :func:`check_ranges` checks values against the
-ranges, and :func:`refuse_with_resume` names the first flag a ``--resume`` may not
-change. Every entry point declares its settings this way; plain argparse, no patching.
+A setting is a dataclass field made with :func:`setting`: its default, its help text,
+for numbers its allowed range, and its own properties (whether it decides results,
+whether each process has its own, under which other setting it acts). :func:`compose`
+puts the parts of a command's settings together, :func:`check_ranges` and
+:func:`check_choices` check values against their declarations, and :func:`convert` takes
+values given in a file or in code as the command line would. The command line made from
+such a dataclass: :mod:`bandits.core.command_line`.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
-
-from bandits.core.version import __version__
 
 
 class UsageError(Exception):
@@ -101,19 +99,6 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def option(f: dataclasses.Field) -> str:
-    """The flag that gives the field ``f``: ``--no-NAME`` for a switch that is on by
-    default, else :func:`flag`."""
-    if f.default is True:
-        return "--no-" + f.name.replace("_", "-")
-    return flag(f.name)
-
-
-def show(value) -> str:
-    """A default as the help text shows it (lists space-separated)."""
-    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-
-
 def show_range(bounds: tuple) -> str:
     """``(0, 1)``, ``[1, 1024]``: open ends in round brackets."""
     def num(x) -> str:
@@ -170,193 +155,6 @@ def check_choices(settings, error: type[Exception] = UsageError) -> None:
                 names = [repr(c) for c in choices]
                 raise error(f"{flag(f.name)} must be one of {', '.join(names[:-1])} or "
                             f"{names[-1]}, got {v!r}")
-
-
-def first_paragraph(doc: str | None) -> str:
-    """A module docstring's first paragraph as one line (the start of a ``--help``)."""
-    return " ".join((doc or "").strip().split("\n\n")[0].split())
-
-
-def with_flags(base: Sequence[str], extra: Sequence[str]) -> list[str]:
-    """The command line ``base`` with ``extra`` added, each flag given once: a flag of
-    ``extra`` replaces ``base``'s value of it (a flag given twice is an error)."""
-    named = {a.split("=")[0] for a in extra if a.startswith("--")}
-    out, skip = [], False
-    for a in base:
-        if skip and not a.startswith("--"):
-            continue
-        skip = a.split("=")[0] in named
-        if not skip:
-            out.append(a)
-    return [*out, *extra]
-
-
-class PlainParser(argparse.ArgumentParser):
-    """An argparse parser that records the flags each parse was given (``given``): a flag
-    given twice is an error (argparse would keep the last: ``--agent bbb --agent greedy``
-    would run greedy alone). Its errors are argparse's own (usage, one line, status 2)."""
-
-    def parse_known_args(self, args=None, namespace=None):
-        self.given = set()
-        return super().parse_known_args(args, namespace)
-
-
-class Parser(PlainParser):
-    """A :class:`PlainParser` whose errors raise :class:`UsageError` (one line, no usage
-    dump) for the entry point to report."""
-
-    def error(self, message: str):
-        raise UsageError(f"{message} (see --help)")
-
-
-def _given_once(parser: argparse.ArgumentParser, dest: str, option_string: str | None) -> None:
-    given = getattr(parser, "given", None)
-    if given is None:  # a parser of another class records nothing
-        return
-    if dest in given:
-        parser.error(f"{option_string or dest} is given twice; give it once "
-                     "(with several values where it takes a list)")
-    given.add(dest)
-
-
-class Store(argparse.Action):
-    """A flag that takes its value (or values), given at most once per command line."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        _given_once(parser, self.dest, option_string)
-        setattr(namespace, self.dest, values)
-
-
-class Switch(argparse.Action):
-    """A flag without a value setting ``const`` (False for a ``--no-NAME``), given once."""
-
-    def __init__(self, option_strings, dest, const=True, default=None, required=False,
-                 help=None):  # noqa: A002 - argparse's own keyword
-        super().__init__(option_strings, dest, nargs=0, const=const, default=default,
-                         required=required, help=help)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        _given_once(parser, self.dest, option_string)
-        setattr(namespace, self.dest, self.const)
-
-
-def build_parser(cls, prog: str, description: str,
-                 presets: dict[str, dict] | None = None,
-                 argument_default: Any = None,
-                 parser_class: type[argparse.ArgumentParser] = Parser,
-                 parse_choices: bool = True) -> argparse.ArgumentParser:
-    """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
-    field is a switch (one that is on by default a ``--no-NAME`` flag, whose help says
-    what giving it does), a grid field takes one or more values, a positional field is
-    an argument without a flag, a field's range and its presets' values are added to its
-    help, and its default is shown (unless its help states it). Each flag is given at
-    most once (:class:`Store`, :class:`Switch`).
-    ``argument_default=argparse.SUPPRESS`` leaves unset flags out of the parsed
-    namespace. ``parser_class``: :class:`Parser` (errors raise :class:`UsageError`), or
-    :class:`PlainParser` (``argparse.ArgumentParser`` is taken as it) for argparse's own
-    errors. ``parse_choices=False``: a field's ``choices`` are left to
-    :func:`check_choices` after parsing (the command's own messages)."""
-    if parser_class is argparse.ArgumentParser:
-        parser_class = PlainParser
-    p = parser_class(prog=prog, description=description, argument_default=argument_default,
-                     epilog=f"bbb-bandits {__version__}")
-    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}")
-    suppress = argument_default is argparse.SUPPRESS
-    for f in dataclasses.fields(cls):
-        meta = dict(f.metadata)
-        help_ = meta.pop("help")
-        for key in ("allow_inf", "cli", "option", *DECLARED,
-                    *(() if parse_choices else ("choices",))):
-            meta.pop(key, None)
-        grid = meta.pop("grid", False)
-        if meta.pop("positional", False):
-            p.add_argument(f.name, help=help_, action=Store, **meta)
-            continue
-        if help_ is argparse.SUPPRESS:
-            meta.setdefault("action", Store)
-            p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
-                           **({} if suppress else {"default": f.default}))
-            continue
-        bounds = meta.pop("range", None)
-        if bounds is not None and bounds != COUNT:
-            help_ += f"; in {show_range(bounds)}"
-        in_presets = [n for n in presets or {} if f.name in presets[n]]
-        if in_presets:
-            help_ += " [from the preset: " + ", ".join(
-                f"{n}: {show(presets[n][f.name])}" for n in in_presets) + "]"
-        if f.default is True:  # its help says what the --no-NAME flag does
-            p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
-                           **({} if suppress else {"default": True}))
-            continue
-        stated = "(default:" in help_  # the help says the default in its own words
-        if isinstance(f.default, bool):
-            p.add_argument(flag(f.name), action=Switch,
-                           help=help_ + ("" if stated else " (default: off)"),
-                           **({} if suppress else {"default": False}))
-            continue
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
-        if grid:
-            meta["nargs"] = "+"
-            help_ += "; several values: one model per value"
-        if default is not None and default != [] and not stated:
-            help_ += f" (default: {show(default)})"
-        meta.setdefault("action", Store)
-        p.add_argument(flag(f.name), help=help_, **meta,
-                       **({} if suppress else {"default": default}))
-    return p
-
-
-def given_values(make_parser: Callable[[], argparse.ArgumentParser],
-                 argv: Sequence[str] | None) -> dict[str, Any]:
-    """The settings named on the command line ``argv``, with their parsed values (none
-    filled by a default)."""
-    p = make_parser()
-    values = vars(p.parse_args(argv))
-    return {k: v for k, v in values.items() if k in p.given}
-
-
-def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
-                argv: Sequence[str] | None) -> set[str]:
-    """The settings named on the command line ``argv`` (not filled by a default)."""
-    return set(given_values(make_parser, argv))
-
-
-def refuse_with_resume(given: Collection[str], allowed: Collection[str],
-                       cls=None) -> None:
-    """One line naming the first flag of ``given`` that is not in ``allowed`` (the
-    settings that may be given beside ``--resume`` because they do not change the
-    results; the hidden ones are left out of the message). With the settings' dataclass
-    ``cls``, the allowed ones are listed in its order, each by its own flag
-    (``--no-NAME`` for a switch that is on by default)."""
-    refused = sorted(set(given) - set(allowed))
-    if refused:
-        shown: dict[str, str] = {}
-        if cls is not None:
-            fields = dataclasses.fields(cls)
-            allowed = [f.name for f in fields if f.name in allowed]
-            shown = {f.name: option(f) for f in fields}
-        may = ", ".join(shown.get(n, flag(n)) for n in allowed
-                        if n not in ("resume", "progress_file"))
-        first = shown.get(refused[0], flag(refused[0]))
-        raise UsageError(f"{first} cannot be given with --resume: it would change "
-                         "the results (--resume takes every setting from the run's "
-                         f"config.json; only {may} may be added)")
-
-
-def to_flags(settings: dict[str, Any]) -> list[str]:
-    """Settings as the command line that gives them (``True`` is a bare switch, a list
-    follows its flag): how a run made from settings records its command."""
-    argv: list[str] = []
-    for name, value in settings.items():
-        if isinstance(value, bool):
-            if value:
-                argv.append(flag(name))
-        elif isinstance(value, (list, tuple)):
-            argv += [flag(name), *map(str, value)]
-        else:
-            argv += [flag(name), str(value)]
-    return argv
 
 
 def convert(cls, settings: dict[str, Any]) -> dict[str, Any]:

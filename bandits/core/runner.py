@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from bandits.core import checkpoint
-from bandits.core.config import UsageError, refuse_with_resume
+from bandits.core.command_line import refuse_with_resume
+from bandits.core.config import UsageError
 from bandits.core.outputs import OutputDirError, claim_dir, release_dir
 from bandits.core.processes import available_cores, requested_workers
 
@@ -103,7 +104,7 @@ class RunKind:
 
     def refuse_changes(self, given: Collection[str], cls: type | None = None) -> None:
         """One line naming the first setting of ``given`` that a ``--resume`` may not add
-        (see :func:`bandits.core.config.refuse_with_resume`; ``cls``: the settings' dataclass,
+        (see :func:`bandits.core.command_line.refuse_with_resume`; ``cls``: the settings' dataclass,
         whose flags the line names)."""
         refuse_with_resume(given, self.resume_flags, cls)
 

@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bandits.core import checkpoint
-from bandits.core.config import (
-    UsageError,
-    to_flags,
-)
+from bandits.core.command_line import to_flags
+from bandits.core.config import UsageError
 from bandits.core.processes import (
     parent_stopped,
 )

@@ -47,15 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from bandits.core import kernels
-from bandits.core.config import (
-    UsageError,
-    check_ranges,
-    first_paragraph,
-    given_values,
-    setting,
-    to_flags,
-)
-from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph, given_values, to_flags
+from bandits.core.config import UsageError, check_ranges, setting
 from bandits.core.files import machine_memory, write_json
 from bandits.core.outputs import OutputDirError, claim_dir, release_dir
 from bandits.core.processes import Ended, ctrl_c_on, one_line, run_jobs

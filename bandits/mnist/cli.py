@@ -24,9 +24,10 @@ from typing import Any
 import torch
 
 from bandits.core import checkpoint, kernels
+from bandits.core.command_line import Parser
+from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.conditions import refuse_settings_without_effect
-from bandits.core.config import Parser, UsageError
-from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.config import UsageError
 from bandits.core.processes import ctrl_c_on
 from bandits.core.runner import DIVERGED_STATUS, Diverged
 from bandits.core.version import __version__
@@ -63,7 +64,7 @@ DESCRIPTION = "MNIST benchmark of Bayes by Backprop (Blundell et al. 2015, Table
 def _parser_of(cls: type, names: Sequence[str] | None, command: str
                ) -> argparse.ArgumentParser:
     """The parser of ``command``: one kebab-case flag per field of ``cls`` (only those in
-    ``names``, if given) by :func:`bandits.core.config.build_parser`: a setting that is on by
+    ``names``, if given) by :func:`bandits.core.command_line.build_parser`: a setting that is on by
     default (``download``, ``progress``) becomes a ``--no-...`` flag whose help says what
     giving it does, one that is off by default (``plots``, ``quick``) a ``--...`` switch,
     a grid setting takes one or more values. Only the flags given are in the parsed

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import envs
+from bandits.core.command_line import given_flags as flags_named
 from bandits.core.config import UsageError
-from bandits.core.config import given_flags as flags_named
 from bandits.core.runner import RunKind
 from bandits.simulator.settings import CHECKPOINT_KIND, Config, Flags, build_parser, validate
 

@@ -21,6 +21,7 @@ import envs
 from agents import SPECS, AgentConfig, CommonSettings
 from agents.neural import epochs_need_sgd
 from bandits.core import kernels
+from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import (
     UsageError,
@@ -30,7 +31,6 @@ from bandits.core.config import (
     convert,
     flag,
 )
-from bandits.core.config import build_parser as build_settings_parser
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
 from bandits.simulator.given import read_settings_file

@@ -68,9 +68,10 @@ from agents.neural import NeuralAgent
 from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.command import parsed, refused
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph
 from bandits.core.conditions import refuse_settings_without_effect
-from bandits.core.config import OPEN, UsageError, first_paragraph, setting
-from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.config import OPEN, UsageError, setting
 from bandits.core.data import DataNotFoundError
 from bandits.core.files import machine, machine_memory, write_atomic, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused

@@ -54,15 +54,10 @@ from agents import SPECS, AgentConfig, make_agents
 from bandits.bayes import ScaleMixturePrior, make_mlp
 from bandits.core import kernels
 from bandits.core.buffer import ReplayBuffer
+from bandits.core.command_line import build_parser as build_settings_parser
+from bandits.core.command_line import first_paragraph
 from bandits.core.conditions import refuse_settings_without_effect
-from bandits.core.config import (
-    UsageError,
-    check_ranges,
-    first_paragraph,
-    flag,
-    setting,
-)
-from bandits.core.config import build_parser as build_settings_parser
+from bandits.core.config import UsageError, check_ranges, flag, setting
 from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c

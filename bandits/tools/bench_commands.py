@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from bandits.core import kernels
-from bandits.core.config import with_flags
+from bandits.core.command_line import with_flags
 from bandits.core.processes import die_with_parent
 
 # every command this benchmark starts is killed with it (a kill -9 of the benchmark leaves

@@ -27,16 +27,8 @@ import torch.nn.functional as F
 
 from bandits.bayes import ESTIMATORS, GaussianPrior, make_lenet5, make_mlp
 from bandits.core import kernels
-from bandits.core.config import (
-    BIG,
-    COUNT,
-    SIGMA,
-    UsageError,
-    build_parser,
-    check_ranges,
-    first_paragraph,
-    setting,
-)
+from bandits.core.command_line import build_parser, first_paragraph
+from bandits.core.config import BIG, COUNT, SIGMA, UsageError, check_ranges, setting
 from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.idx import load_mnist, preprocess
 from bandits.core.outputs import OutputDirError, output_dir, release_dir

@@ -46,14 +46,8 @@ from torch import Tensor, nn
 from bandits.bayes import GaussianPrior, make_mlp
 from bandits.core import kernels
 from bandits.core.command import parsed, refused, writing
-from bandits.core.config import (
-    COUNT,
-    OPEN,
-    UsageError,
-    build_parser,
-    first_paragraph,
-    setting,
-)
+from bandits.core.command_line import build_parser, first_paragraph
+from bandits.core.config import COUNT, OPEN, UsageError, setting
 from bandits.core.files import machine, package_versions, save_figure, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir
 from bandits.core.processes import stop_on_ctrl_c

@@ -56,12 +56,8 @@ from pathlib import Path
 
 from bandits.core import kernels
 from bandits.core.command import parsed, refused, writing
-from bandits.core.config import (
-    UsageError,
-    build_parser,
-    first_paragraph,
-    setting,
-)
+from bandits.core.command_line import build_parser, first_paragraph
+from bandits.core.config import UsageError, setting
 from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import die_with_parent, stop_on_ctrl_c
