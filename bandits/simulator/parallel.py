@@ -30,6 +30,7 @@ watch (:func:`~bandits.core.processes.die_with_parent`) and the dead worker's on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -37,7 +38,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import envs
 from agents import SPECS, population_groups
@@ -57,14 +57,14 @@ from bandits.records.regret import METRICS_COLUMNS
 from bandits.simulator.given import per_process
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
-from bandits.simulator.settings import Flags, env_options, recorded_columns
+from bandits.simulator.settings import Config, Flags, env_options, recorded_columns
 
 SETTINGS_FILE = f"{PARTS}/settings.json"
 """The run's settings as the workers receive them (every one but those of their own
 command line, the settings declared ``per_process``), as JSON."""
 
 
-def worker_count(cfg) -> int:
+def worker_count(cfg: Config) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
@@ -99,7 +99,7 @@ def is_parallel_run(out: Path) -> bool:
 # --------------------------------------------------------------------------- running
 
 
-def run(cfg, out: Path, command: str):
+def run(cfg: Config, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
     try:  # missing or malformed data: one line before any worker starts
         envs.make_vec(cfg.run.env, 1, **env_options(cfg))
@@ -170,9 +170,9 @@ def _resume_parts(out: Path, config: dict, changes: dict, command: str):
                              "command with --overwrite to start again")
     config["resumed"] = [*config.get("resumed", []), {"command": command, "at_utc": utc_now()}]
 
-    cfg = SimpleNamespace(**{k: config[k] for k in
-                             ("steps", "no_progress", "env", "seeds", "agent", "log_y")},
-                          act_samples=config.get("act_samples", 1))
+    # the run's record, as its config.json holds it (the workers check and run it)
+    cfg = Config.of({f.name: config[f.name] for f in dataclasses.fields(Flags)
+                     if f.name in config})
     return _coordinate(cfg, out, config, commands, resumed=True)
 
 
@@ -192,7 +192,7 @@ def _never_checkpointed(part: Path) -> bool:
     return record.get("steps_completed") == 0
 
 
-def _coordinate(cfg, out: Path, config: dict, commands: list[list[str]], resumed: bool):
+def _coordinate(cfg: Config, out: Path, config: dict, commands: list[list[str]], resumed: bool):
     from tqdm.auto import tqdm
 
     start = time.perf_counter()
@@ -266,7 +266,7 @@ def _last_line(out: Path, k: int) -> str:
     return lines[-1].replace("bandits.run: ", "").replace("error: ", "") if lines else ""
 
 
-def _gather(cfg, out: Path, config: dict, codes: list[int], wall: float,
+def _gather(cfg: Config, out: Path, config: dict, codes: list[int], wall: float,
             interrupted: bool):
     """Merge the workers' outputs into ``out`` and say how the run ended."""
     parts = config["parts"]
