@@ -56,7 +56,8 @@ class EnvSpec:
 
     def options(self, values: Any) -> dict[str, Any]:
         """The env's keyword arguments for its own settings, read from ``values`` (an
-        object with one attribute per setting, as a run's settings are)."""
+        object with one attribute per setting, as a run record's environment part,
+        ``Config.environment``, is)."""
         return {f.metadata.get("option", f.name): getattr(values, f.name)
                 for part in self.settings for f in dataclasses.fields(part)}
 

@@ -59,7 +59,7 @@ def test_a_type_checker_sees_the_settings_fields(tmp_path):
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert [int(line.split(":")[1]) for line in errors] == [14, 18, 22, 26, 30], done.stdout
     assert '"int | None"' in errors[0] and '"tuple[int, ...]"' in errors[1], done.stdout
-    assert "lr" in errors[2] and "hidden" in errors[4], done.stdout
+    assert '"TrainingSettings" has no attribute "lr"' in errors[2] and "hidden" in errors[4], done.stdout
 
 
 def _static_bases(path: str, name: str) -> set[str]:
@@ -71,6 +71,16 @@ def _static_bases(path: str, name: str) -> set[str]:
                 if isinstance(item, ast.ClassDef) and item.name == name:
                     return {ast.unparse(b) for b in item.bases}
     raise AssertionError(f"{path} has no class {name} under TYPE_CHECKING")
+
+
+def _static_aliases(path: str) -> dict[str, str]:
+    """The names ``path`` binds to another class under TYPE_CHECKING (``Run = RunSettings``)."""
+    tree = ast.parse((REPO / path).read_text())
+    return {item.targets[0].id: ast.unparse(item.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            for item in node.body
+            if isinstance(item, ast.Assign) and isinstance(item.targets[0], ast.Name)}
 
 
 def _dotted(part: type) -> str:
@@ -96,7 +106,12 @@ def test_the_static_views_name_every_part_the_composed_classes_hold():
     assert _static_bases(path, "Environment") == env_parts
     assert _static_bases(path, "Flags") == {
         "Run", "Environment", "Network", "Training", "Agents", "Output"}
-    assert [f.name for f in dataclasses.fields(settings.Config)] == list(settings.GROUPS)
+    # a part of one class is that class itself in the static view
+    assert _static_aliases(path) == {
+        part.__name__: settings.GROUPS[name][0].__name__
+        for name, part in settings.PART_CLASSES.items() if len(settings.GROUPS[name]) == 1}
+    assert [f.name for f in dataclasses.fields(settings.Config)] == list(settings.GROUPS) \
+        == list(settings.PART_CLASSES)
     # and the fields are the same, one for one
     static = {f.name for p in agent_parts for f in dataclasses.fields(p)}
     assert {f.name for f in dataclasses.fields(AgentConfig)} == static | {
@@ -117,3 +132,26 @@ def test_each_agent_receives_the_common_settings_and_its_own_and_nothing_else():
         assert isinstance(agent.config, spec.config), name
     assert not hasattr(make_agent("linucb", 4, 2, 1, 0).config, "lin_a0")  # linfullpost's
     assert not hasattr(make_agent("bbb", 4, 2, 1, 0).config, "heads")  # the bootstrap's
+
+
+def test_the_record_and_its_flat_settings_make_each_other():
+    import dataclasses
+    import json
+
+    from bandits.simulator.settings import Config, Flags, parse_config
+
+    cfg = parse_config(["--env", "wheel", "--agent", "bbb", "bootstrap", "--heads", "3",
+                        "--hidden", "8", "--steps", "5"])
+    flat = cfg.flat()  # what config.json holds: one key per flag, in --help's order
+    assert list(flat) == [f.name for f in dataclasses.fields(Flags)]
+    assert flat["heads"] == 3 and cfg.agents.heads == 3 and cfg.run.agent == ["bbb", "bootstrap"]
+    assert Config.of(flat) == cfg
+    # a shipped run's config.json holds its settings in the same order
+    shipped = json.loads((REPO / "results/mushroom/quick/config.json").read_text())
+    assert [k for k in shipped if k in flat] == [k for k in flat if k in shipped]
+    # read back from its JSON, as a resume does: the values as the run had them
+    again = Config.recorded({**json.loads(json.dumps(flat, default=str)), "identity": "x"},
+                            data_dir="data")
+    assert again.network.hidden == (8,) and again.run.data_dir == Path("data")
+    with pytest.raises(TypeError, match="no_such_setting"):
+        Config.of({"no_such_setting": 1})

@@ -30,7 +30,6 @@ watch (:func:`~bandits.core.processes.die_with_parent`) and the dead worker's on
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -170,9 +169,7 @@ def _resume_parts(out: Path, config: dict, changes: dict, command: str):
                              "command with --overwrite to start again")
     config["resumed"] = [*config.get("resumed", []), {"command": command, "at_utc": utc_now()}]
 
-    # the run's record, as its config.json holds it (the workers check and run it)
-    cfg = Config.of({f.name: config[f.name] for f in dataclasses.fields(Flags)
-                     if f.name in config})
+    cfg = Config.recorded(config)  # the run's record (its workers check and run it)
     return _coordinate(cfg, out, config, commands, resumed=True)
 
 

@@ -90,14 +90,10 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
     :func:`bandits.simulator.run.resume`)."""
     state = RUN.own_checkpoint(out)  # this directory's own, and intact
     saved = state["config"]  # config.json as it was when the checkpoint was written
-    settings = {f.name: saved[f.name] for f in dataclasses.fields(Flags) if f.name in saved}
-    settings.update(changes)
-    # the run's own mode; validate() refuses a process pinned otherwise
-    settings.update(resume=out, out=out, overwrite=True, exact=bool(saved.get("exact", False)))
-    try:
-        cfg = Config.of(settings)
-        cfg.network.hidden = tuple(cfg.network.hidden)
-        cfg.run.data_dir = None if cfg.run.data_dir is None else Path(cfg.run.data_dir)
+    try:  # in the run's own mode (validate() refuses a process pinned otherwise)
+        cfg = Config.recorded(saved, **{**changes, "resume": out, "out": out,
+                                        "overwrite": True,
+                                        "exact": bool(saved.get("exact", False))})
     except TypeError as e:
         raise UsageError(f"the checkpoint in {out} holds settings of another version: {e}"
                          ) from None

@@ -13,6 +13,7 @@ import dataclasses
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -129,9 +130,20 @@ class Config:
         unknown = set(values) - {f.name for f in dataclasses.fields(Flags)}
         if unknown:
             raise TypeError(f"unknown setting {sorted(unknown)[0]!r}")
-        made = [part(**{f.name: values[f.name] for f in dataclasses.fields(part)
-                        if f.name in values}) for part in PARTS]
-        return cls(*made)  # type: ignore[arg-type]  # each part in Config's order
+        return cls(**{name: part(**{f.name: values[f.name] for f in dataclasses.fields(part)
+                                    if f.name in values})
+                      for name, part in PART_CLASSES.items()})
+
+    @classmethod
+    def recorded(cls, saved: dict[str, Any], **changes: Any) -> Config:
+        """The record a run's ``config.json`` holds (``saved``; its keys that are no
+        setting left out), with ``changes``, its values as the run had them: the hidden
+        sizes a tuple, the data directory a path."""
+        cfg = cls.of({**{f.name: saved[f.name] for f in dataclasses.fields(Flags)
+                         if f.name in saved}, **changes})
+        cfg.network.hidden = tuple(cfg.network.hidden)
+        cfg.run.data_dir = None if cfg.run.data_dir is None else Path(cfg.run.data_dir)
+        return cfg
 
     def parts(self) -> tuple[Any, ...]:
         """The record's parts, in its order."""
@@ -143,7 +155,9 @@ class Config:
         return {k: v for part in self.parts() for k, v in dataclasses.asdict(part).items()}
 
 
-PARTS = (Run, Environment, Network, Training, Agents, Output)  # Config's, in its order
+PART_CLASSES: dict[str, type] = dict(zip(GROUPS, (Run, Environment, Network, Training, Agents,
+                                                  Output)))
+"""The class of each part of :class:`Config`, by the part's name."""
 
 
 OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
