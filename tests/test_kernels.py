@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -204,7 +205,8 @@ def test_the_learner_screen_and_the_gradient_variance_record_their_mode(
     """Every command that computes results takes ``--exact`` and records the kernels it ran
     under; made exact by ``BANDITS_EXACT=1``, its recorded command has the flag."""
     extra = {kernels.EXACT: "1"} if how == "variable" else {}
-    screen, variance = tmp_path / "screen", tmp_path / "variance"
+    # folders with a space in their names: each recorded command quotes them
+    screen, variance = tmp_path / "the screen", tmp_path / "the variance"
     for args in (["bandits.learner_screen", "--learner", "greedy", "--draws-per-item", "2",
                   "--buffers", "2", "--buffer-size", "320", "--data-dir",
                   str(mushroom_data_dir), "--out", str(screen)],
@@ -219,4 +221,6 @@ def test_the_learner_screen_and_the_gradient_variance_record_their_mode(
                             (variance_json["versions"]["kernels"], variance_json["command"])):
         assert record["mode"] == ("exact" if exact else "native")
         assert ("--exact" in command.split()) is exact
+        assert str(screen if record is screen_json["kernels"] else variance) in \
+            shlex.split(command)
     assert screen_json["settings"]["exact"] is exact

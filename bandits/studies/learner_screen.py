@@ -51,6 +51,7 @@ if __name__ == "__main__":  # before the slow imports: Ctrl-C is one line, the k
 import argparse
 import dataclasses
 import math
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -352,7 +353,7 @@ def _main(argv: Sequence[str] | None) -> int:
         write_csv(runs, out / "runs.csv")
         write_csv(table, out / "summary.csv")
         write_atomic(out / "table.md", markdown(table, cfg))
-        write_json({"command": "python -m bandits.studies.learner_screen " + " ".join(argv),
+        write_json({"command": "python -m bandits.studies.learner_screen " + shlex.join(argv),
                     "settings": {k: (str(v) if isinstance(v, Path) else v)
                                  for k, v in dataclasses.asdict(cfg).items()},
                     "machine": machine("cpu"), "kernels": kernels.record(),

@@ -40,6 +40,7 @@ interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -288,15 +289,19 @@ def _bench(argv: Sequence[str] | None) -> int:
     return code
 
 
+def _command(argv: Sequence[str] | None) -> str:
+    """The command as it was given, quoted so that it can be pasted back (a folder with a
+    space in its name stays one argument)."""
+    return "python -m bandits.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
+
+
 def _written(args: Settings, argv: Sequence[str] | None, name: str, df: pd.DataFrame,
              start: float, machine_of: str = "cpu", **what) -> int:
     """A mode's table into ``--out`` (``NAME.csv``, and ``NAME.json`` with the command,
     the machine, ``what`` was timed, the wall time and the versions), printed."""
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / f"{name}.csv")
-    write_json({"command": "python -m bandits.bench " + " ".join(
-                    sys.argv[1:] if argv is None else argv),
-                "machine": machine(machine_of), **what,
+    write_json({"command": _command(argv), "machine": machine(machine_of), **what,
                 "wall_seconds": round(time.perf_counter() - start, 1),
                 "versions": package_versions()}, args.out / f"{name}.json")
     print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -341,9 +346,8 @@ def _main(p: argparse.ArgumentParser, args: Settings,
                              papers_setup=args.papers_setup)
         args.out.mkdir(parents=True, exist_ok=True)
         write_csv(df, args.out / "agents_per_step.csv")
-        write_json({"command": "python -m bandits.bench " + " ".join(
-                        sys.argv[1:] if argv is None else argv),
-                    "device": args.device, "device_name": machine(args.device),
+        write_json({"command": _command(argv), "device": args.device,
+                    "device_name": machine(args.device),
                     "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
                     "updates_per_step": args.updates, "rounds": args.rounds,
                     "setup": "papers" if args.papers_setup else "this project's defaults",
@@ -375,8 +379,7 @@ def _main(p: argparse.ArgumentParser, args: Settings,
     device_name = machine(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / "bench.csv")
-    write_json({"command": "python -m bandits.bench " + " ".join(sys.argv[1:] if argv is None
-                                                                 else argv),
+    write_json({"command": _command(argv),
                 "device": args.device, "device_name": device_name,
                 "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
                 "updates_per_call": args.updates,
