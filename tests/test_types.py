@@ -63,24 +63,25 @@ def test_a_type_checker_sees_the_settings_fields(tmp_path):
     assert "hidden" in errors[4], done.stdout
 
 
+def _type_checking_body(path: str) -> list[ast.stmt]:
+    """The statements ``path`` runs under ``if TYPE_CHECKING:``."""
+    tree = ast.parse((REPO / path).read_text())
+    return [item for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+            for item in node.body]
+
+
 def _static_bases(path: str, name: str) -> set[str]:
     """The base classes of the class ``name`` that ``path`` defines under TYPE_CHECKING."""
-    tree = ast.parse((REPO / path).read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            for item in node.body:
-                if isinstance(item, ast.ClassDef) and item.name == name:
-                    return {ast.unparse(b) for b in item.bases}
+    for item in _type_checking_body(path):
+        if isinstance(item, ast.ClassDef) and item.name == name:
+            return {ast.unparse(b) for b in item.bases}
     raise AssertionError(f"{path} has no class {name} under TYPE_CHECKING")
 
 
 def _static_aliases(path: str) -> dict[str, str]:
     """The names ``path`` binds to another class under TYPE_CHECKING (``Run = RunSettings``)."""
-    tree = ast.parse((REPO / path).read_text())
-    return {item.targets[0].id: ast.unparse(item.value)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-            for item in node.body
+    return {item.targets[0].id: ast.unparse(item.value) for item in _type_checking_body(path)
             if isinstance(item, ast.Assign) and isinstance(item.targets[0], ast.Name)}
 
 

@@ -161,11 +161,9 @@ PART_CLASSES: dict[str, type] = dict(zip(GROUPS, (Run, Environment, Network, Tra
 
 
 OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
-    f.name: ({part for spec in SPECS.values() for part in spec.settings if f in
-              dataclasses.fields(part)}, f.default)
-    for spec in SPECS.values() for part in spec.settings for f in dataclasses.fields(part)
-    if any(f.name in preset for preset in PRESETS.values())
-    and not f.metadata.get("preset_everywhere")}
+    f.name: ({other for other in AGENT_SETTINGS if f in dataclasses.fields(other)}, f.default)
+    for part in AGENT_SETTINGS for f in dataclasses.fields(part)
+    if f.name in FILLED and not f.metadata.get("preset_everywhere")}
 """An agent's own setting that a preset gives: the settings classes that declare it and its
 own default, which a run listing none of the agents that read it keeps (but where the
 setting is declared ``preset_everywhere``)."""
