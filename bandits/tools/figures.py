@@ -66,11 +66,8 @@ DIAGNOSED = ("results/mushroom/paper-horizon", "results/mushroom/paper-horizon-k
 _MNIST = ("each model's per-epoch history (epochs.csv) and weight histograms "
           "(weights_hist.csv, snr_hist.csv) are not shipped; a rerun of the page's "
           "commands writes them")
-NOT_REDRAWN = {
-    **{f"results/mnist/{d}/{f}": _MNIST
-       for d in ("2x1200", "2x400-retrained")
-       for f in ("fig2_test_error.png", "fig3_weights.png", "fig4_snr.png")},
-}
+NOT_REDRAWN = {f"results/mnist/2x1200/{f}": _MNIST
+               for f in ("fig2_test_error.png", "fig3_weights.png", "fig4_snr.png")}
 """Figures the shipped files cannot redraw, each with what is missing."""
 
 JOINED = {"results/mushroom/heldout/analysis/regret.png": (
@@ -80,11 +77,13 @@ gives alone): the figure, the folder of its runs and the title's start."""
 
 RERUN = {"results/regression/regression.png":
          "python -m bandits.regression --exact --out results/regression --overwrite",
-         **{f"results/mnist/lenet5/{f}": "the four commands of results/mnist/lenet5/README.md, "
-            "then python -m bandits.mnist report results/mnist/lenet5"
+         **{f"results/mnist/{d}/{f}": f"the four commands of results/mnist/{d}/README.md, "
+            f"then python -m bandits.mnist report results/mnist/{d}"
+            for d in ("lenet5", "2x400-retrained")
             for f in ("fig2_test_error.png", "fig3_weights.png", "fig4_snr.png")}}
-"""Figures whose data are not shipped but cheap to make again: the command that remade
-them (each is checked to carry the current stamp, as the redrawn ones are)."""
+"""Figures whose data are not shipped but that a CPU makes again (minutes for the toy
+regression, about an hour for the MNIST retrainings): the commands that remade them (each
+is checked to carry the current stamp, as the redrawn ones are)."""
 
 
 def metrics_from_phases(phases: pd.DataFrame) -> pd.DataFrame:
