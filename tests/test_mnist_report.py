@@ -278,6 +278,13 @@ _NOT_TRAINING = {"out", "overwrite", "plots", "exact", "run_id", "workers", "res
                  "progress", "checkpoint_every"}
 
 
+def training(record: dict) -> str:
+    """A model's training settings and seed, as one key (what its record holds but where it
+    was written and how its command was run)."""
+    return json.dumps({k: v for k, v in record["settings"].items() if k not in _NOT_TRAINING},
+                      sort_keys=True)
+
+
 def test_the_retrained_scale_mixtures_are_table_1s_models_and_the_other_rows_are_not():
     """results/mnist/2x400-retrained/README.md: each of its twelve models has the training
     settings and seed of one of Table 1's models; on this folder's Intel processor the
@@ -285,10 +292,6 @@ def test_the_retrained_scale_mixtures_are_table_1s_models_and_the_other_rows_are
     errors, the same pruning), and the SGD, dropout and 2-sample Gaussian models do not."""
     retrained = read_models(SHIPPED / "2x400-retrained")
     shipped = read_models(SHIPPED / "2x400")
-
-    def training(r):
-        return json.dumps({k: v for k, v in r["settings"].items() if k not in _NOT_TRAINING},
-                          sort_keys=True)
 
     def numbers(r):  # what a model's training gives, without its timings
         return [r["best_validation"], r["final"], r["ood"], r.get("pruning"),
@@ -313,8 +316,7 @@ def test_the_retrained_pages_table_is_what_the_two_sets_of_models_give():
     import statistics
 
     retrained = read_models(SHIPPED / "2x400-retrained")
-    table1 = {json.dumps({k: v for k, v in r["settings"].items() if k not in _NOT_TRAINING},
-                         sort_keys=True): r for r in read_models(SHIPPED / "2x400")}
+    table1 = {training(r): r for r in read_models(SHIPPED / "2x400")}
     rows = {"SGD, 60 epochs": "sgd", "dropout, 60 epochs": "dropout",
             "BBB, Gaussian, 2 samples, 60 epochs": "adam-blundell-samples-2/gaussian",
             "BBB, scale mixture, 300 epochs": "mc-300/ramp"}
@@ -322,9 +324,7 @@ def test_the_retrained_pages_table_is_what_the_two_sets_of_models_give():
     def cells(row: str) -> list[str]:
         here = sorted((r for r in retrained if r["model"].split("/seed=")[0] == rows[row]),
                       key=lambda r: r["settings"]["seed"])
-        theirs = [table1[json.dumps({k: v for k, v in r["settings"].items()
-                                     if k not in _NOT_TRAINING}, sort_keys=True)]
-                  for r in here]
+        theirs = [table1[training(r)] for r in here]
         a, b = ([r["best_validation"]["test_error_mean"] for r in rs] for rs in (here, theirs))
         assert [r["settings"]["seed"] for r in here] == [0, 1, 2]
         d = [x - y for x, y in zip(a, b)]

@@ -926,11 +926,7 @@ def _narrow_table2() -> list[str]:
 def _narrow_retrained() -> list[str]:
     """The retrained rows that are not Table 1's models: how far their mean test error
     (best-validation epoch, seeds 0-2) lies from that of the table's models."""
-    def training(r):
-        return json.dumps({k: v for k, v in r["settings"].items()
-                           if k not in ("out", "overwrite", "plots", "exact", "run_id",
-                                        "workers", "resume", "progress", "checkpoint_every")},
-                          sort_keys=True)
+    from test_mnist_report import training
 
     table1 = {training(r): r for r in read_models(REPO / N)}
     gaps: dict[str, list[float]] = {}
