@@ -285,6 +285,20 @@ def training(record: dict) -> str:
                       sort_keys=True)
 
 
+def retrained_errors() -> dict[str, tuple[list[float], list[float]]]:
+    """Each row of results/mnist/2x400-retrained (its folder): the test errors at the
+    best-validation epoch of its models and of Table 1's models of the same training,
+    seed by seed."""
+    table1 = {training(r): r for r in read_models(SHIPPED / "2x400")}
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+    for r in sorted(read_models(SHIPPED / "2x400-retrained"),
+                    key=lambda r: r["settings"]["seed"]):
+        here, theirs = rows.setdefault(r["model"].split("/seed=")[0], ([], []))
+        here.append(r["best_validation"]["test_error_mean"])
+        theirs.append(table1[training(r)]["best_validation"]["test_error_mean"])
+    return rows
+
+
 def test_the_retrained_scale_mixtures_are_table_1s_models_and_the_other_rows_are_not():
     """results/mnist/2x400-retrained/README.md: each of its twelve models has the training
     settings and seed of one of Table 1's models; on this folder's Intel processor the
@@ -315,27 +329,23 @@ def test_the_retrained_pages_table_is_what_the_two_sets_of_models_give():
     the paired difference with its range over the seeds."""
     import statistics
 
-    retrained = read_models(SHIPPED / "2x400-retrained")
-    table1 = {training(r): r for r in read_models(SHIPPED / "2x400")}
     rows = {"SGD, 60 epochs": "sgd", "dropout, 60 epochs": "dropout",
             "BBB, Gaussian, 2 samples, 60 epochs": "adam-blundell-samples-2/gaussian",
             "BBB, scale mixture, 300 epochs": "mc-300/ramp"}
+    errors = retrained_errors()
 
     def cells(row: str) -> list[str]:
-        here = sorted((r for r in retrained if r["model"].split("/seed=")[0] == rows[row]),
-                      key=lambda r: r["settings"]["seed"])
-        theirs = [table1[training(r)] for r in here]
-        a, b = ([r["best_validation"]["test_error_mean"] for r in rs] for rs in (here, theirs))
-        assert [r["settings"]["seed"] for r in here] == [0, 1, 2]
+        a, b = errors[rows[row]]
+        assert len(a) == 3
         d = [x - y for x, y in zip(a, b)]
         diff = ("0 (the same models)" if not any(d) else
                 f"{statistics.mean(d):+.2f} ({min(d):+.2f} .. {max(d):+.2f})")
         return [f"{statistics.mean(v):.2f} +- {statistics.stdev(v):.2f}" for v in (a, b)] + [diff]
 
     text = (SHIPPED / "2x400-retrained" / "README.md").read_text()
-    shown = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-             for line in text.splitlines() if line.split("|")[1:2] and
-             line.split("|")[1].strip() in rows}
+    split = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
+             if line.startswith("|")]
+    shown = {cells_[0]: cells_[1:] for cells_ in split if cells_[0] in rows}
     assert shown == {row: cells(row) for row in rows}
 
 

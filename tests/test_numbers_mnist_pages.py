@@ -926,15 +926,10 @@ def _narrow_table2() -> list[str]:
 def _narrow_retrained() -> list[str]:
     """The retrained rows that are not Table 1's models: how far their mean test error
     (best-validation epoch, seeds 0-2) lies from that of the table's models."""
-    from test_mnist_report import training
+    from test_mnist_report import retrained_errors
 
-    table1 = {training(r): r for r in read_models(REPO / N)}
-    gaps: dict[str, list[float]] = {}
-    for r in read_models(REPO / "results/mnist/2x400-retrained"):
-        gaps.setdefault(r["model"].split("/seed=")[0], []).append(
-            r["best_validation"]["test_error_mean"]
-            - table1[training(r)]["best_validation"]["test_error_mean"])
-    differ = [abs(float(np.mean(g))) for g in gaps.values() if any(g)]
+    differ = [abs(float(np.mean(a) - np.mean(b))) for a, b in retrained_errors().values()
+              if a != b]
     assert len(differ) == 3
     return [f"(their test errors within {max(differ):.2f} points of the table's, as means "
             f"over the three seeds)"]

@@ -82,8 +82,8 @@ RERUN = {"results/regression/regression.png":
             for d in ("lenet5", "2x400-retrained")
             for f in ("fig2_test_error.png", "fig3_weights.png", "fig4_snr.png")}}
 """Figures whose data are not shipped but that a CPU makes again (minutes for the toy
-regression, about an hour for the MNIST retrainings): the commands that remade them (each
-is checked to carry the current stamp, as the redrawn ones are)."""
+regression, minutes to a little over an hour for the MNIST retrainings): the commands that
+remade them (each is checked to carry the current stamp, as the redrawn ones are)."""
 
 
 def metrics_from_phases(phases: pd.DataFrame) -> pd.DataFrame:
