@@ -164,7 +164,7 @@ class MushroomEnv(BanditEnv):
                          reward_poisoned=-35.0, reward_no_eat=0.0, poison_prob=0.5)
     ```
     - ``data_dir``: directory holding ``mushroom/agaricus-lepiota.data``; default
-      ``$BANDITS_DATA_DIR``, else the cache, else a download (:func:`load_mushroom`).
+      ``$BANDITS_DATA_DIR``, else the copy the package ships (:func:`load_mushroom`).
     - ``reward_eat``, ``reward_poisoned``, ``reward_no_eat``, ``poison_prob``: the reward
       constants above (eating a poisonous mushroom pays ``reward_poisoned`` with
       probability ``poison_prob``, else ``reward_eat``). The optimal action and the oracle

@@ -15,6 +15,7 @@ fixed by these constants, not by the rows, so it does not depend on row order. F
 from __future__ import annotations
 
 import functools
+import gzip
 import os
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,11 @@ from bandits.core.data import ChecksumError, DataFile, content_sha256, resolve
 MUSHROOM_FILE = DataFile(
     dataset="mushroom",
     name="agaricus-lepiota.data",
-    urls=(
-        "https://archive.ics.uci.edu/ml/machine-learning-databases/mushroom/agaricus-lepiota.data",
-    ),
+    urls=(),
     sha256="e65d082030501a3ebcbcd7c9f7c71aa9d28fdfff463bf4cf4716a3fe13ac360e",
+    packaged=True,
 )
-"""The UCI file: where to find it and its checksum."""
+"""The UCI file and its checksum; the package ships it (``bandits/datasets/mushroom``)."""
 
 N_ROWS = 8124
 """Rows of the UCI file: 4208 edible, 3916 poisonous."""
@@ -130,7 +130,7 @@ def load_mushroom(
     """Load and encode the UCI mushroom data.
 
     The file is found by :func:`bandits.core.data.resolve`: ``data_dir``, else
-    ``$BANDITS_DATA_DIR``, else the cache, else downloaded (checksum checked) into the cache.
+    ``$BANDITS_DATA_DIR``, else the copy the package ships (no network).
     The encoded arrays are cached in-process per file (path, size and modification time), so
     creating many envs is cheap; they are returned read-only so no caller can change what
     another one sees (copy them to modify).
@@ -149,7 +149,7 @@ def load_mushroom(
         ``i`` is line ``i + 1`` of the file.
 
     Raises:
-        bandits.core.data.DataNotFoundError: The file is nowhere and could not be downloaded.
+        bandits.core.data.DataNotFoundError: The file is nowhere, the package's copy included.
         MushroomFormatError: The file is malformed: an empty row, a row without 23
             columns (as the last row of a file cut short), an unknown class letter or
             attribute value, or not 8124 rows. Nothing is cached or returned then.
@@ -192,7 +192,8 @@ def parse_mushroom(path: str | os.PathLike) -> tuple[NDArray[np.float32], NDArra
     """
     path = Path(path)
     # Non-ASCII bytes become U+FFFD and are then reported as an unknown value with their line.
-    lines = path.read_bytes().decode("ascii", errors="replace").split("\n")
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    lines = raw.decode("ascii", errors="replace").split("\n")
     if lines[-1] == "":
         lines.pop()  # the newline that ends the last row
     n_cols = 1 + len(ATTRIBUTES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import urllib.request
 from pathlib import Path
 
@@ -11,10 +12,12 @@ import pandas as pd
 import pytest
 
 import envs
-from bandits.core.data import DataNotFoundError
+from bandits.core import data as data_module
+from bandits.core.data import ChecksumError, DataNotFoundError, content_sha256, resolve
 from envs.mushroom import (
     ATTRIBUTES,
     FEATURE_NAMES,
+    MUSHROOM_FILE,
     N_ROWS,
     VALUES,
     MushroomFormatError,
@@ -120,12 +123,50 @@ def test_found_directly_in_the_data_dir(tmp_path):
     assert load_mushroom(tmp_path, verify=False)[0].shape == (8124, 117)
 
 
-def test_absent_everywhere_is_a_clear_error(tmp_path, monkeypatch):
+def test_the_packaged_copy_is_used_with_no_directory_and_no_network(tmp_path, monkeypatch):
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # an empty HOME: no cache to fall on
+    assert resolve(MUSHROOM_FILE) == MUSHROOM_FILE.packaged_path
+    assert MUSHROOM_FILE.packaged_path.name == FILE + ".gz"
+    features, edible = load_mushroom()  # checked against the published sha256 as it loads
+    assert features.shape == (8124, 117) and int(edible.sum()) == 4208
+    assert envs.make_vec("mushroom", 2).reset(seed=0)[0].shape == (2, 117)
+    assert not (tmp_path / "home").exists()  # nothing downloaded, nothing cached
+
+
+def test_a_directory_without_the_file_falls_back_to_the_packaged_copy(tmp_path, monkeypatch):
+    monkeypatch.setenv("BANDITS_DATA_DIR", str(tmp_path))  # e.g. a directory for MNIST only
+    assert resolve(MUSHROOM_FILE) == MUSHROOM_FILE.packaged_path
+    assert resolve(MUSHROOM_FILE, tmp_path / "other") == MUSHROOM_FILE.packaged_path
+
+
+def test_the_packaged_copy_is_the_published_file(mushroom_data_dir):
+    packaged = parse_mushroom(MUSHROOM_FILE.packaged_path)
+    given = parse_mushroom(mushroom_data_dir / "mushroom" / FILE)
+    assert all((a == b).all() for a, b in zip(packaged, given))
+    assert content_sha256(MUSHROOM_FILE.packaged_path) == MUSHROOM_FILE.sha256
+
+
+def test_a_changed_packaged_copy_is_refused(tmp_path, monkeypatch):
+    lines = gzip.decompress(MUSHROOM_FILE.packaged_path.read_bytes()).decode().splitlines()
+    lines[0] = ("e" if lines[0][0] == "p" else "p") + lines[0][1:]  # one label flipped
+    fake = tmp_path / "datasets"
+    write_data(fake, "")
+    (fake / "mushroom" / FILE).unlink()
+    (fake / "mushroom" / (FILE + ".gz")).write_bytes(gzip.compress(
+        ("\n".join(lines) + "\n").encode()))
+    monkeypatch.setattr(data_module, "PACKAGED_DIR", fake)
+    monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
+    with pytest.raises(ChecksumError, match="not the published UCI Mushroom file"):
+        load_mushroom()
+
+
+def test_no_packaged_copy_and_no_directory_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(data_module, "PACKAGED_DIR", tmp_path / "missing")
     monkeypatch.setenv("BANDITS_DATA_DIR", str(tmp_path))
     with pytest.raises(DataNotFoundError, match=FILE) as err:
         load_mushroom()
-    assert "network disabled in tests" in str(err.value)  # the download was tried, and failed
-    assert str(tmp_path) in str(err.value)
+    assert "reinstall the package" in str(err.value) and str(tmp_path) in str(err.value)
     with pytest.raises(DataNotFoundError):
         gymnasium.make("bandits/Mushroom-v0")
 

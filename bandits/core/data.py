@@ -1,19 +1,22 @@
-"""Finding data files: an explicit directory, ``$BANDITS_DATA_DIR``, a cache, or a download.
+"""Finding data files: an explicit directory, ``$BANDITS_DATA_DIR``, the package, a cache, or
+a download.
 
 Every data set the project loads goes through :func:`resolve`, so the rules are the
 same everywhere:
 
 1. an explicit directory (a function argument or the ``--data-dir`` flag);
 2. else the environment variable ``BANDITS_DATA_DIR``;
-3. else the per-user cache directory (``$BANDITS_CACHE_DIR``, else
+3. then, for a file the package ships (UCI Mushroom), the packaged copy (``.gz``): no
+   cache and no network;
+4. else the per-user cache directory (``$BANDITS_CACHE_DIR``, else
    ``$XDG_CACHE_HOME/bbb-bandits``, else ``~/.cache/bbb-bandits``).
 
 Inside a data directory a file ``NAME`` of data set ``SET`` is looked for as
-``DIR/SET/NAME`` and then ``DIR/NAME``. When it is in none of these places it is
-downloaded from its public home into the cache, its content checked against a
-sha256 checksum first (for ``.gz`` files the checksum is of the decompressed
-content, so a recompressed copy is still accepted). When that fails too, a
-:class:`DataNotFoundError` names the file, every place looked and how to provide it.
+``DIR/SET/NAME`` and then ``DIR/NAME``. When a file the package does not ship (MNIST)
+is in none of these places it is downloaded from its public home into the cache, its
+content checked against a sha256 checksum first (for ``.gz`` files the checksum is of
+the decompressed content, so a recompressed copy is still accepted). When that fails
+too, a :class:`DataNotFoundError` names the file, every place looked and how to provide it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from pathlib import Path
 
 ENV_DATA_DIR = "BANDITS_DATA_DIR"
 ENV_CACHE_DIR = "BANDITS_CACHE_DIR"
+PACKAGED_DIR = Path(__file__).resolve().parents[1] / "datasets"
+"""The data sets shipped inside the package, laid out as a data directory (``SET/NAME.gz``)."""
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -49,12 +54,19 @@ class DataFile:
         name: File name, e.g. ``"agaricus-lepiota.data"``.
         urls: Public places to download it from, tried in order.
         sha256: Checksum of the content (of the decompressed content for ``.gz``).
+        packaged: The package ships it, gzipped, as ``PACKAGED_DIR/dataset/name.gz``.
     """
 
     dataset: str
     name: str
     urls: tuple[str, ...]
     sha256: str
+    packaged: bool = False
+
+    @property
+    def packaged_path(self) -> Path:
+        """Where the package's own copy is (exists only for a ``packaged`` file)."""
+        return PACKAGED_DIR / self.dataset / (self.name + ".gz")
 
 
 def cache_dir() -> Path:
@@ -91,7 +103,7 @@ def resolve(
     data_dir: str | os.PathLike | None = None,
     download: bool = True,
 ) -> Path:
-    """Return a local path to ``file``, downloading it into the cache if needed.
+    """Return a local path to ``file``: a user's copy, the packaged one, or a download.
 
     Args:
         file: The file to find.
@@ -102,11 +114,21 @@ def resolve(
         DataNotFoundError: The file is nowhere and could not be downloaded.
     """
     looked: list[str] = []
-    for origin, d in candidate_dirs(data_dir):
+    dirs = candidate_dirs(data_dir)
+    if file.packaged:  # the package's copy replaces the cache and the download
+        dirs = [(origin, d) for origin, d in dirs if origin != "cache"]
+    for origin, d in dirs:
         for p in (d / file.dataset / file.name, d / file.name):
             if p.is_file():
                 return p
             looked.append(f"{p} ({origin})")
+    if file.packaged:
+        if file.packaged_path.is_file():
+            return file.packaged_path
+        raise DataNotFoundError(
+            f"data file {file.name!r} not found; looked in {', '.join(looked)} and for the "
+            f"package's copy {file.packaged_path}, which this installation lacks: reinstall "
+            f"the package, or put the file in DIR/{file.dataset}/ and pass --data-dir DIR.")
     errors: list[str] = []
     if download:
         target = cache_dir() / file.dataset / file.name

@@ -82,7 +82,8 @@ class RunSettings:
     overwrite: bool = setting(
         False, "allow writing into an existing non-empty output directory", per_process=True)
     data_dir: Path | None = setting(
-        None, "data directory (else $BANDITS_DATA_DIR, the cache, download)",
+        None, "data directory (else $BANDITS_DATA_DIR; then Mushroom's packaged copy, "
+        "MNIST's cache or a download)",
         type=Path, resume=True)
 
 
