@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bandits.core.version import VERSION_LINE
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -95,6 +97,17 @@ COMMANDS = ["bandits.run", "bandits.sweep", "bandits.plot", "bandits.diagnose",
             "bandits.bench", "bandits.regression", "bandits.gradient_variance",
             "bandits.doc_tables", "bandits.same_bytes", "bandits.confirm",
             "bandits.learner_screen"]
+
+
+@pytest.mark.parametrize("command", [*COMMANDS, "bandits.mnist"])
+def test_version_is_answered_without_importing_torch(command, tmp_path):
+    # python -m bandits.run --version: the entry module answers before the command loads
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", command, "--version"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == VERSION_LINE + "\n", done.stderr
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()}
+    assert "bandits.core.startup" in imported
+    assert not {m for m in imported if m.split(".")[0] == "torch"}
 
 
 def _folder_of(module: str) -> str:

@@ -276,7 +276,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     assert {"test_error_mean", "test_error_sampled"} <= set(s["final"])
     assert s["best_validation"]["epoch"] in (1, 2, 3)
     assert len(s["pruning"]) == 5 and s["device"] == "cpu"
-    assert str(mnist_data_dir) not in (out / "summary.json").read_text()
+    assert s["settings"]["data_dir"] == str(mnist_data_dir)  # as given, as bandits.run's
     assert 0 < s["ood"]["entropy_noise"] <= math.log(10) + 1e-6
     before = (out / "snr_hist.csv").read_text()
     assert mnist.main(["redraw", str(out)]) == 0  # from the saved model, no data needed
@@ -289,6 +289,7 @@ def test_cli_smoke_run(mnist_data_dir, tmp_path, monkeypatch):
     [record] = read_models(tmp_path)
     saved = json.loads((out / "config.json").read_text())
     assert len(saved.pop("run_id")) == 32  # the run's own id, not a setting
+    assert saved.pop("versions").keys() == s["versions"].keys()  # and the git commit
     assert record["model"] == "run" and record["settings"] == saved
     assert record["best_validation"] == s["best_validation"]
     assert record["last_epoch"] == rows[-1] and record["first_epoch"] == rows[0]

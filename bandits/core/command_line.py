@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from bandits.core.config import COUNT, DECLARED, UsageError, flag, show_range
-from bandits.core.version import __version__
+from bandits.core.version import VERSION_LINE
 
 
 def option(f: dataclasses.Field) -> str:
@@ -117,8 +117,8 @@ def build_parser(cls, prog: str, description: str,
     if parser_class is argparse.ArgumentParser:
         parser_class = PlainParser
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
-                     epilog=f"bbb-bandits {__version__}")
-    p.add_argument("--version", action="version", version=f"bbb-bandits {__version__}")
+                     epilog=VERSION_LINE)
+    p.add_argument("--version", action="version", version=VERSION_LINE)
     suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
         meta = dict(f.metadata)

@@ -11,8 +11,10 @@ SIGTERM and SIGHUP (``kill``, a closed terminal) end the command as they always 
 killed by that signal (a shell reports 128 + its number; the workers end with their
 parent), but first say so in one line. A signal the command was started with ignored
 (``nohup`` ignores SIGHUP) stays ignored. This module imports only the standard
-library (and :mod:`bandits.core.kernels`, which does too). :func:`start` does both things an
-entry point does first: the signals, and the kernels pinned before torch loads.
+library (and :mod:`bandits.core.kernels` and :mod:`bandits.core.version`, which do too).
+:func:`start` does both things an entry point does first: the signals, and the kernels
+pinned before torch loads. A command started with ``--version`` first answers at once,
+without its slow imports.
 """
 
 import importlib
@@ -22,6 +24,7 @@ import sys
 from collections.abc import Sequence
 
 from bandits.core import kernels
+from bandits.core.version import VERSION_LINE
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command with one line saying so (:func:`interruptible`)."""
@@ -56,7 +59,9 @@ class Command:
 
     ``main(argv)`` runs the command in this process as it is (for scripts and tests);
     ``cli()`` is the command started from a shell: :func:`start` first (signals, kernels,
-    before torch loads), then ``main`` with the process's arguments, exiting with its status.
+    before torch loads), then ``main`` with the process's arguments, exiting with its status;
+    a first argument ``--version`` is answered before the command's module loads (as
+    argparse would answer it: every command has ``--version``).
     """
 
     def __init__(self, prog: str, module: str) -> None:
@@ -68,6 +73,9 @@ class Command:
 
     def cli(self) -> None:
         start(self.prog)
+        if sys.argv[1:2] == ["--version"]:  # no torch for it: the answer is known here
+            print(VERSION_LINE)
+            sys.exit(0)
         sys.exit(self.main())
 
     def entries(self):

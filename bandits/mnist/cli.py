@@ -30,7 +30,8 @@ from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import UsageError
 from bandits.core.processes import ctrl_c_on
 from bandits.core.runner import DIVERGED_STATUS, Diverged
-from bandits.core.version import __version__
+from bandits.core.version import VERSION_LINE
+from bandits.mnist.evaluation.model_files import OLD_DATA_DIR
 from bandits.mnist.models.config import BENCH_SETTINGS, PROBE_SETTINGS, QUICK, BenchConfig, Config
 from bandits.mnist.models.priors import unreachable_spikes
 from bandits.mnist.reports.figures import redraw
@@ -155,13 +156,14 @@ def split_command(argv: Sequence[str]) -> tuple[str, list[str], str | None]:
 
 
 def help_text() -> str:
-    """``python -m bandits.mnist --help``: the commands."""
+    """``python -m bandits.mnist --help``: the commands, and the version (the last line, as
+    every command's help ends)."""
     width = max(map(len, COMMANDS)) + 2
     lines = ["usage: python -m bandits.mnist [COMMAND] [flags]", "", DESCRIPTION, "",
              "commands:"]
     lines += [f"  {name:<{width}}{text}" for name, text in COMMANDS.items()]
     lines += ["", "python -m bandits.mnist COMMAND --help lists a command's flags; flags "
-              "without a command are train's."]
+              "without a command are train's.", "", VERSION_LINE]
     return "\n".join(lines)
 
 
@@ -174,7 +176,9 @@ def config_and_checkpoint_to_resume(argv: Sequence[str]) -> tuple[Config, dict[s
         state = _latest_checkpoint(out)
     except checkpoint.CheckpointError as e:
         raise UsageError(str(e)) from None
-    settings = {**state["config"], "data_dir": None, "out": str(out), "overwrite": True}
+    settings = {**state["config"], "out": str(out), "overwrite": True}
+    if settings.get("data_dir") == OLD_DATA_DIR:  # a run made before it was recorded
+        settings["data_dir"] = None
     settings.pop("run_id", None)  # the run's, not a setting (kept by run())
     settings.update({k: v for k, v in given.items() if k != "resume"})
     # the run's mode; a run made before --exact existed ran in this process's mode if it
@@ -281,7 +285,7 @@ def _run_command(argv: list[str]) -> int:
         print(help_text())
         return 0
     if argv == ["--version"]:
-        print(f"bbb-bandits {__version__}")
+        print(VERSION_LINE)
         return 0
     command, args, note = split_command(argv)
     if note is not None:

@@ -1,5 +1,5 @@
-"""What a training command writes beside each model's numbers: the command as run and
-the settings as saved (no local paths), the weight and SNR histograms (Figures 3-4 are
+"""What a training command writes beside each model's numbers: the command as run (no
+local paths) and the settings as saved, the weight and SNR histograms (Figures 3-4 are
 drawn from them), the pruning table as markdown, and the CSV files read back."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def command_line(argv: Sequence[str]) -> str:
 MODEL_KIND = "bandits.mnist/model"
 MODEL_FILE = "raw/model.pt"
 # config.json's fields that do not decide the trained weights
-_NOT_THE_WEIGHTS = {"run_id", "out", "overwrite", "threads", "data_dir", "download",
+_NOT_THE_WEIGHTS = {"run_id", "versions", "out", "overwrite", "threads", "data_dir", "download",
                     "progress", "plots", "checkpoint_every", "workers", "resume", "device",
                     "exact"}  # the same model, rounded alike on every processor or not
 
@@ -89,11 +89,14 @@ def load_model_state(path: Path, config: dict[str, Any]) -> dict[str, Any]:
 
 
 def saved_config(cfg: Any) -> dict[str, Any]:
-    """The settings (a dataclass) as saved: a local ``data_dir`` path is not written out."""
-    d = dataclasses.asdict(cfg)
-    if d["data_dir"] is not None:
-        d["data_dir"] = "DIR"
-    return d
+    """The settings (a dataclass) as saved: ``data_dir`` as the user gave it (None when
+    not given), as bandits.run records it. Runs made before that hold ``"DIR"`` there
+    (:data:`OLD_DATA_DIR`); it is no part of a run's or a model's identity."""
+    return dataclasses.asdict(cfg)
+
+
+# what runs made before data_dir was recorded hold in its place (where one was given)
+OLD_DATA_DIR = "DIR"
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:

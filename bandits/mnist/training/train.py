@@ -7,14 +7,14 @@ A run trains a two-hidden-layer ReLU classifier on MNIST, either Bayes by Backpr
 MLP; ``dropout``: the MLP with dropout ``--dropout`` after each hidden layer, switched
 off at test time), and writes into ``--out``:
 
-* ``config.json``: the settings; ``epochs.csv``: per epoch the training loss,
+* ``config.json``: the settings and the versions; ``epochs.csv``: per epoch the training loss,
   the NLL (mean per image) and KL terms (the complexity cost, estimated at every
   tenth minibatch), BBB's KL factor (``--kl-factor``, or its schedule), validation
   and test error of the posterior-mean network, and the seconds of the epoch (of
   all the models trained together);
 * ``summary.json``: final and best-validation test error (BBB: posterior mean
   and the average of ``--eval-samples`` sampled networks), the out-of-distribution
-  entropy check, the pruning table, wall time, device, command and machine;
+  entropy check, the pruning table, wall time, device, command, machine and versions;
 * ``pruning.csv`` / ``pruning.md`` (BBB): test error with the lowest-SNR
   0/50/75/95/98 % of the weights removed (the paper's Table 2);
 * ``weights_hist.csv``, ``snr_hist.csv`` and, with ``--plots``, the plots
@@ -56,7 +56,7 @@ from typing import Any
 import torch
 
 from bandits.core import checkpoint
-from bandits.core.files import write_csv, write_json
+from bandits.core.files import package_versions, write_csv, write_json
 from bandits.core.outputs import output_dir, refuse_taken
 from bandits.core.processes import JobsInterrupted, parent_stopped, run_jobs
 from bandits.core.runner import Diverged
@@ -232,11 +232,12 @@ def _run_into(out: Path, cfg: Config, argv: Sequence[str], resume: dict[str, Any
     for job in jobs if resume is not None else ():  # every batch's checkpoint its own,
         if job.checkpoint.is_file():  # before any batch trains or any file is rewritten
             own_state(job)
+    run_record = {"run_id": run_id, "versions": package_versions()}  # as bandits.run's
     for d, m in zip(dirs, models, strict=True):
         d.mkdir(parents=True, exist_ok=True)
-        write_json({**saved_config(m), "run_id": run_id}, d / "config.json")
+        write_json({**saved_config(m), **run_record}, d / "config.json")
     if len(models) > 1:
-        write_json({**saved_config(cfg), "run_id": run_id}, out / "config.json")
+        write_json({**saved_config(cfg), **run_record}, out / "config.json")
     if workers == 1:
         done = [train_job(job, splits, resume is not None) for job in jobs]
     else:
@@ -305,7 +306,7 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
     train_wall = wall_before + time.perf_counter() - t_start
     provenance = {"command": job.command, "workers": job.workers,
-                  "command_models": job.command_models}
+                  "command_models": job.command_models, "versions": package_versions()}
     try:
         return [summarise(clf, r, m, d, splits, history, train_wall, provenance)
                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]

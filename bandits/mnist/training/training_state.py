@@ -41,10 +41,10 @@ OUTPUTS = (*MODEL_FILES, "models.csv", "settings.csv", "table.md", checkpoint.NA
            "fig3_weights.png", "fig4_snr.png")
 
 
-# the trainer's kind of run (see bandits.core.runner): --threads and the run's id are recorded
-# in config.json but do not decide the results
+# the trainer's kind of run (see bandits.core.runner): --threads, the run's id and the
+# versions are recorded in config.json but do not decide the results
 TRAINING = RunKind("bandits.mnist", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
-                   not_settings=frozenset({"threads", "run_id"}))
+                   not_settings=frozenset({"threads", "run_id", "versions"}))
 
 
 def identity(config: dict[str, Any]) -> str:
