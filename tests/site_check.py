@@ -2,7 +2,8 @@
 phone width: no console error, no request that fails, no horizontal overflow of the page
 outside the table scrollers and code blocks (which scroll on their own), no table or code
 block hiding content without a scroll cue, no list broken by the block its last item
-introduces, and no text under a code block's copy button.
+introduces, no text under a code block's copy button, and no table whose neighbouring cells
+run together (their texts touching, or cells without padding).
 
     mkdocs build --strict -d site && python tests/site_check.py site
 
@@ -48,20 +49,22 @@ OVERFLOW = """() => {
 
 
 # what a reader cannot see or follow: a box whose content runs past its edge with no cue
-# (the fade of a box marked "scroll-more"), a list whose last item introduces a block
-# (ends with ":") that fell out of the list, and text under a code block's copy button
+# (a fade or other mask, a box-shadow, or shadows drawn by a gradient background), a list
+# whose last item introduces a block (ends with ":") that fell out of the list, and text
+# under a code block's copy button
 HIDDEN = """() => {
   const out = [];
   const name = (e) => e.tagName.toLowerCase() + ' "' +
     (e.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 40) + '"';
-  const mask = (e) => {
+  const cue = (e) => {
     const s = getComputedStyle(e);
-    return (s.maskImage || s.webkitMaskImage || 'none') !== 'none';
+    return (s.maskImage || s.webkitMaskImage || 'none') !== 'none' || s.boxShadow !== 'none'
+      || s.backgroundImage.includes('gradient');
   };
   for (const e of document.querySelectorAll('.md-content *')) {
     const x = getComputedStyle(e).overflowX;
     if ((x === 'auto' || x === 'scroll' || x === 'hidden') && e.clientWidth > 0
-        && e.scrollLeft + e.clientWidth < e.scrollWidth - 1 && !mask(e))
+        && e.scrollLeft + e.clientWidth < e.scrollWidth - 1 && !cue(e))
       out.push(name(e) + ' hides ' + (e.scrollWidth - e.clientWidth) +
                ' px to its right with no scroll cue');
   }
@@ -92,6 +95,37 @@ HIDDEN = """() => {
     }
     if (hidden !== null)
       out.push('the copy button covers the text "' + hidden.slice(0, 30) + '" of ' + name(code));
+  }
+  return out;
+}"""
+
+
+# a table whose cells run together: in a row, the texts of two neighbouring cells with no
+# visible gap between them (under 4 px), or cells without padding at their sides
+TOGETHER = """() => {
+  const out = [];
+  const range = document.createRange();
+  const words = (c) => c.textContent.trim().replace(/\\s+/g, ' ');
+  const text = (c) => '"' + words(c).slice(0, 30) + '"';
+  const box = (c) => { range.selectNodeContents(c); return range.getBoundingClientRect(); };
+  for (const table of document.querySelectorAll('.md-content table')) {
+    let found = null;
+    for (const row of table.rows) {
+      const cells = [...row.cells].filter((c) => c.textContent.trim());
+      for (let i = 1; i < cells.length && !found; i++) {
+        const a = box(cells[i - 1]), b = box(cells[i]);
+        if (b.left - a.right < 4 && a.bottom > b.top && b.bottom > a.top)
+          found = 'its cells ' + text(cells[i - 1]) + ' and ' + text(cells[i]) +
+                  ' run together (' + Math.round(b.left - a.right) + ' px apart)';
+      }
+      if (found) break;
+    }
+    const cell = table.querySelector('td, th');
+    const s = cell && getComputedStyle(cell);
+    if (!found && s && Math.min(parseFloat(s.paddingLeft), parseFloat(s.paddingRight)) < 2)
+      found = 'its cells have no padding at their sides';
+    const head = table.rows.length ? [...table.rows[0].cells].map(words).join(' | ') : '';
+    if (found) out.push('the table "' + head.slice(0, 50) + '": ' + found);
   }
   return out;
 }"""
@@ -134,6 +168,7 @@ def check(site: Path, browser: str | None = None, widths=WIDTHS) -> list[str]:
                         problems.append(f"{where}: the page is {found['scrollWidth']} px wide")
                     problems += [f"{where}: {e} overflows" for e in found["elements"][:3]]
                     problems += [f"{where}: {e}" for e in page.evaluate(HIDDEN)]
+                    problems += [f"{where}: {e}" for e in page.evaluate(TOGETHER)]
                 page.close()
             chromium.close()
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ pytest.importorskip("material")
 pytest.importorskip("mkdocstrings_handlers.python")
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import site_check  # noqa: E402 (tests/site_check.py: playwright is imported when it runs)
 
 
 @pytest.fixture(scope="module")
@@ -91,17 +94,28 @@ def test_pages_fetch_no_web_fonts_and_name_each_module_once(site: Path) -> None:
     assert bayes.count('id="bandits.bayes"') == 1
 
 
+def chromium() -> str:
+    """The Chromium for tests/site_check.py; a missing playwright or Chromium skips the
+    test, or fails it where BANDITS_REQUIRE_BROWSER=1 (CI sets it: it never passes by
+    skipping the browser checks)."""
+    browser = os.environ.get("BANDITS_BROWSER") or site_check.system_chromium()
+    missing = [name for name, gone in (("playwright", find_spec("playwright") is None),
+                                       ("Chromium", browser is None)) if gone]
+    if missing:
+        why = (f"no {' and no '.join(missing)}: pip install playwright and apt-get install "
+               "chromium (or set BANDITS_BROWSER to a Chromium)")
+        if os.environ.get("BANDITS_REQUIRE_BROWSER") == "1":
+            pytest.fail(why + " (BANDITS_REQUIRE_BROWSER=1 forbids skipping)", pytrace=False)
+        pytest.skip(why)
+    return browser
+
+
 @pytest.mark.slow
 def test_every_page_renders_in_a_browser_at_desktop_and_phone_width(site: Path) -> None:
     # tests/site_check.py: no console error or failed request, no horizontal overflow of
-    # the page outside table scrollers and code blocks, at 1280 and 390 px
-    pytest.importorskip("playwright")
-    sys.path.insert(0, str(ROOT / "tests"))
-    import site_check
-
-    browser = os.environ.get("BANDITS_BROWSER") or site_check.system_chromium()
-    if browser is None:
-        pytest.skip("no Chromium on the PATH (set BANDITS_BROWSER to one)")
+    # the page outside table scrollers and code blocks, no hidden content without a scroll
+    # cue, no table whose cells run together, at 1280 and 390 px
+    browser = chromium()
     assert len(site_check.pages(site)) >= 60
     assert site_check.check(site, browser) == []
 
@@ -109,10 +123,12 @@ def test_every_page_renders_in_a_browser_at_desktop_and_phone_width(site: Path) 
 PLANTED = """<!doctype html><html><head><link rel="icon" href="data:,"><style>
 body {{ margin: 0; font: 16px sans-serif; }}
 .box {{ overflow-x: auto; max-width: 100%; }} {fade}
+td {{ {cell} }}
 pre {{ position: relative; }} pre > code {{ display: block; overflow-x: auto; {pad} }}
 .md-clipboard {{ position: absolute; top: 0; left: 0; width: 60px; height: 1.5em; }}
 </style></head><body><div class="md-content">
 <div class="box"><table><tr><td>{wide}</td></tr></table></div>
+<table><tr><td>1308 +- 117</td><td>1075 +- 98</td><td>1435 +- 120</td></tr></table>
 <ul><li>the command below runs it:{inside}</li></ul>{outside}
 <p>and then the list goes on</p>
 <pre><button class="md-clipboard"></button><code>{line}</code></pre>
@@ -120,29 +136,27 @@ pre {{ position: relative; }} pre > code {{ display: block; overflow-x: auto; {p
 
 
 @pytest.mark.slow
-def test_the_browser_check_fails_on_hidden_tables_broken_lists_and_covered_code(tmp_path):
-    """A planted page with a wide table without a scroll cue, a list whose code block fell
-    out of it and a copy button over text fails the check; the same page mended passes."""
-    pytest.importorskip("playwright")
-    sys.path.insert(0, str(ROOT / "tests"))
-    import site_check
-
-    browser = os.environ.get("BANDITS_BROWSER") or site_check.system_chromium()
-    if browser is None:
-        pytest.skip("no Chromium on the PATH (set BANDITS_BROWSER to one)")
+def test_the_browser_check_fails_on_hidden_tables_broken_lists_and_covered_code(
+        tmp_path: Path) -> None:
+    """A planted page with a wide table without a scroll cue, a table whose cells run
+    together (no padding), a list whose code block fell out of it and a copy button over
+    text fails the check; the same page mended passes."""
+    browser = chromium()
     block, wide, line = "<pre><code>python -m bandits.run</code></pre>", "w" * 400, "x" * 30
-    for name, fade, inside, outside, pad in (
-            ("planted", "", "", block, ""),
+    for name, fade, cell, inside, outside, pad in (
+            ("planted", "", "padding: 0;", "", block, ""),
             ("mended", ".box { mask-image: linear-gradient(to right, #000 80%, #0002); }",
-             block, "", "padding-top: 2em;")):
+             "padding: 0.5em 1em;", block, "", "padding-top: 2em;")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "index.html").write_text(PLANTED.format(
-            fade=fade.replace("{", "{{").replace("}", "}}").format(), pad=pad, wide=wide,
-            inside=inside, outside=outside, line=line))
+            fade=fade, cell=cell, wide=wide, inside=inside, outside=outside, pad=pad,
+            line=line))
     planted = site_check.check(tmp_path / "planted", browser)
     for width in site_check.WIDTHS:
         mine = [p for p in planted if p.startswith(f"/ at {width} px: ")]
         assert any("with no scroll cue" in p for p in mine), planted
+        assert any('its cells "1308 +- 117" and "1075 +- 98" run together' in p
+                   for p in mine), planted
         assert any("a list broken by the block after it" in p for p in mine), planted
         assert any("the copy button covers the text" in p for p in mine), planted
     assert site_check.check(tmp_path / "mended", browser) == []

@@ -1,8 +1,10 @@
-// A table or code block that scrolls sideways and has more to its right carries the class
+// A code block that scrolls sideways and has more to its right carries the class
 // "scroll-more", which fades its right edge (docs/stylesheets/extra.css): the cue that
-// there is more to see. Scrolled to its end, the fade goes.
+// there is more to see. Scrolled to its end, the fade goes. Tables have their cue in CSS
+// alone: a class on a table would drop Material's styles for "table:not([class])", its
+// borders and cell padding, and the cells would run together.
 (function () {
-  var BOXES = ".md-typeset__scrollwrap, .md-typeset table, .md-typeset pre > code";
+  var BOXES = ".md-typeset pre > code";
   function mark(box) {
     box.classList.toggle("scroll-more",
                          box.scrollLeft + box.clientWidth < box.scrollWidth - 1);
