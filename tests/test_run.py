@@ -136,6 +136,35 @@ def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
     assert "agaricus-lepiota.data" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("failure", ["late setting", "disk"])
+def test_a_run_that_fails_leaves_no_empty_folder_it_made(failure, tmp_path, monkeypatch,
+                                                         capsys):
+    """A run that announced its folder and then failed before writing a file (a --hook
+    that cannot be made; the disk) leaves no folder it made, runs/ and the parents of an
+    --out included; a folder that was there before stays, even an empty one."""
+    (tmp_path / "late_hook.py").write_text(
+        "class Hook:\n    def __init__(self, cfg, out): raise ValueError('late')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    if failure == "disk":
+        import bandits.simulator.run as command
+
+        def full(*args, **kwargs):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(command, "simulate", full)
+    work, existing = tmp_path / "work", tmp_path / "existing"
+    work.mkdir()
+    existing.mkdir()
+    monkeypatch.chdir(work)
+    argv = ["--env", "wheel", "--agent", "greedy", "--seeds", "1", "--steps", "5",
+            "--no-progress", "--workers", "1",
+            *(["--hook", "late_hook:Hook"] if failure == "late setting" else [])]
+    for out in ([], ["--out", str(tmp_path / "a" / "b")], ["--out", str(existing)]):
+        assert main([*argv, *out]) == 2
+        assert " -> " in capsys.readouterr().out  # the folder was made and announced
+    assert list(work.iterdir()) == [] and not (tmp_path / "a").exists()
+    assert existing.is_dir() and list(existing.iterdir()) == []
+
+
 def test_interrupt_writes_what_was_measured(tmp_path, monkeypatch):
     import agents.uniform
 

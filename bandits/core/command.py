@@ -33,14 +33,14 @@ def refused(prog: str, error: Exception) -> int:
 
 
 @contextlib.contextmanager
-def writing(out: Path, stopped: tuple[type[BaseException], ...] = (KeyboardInterrupt,)
-            ) -> Iterator[Path]:
+def writing(out: Path) -> Iterator[Path]:
     """The body of a command that writes into ``out``, the folder it claimed: the claim is
-    given up however the body ends, and a body ``stopped`` (by Ctrl-C, or a usage error
-    found late) before it wrote anything leaves no empty folder behind."""
+    given up however the body ends, and a body that fails (a usage error found late,
+    missing data, Ctrl-C) before it wrote anything leaves no empty folder of its making
+    behind (:func:`bandits.core.outputs.remove_if_unused`)."""
     try:
         yield out
-    except stopped:
+    except BaseException:
         remove_if_unused(out)
         raise
     finally:

@@ -5,7 +5,6 @@ files its own command wrote). Their claims (one run at a time writes into a dire
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 from collections.abc import Callable, Sequence
@@ -27,6 +26,10 @@ from bandits.core.files import written_by
 # results/ (which holds only the shipped reference results, written by a command that names
 # them with --out)
 RUNS = "runs"
+
+# each output directory output_dir made, with the folders it made on the way (deepest
+# first): all that remove_if_unused may remove (a folder that was there before stays)
+_made: dict[Path, list[Path]] = {}
 
 
 def _not_empty(path: Path) -> OutputDirError:
@@ -83,19 +86,23 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
             path = Path(RUNS) / f"{stamp}-{name}-{i}"
     else:
         path = Path(out)
+    made: list[Path] = []  # the folders this call makes, deepest first
     try:
         if path.exists() and not path.is_dir():
             raise OutputDirError(f"output path {path} exists and is not a directory; "
                                  "choose another --out")
+        made = [p for p in (path, *path.parents) if not p.exists()]
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:  # not a directory on the way, permissions, a name too long
+        _remove_empty(made)
         raise OutputDirError(f"cannot write to output directory {_short(path)}: "
                              f"{e.strerror or e}") from None
+    _made[path.resolve()] = [p.resolve() for p in made]
     claim_dir(path, outputs)
     if kind is not None:
         foreign = foreign_outputs(path, kind, outputs, own_dir, dir_outputs)
         if foreign:
-            release_dir(path)
+            remove_if_unused(path)
             writer, files = foreign
             shown = ", ".join(files[:3]) + (", ..." if len(files) > 3 else "")
             raise OutputDirError(f"output directory {path} holds outputs of {writer} "
@@ -103,14 +110,14 @@ def output_dir(out: Path | str | None, name: str, overwrite: bool = False,
                                  "--overwrite; choose another --out")
     own_lock = holds_own_lock(path)
     if not overwrite and any(p.name != LOCK or not own_lock for p in path.iterdir()):
-        release_dir(path)
+        remove_if_unused(path)
         raise _not_empty(path)
     try:
         probe = path / f".write-test.{os.getpid()}"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        release_dir(path)
+        remove_if_unused(path)
         raise OutputDirError(f"cannot write to output directory {path}: {e.strerror}") from None
     if overwrite and clear:
         clear_outputs(path, outputs, own_dir, dir_outputs)
@@ -224,8 +231,20 @@ def _short(path: Path, limit: int = 120) -> str:
 
 
 def remove_if_unused(path: Path) -> None:
-    """Release ``path`` and remove it if it holds nothing but its claim (a run that failed
-    before writing anything leaves no empty directory behind)."""
+    """Release ``path`` and, where :func:`output_dir` made it, remove it if it holds
+    nothing but its claim, and then each folder it made on the way that is left empty
+    (``runs/``): a run that failed before writing anything leaves no folder of its own
+    behind. A folder that was there before, even an empty one the user named, stays."""
     release_dir(path)
-    with contextlib.suppress(OSError):
-        path.rmdir()  # only succeeds when empty
+    _remove_empty(_made.pop(Path(path).resolve(), []))
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove each of ``folders`` (deepest first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()  # only succeeds when empty
+        except FileNotFoundError:
+            continue
+        except OSError:
+            break

@@ -87,10 +87,10 @@ def print_summary(out: Path) -> None:
 def start(cfg: Config, command: str) -> Outcome:
     """A new run of ``cfg`` into its output directory, in
     :func:`bandits.simulator.parallel.worker_count` processes; ``command`` is recorded in
-    ``config.json``. Bad input raises :class:`UsageError` and leaves no empty directory
-    behind."""
+    ``config.json``. Bad input raises :class:`UsageError`; a run that fails before it
+    wrote a file leaves no folder it made behind (:func:`bandits.core.command.writing`)."""
     workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
-    with writing(prepare_out_dir(cfg), stopped=(UsageError, KeyboardInterrupt)) as out:
+    with writing(prepare_out_dir(cfg)) as out:
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
             return parallel.run(cfg, out, command)  # draws the merged run's figure
