@@ -255,6 +255,23 @@ def test_the_closing_ranking_states_standard_errors_and_separation():
     assert table.loc["b", "next"] == "not separated from c at 5 seeds"
 
 
+def test_one_seed_says_1_seed_and_no_standard_error(tmp_path, capsys):
+    """Over one seed a standard error (and deviation) is undefined: the closing table
+    prints it as n/a, never NaN, and summary.csv leaves its cell empty, never 0."""
+    out = tmp_path / "one"
+    assert main([*TINY[:4], "--seeds", "1", *TINY[6:], "--agent", "greedy", "uniform",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "(1 seed, env wheel)" in text and "n/a: one seed has no standard error" in text
+    assert "NaN" not in text and "1 seeds" not in text
+    rows = [line.split() for line in text.splitlines() if line.split()[:1] == ["greedy"]]
+    assert rows and rows[-1][2] == "n/a"  # agent, mean, s.e.
+    summary = pd.read_csv(out / "summary.csv")
+    assert summary["cumulative_regret_std"].isna().all()
+    assert summary["cumulative_expected_regret_std"].isna().all()
+    assert summary["cumulative_regret_mean"].notna().all()
+
+
 def test_a_summary_of_agents_at_different_steps_ranks_nothing(tmp_path, capsys):
     from bandits.simulator.run import print_summary
 

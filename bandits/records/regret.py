@@ -153,22 +153,25 @@ class RegretLog:
         return pd.DataFrame(rows)
 
     def summary_frame(self, losses: dict[str, float] | None = None) -> pd.DataFrame:
-        """Per agent: final cumulative regret (mean, std, min, max over seeds) and the
-        training loss at the last update (mean over seeds; empty if it never learned).
+        """Per agent: final cumulative regret (mean, std, min, max over seeds; the std
+        empty for one seed) and the training loss at the last update (mean over seeds;
+        empty if it never learned).
 
         Only results: the same run gives the same bytes (wall times go to config.json)."""
         losses = losses or {}
         cum_r, cum_e = self.final_cumulative()
+        # a standard deviation over one seed is undefined: an empty cell, not 0
+        several = len(self.seeds) > 1
         return pd.DataFrame({
             "agent": self.agents,
             "steps": self.done,
             "seeds": len(self.seeds),
             "cumulative_regret_mean": cum_r.mean(1),
-            "cumulative_regret_std": cum_r.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
+            "cumulative_regret_std": cum_r.std(1, ddof=1) if several else np.nan,
             "cumulative_regret_min": cum_r.min(1),
             "cumulative_regret_max": cum_r.max(1),
             "cumulative_expected_regret_mean": cum_e.mean(1),
-            "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if len(self.seeds) > 1 else 0.0,
+            "cumulative_expected_regret_std": cum_e.std(1, ddof=1) if several else np.nan,
             "train_loss": [losses.get(a, np.nan) for a in self.agents],
         })
 
@@ -221,14 +224,22 @@ def summary_text(out: Path) -> str:
         return (f"The agents stopped at different steps "
                 f"({', '.join(f'{a} {s}' for a, s in steps.items())}); cumulative regret of "
                 f"each at its own step, not comparable until resumed to one step:\n"
-                + summary[cols].to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+                + _shown(summary[cols]))
     try:
         metrics = pd.read_csv(out / "metrics.csv")
     except (OSError, ValueError):
         return ""
     table = ranking(metrics).merge(summary[["agent", "wall_seconds"]], on="agent")
+    seeds = int(summary["seeds"].iloc[0])
+    error = ("standard error over the seeds" if seeds > 1
+             else "n/a: one seed has no standard error")
     return (f"Cumulative regret after {summary['steps'].iloc[0]} steps "
-            f"({summary['seeds'].iloc[0]} seeds, env {record['env']}), lowest mean first; "
-            "s.e.: standard error over the seeds; next: the paired difference to the next "
-            "agent over the same seeds:\n"
-            + table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+            f"({seeds} seed{'s' if seeds > 1 else ''}, env {record['env']}), lowest mean "
+            f"first; s.e.: {error}; next: the paired difference to the next agent over the "
+            "same seeds:\n" + _shown(table))
+
+
+def _shown(table: pd.DataFrame) -> str:
+    """A table as :func:`summary_text` prints it: one decimal, an undefined value (the
+    standard error or deviation over one seed) as n/a."""
+    return table.to_string(index=False, na_rep="n/a", float_format=lambda v: f"{v:.1f}")
