@@ -273,6 +273,29 @@ def test_figure_6_on_a_log_axis_bands_quartiles_starts_near_100_and_ranks_the_le
         plt.close(fig)
 
 
+def test_the_subtitle_says_what_a_band_is_over_how_many_seeds_and_that_it_is_no_test(
+        tmp_path):
+    import matplotlib.pyplot as plt
+
+    mixed = _metrics(seeds=(0, 1)).query("agent == 'bbb' or seed == 0")  # 2 and 1 seeds
+    said = {}
+    for name, metrics, log_y in (("3", _metrics(), False), ("1", _metrics(seeds=(7,)), False),
+                                 ("mixed", mixed, False), ("log", _metrics(), True)):
+        fig = figures.regret_figure(metrics, log_y=log_y)
+        said[name] = fig.axes[0].get_title(loc="left")
+        plt.close(fig)
+    assert said["3"] == ("line: mean over 3 seeds; legend: lowest at the end first\n"
+                         "bands: ±1 standard error over 3 seeds; not a test of difference "
+                         "(the seeds are paired)")
+    assert said["1"].startswith("line: the one seed's regret; no band (one seed has no "
+                                "standard error)")
+    assert "over each line's n seeds; not a test of difference" in said["mixed"]
+    assert said["log"] == ("line: median over seeds; band: 25-75 % of seeds; legend: lowest "
+                           "at the end first")  # the shipped log figures' words, as they were
+    d = _run_dir(tmp_path / "one", seeds=(7,))
+    assert figures.run_title(d, pd.read_csv(d / "metrics.csv")) == "mushroom: 1 seed, 10 steps"
+
+
 def test_a_combined_figure_puts_its_legend_below_the_axes():
     import matplotlib.pyplot as plt
 

@@ -154,10 +154,28 @@ def _off_the_scale(ax, lines: list, ends: list[tuple[float, float, float]],
             fontsize=7, color="0.3")
 
 
-def _statistic(log_y: bool) -> str:
-    return ("line: median over seeds; band: 25-75 % of seeds" if log_y
-            else "line: mean over seeds; band: ±1 standard error") + \
-        "; legend: lowest at the end first"
+def seed_count(metrics: pd.DataFrame) -> set[int]:
+    """The numbers of seeds of the lines of ``metrics`` (one per line: run and agent)."""
+    keys = ["run", "agent"] if "run" in metrics.columns else ["agent"]
+    return set(metrics.groupby(keys, sort=False)["seed"].nunique().astype(int))
+
+
+def seeds_text(n: int) -> str:
+    return f"{n} seed{'' if n == 1 else 's'}"
+
+
+def _statistic(log_y: bool, seeds: set[int] = frozenset()) -> str:
+    """What the lines and bands are, for the figure's subtitle; on a linear axis with the
+    number of ``seeds`` the standard errors are over, and that a band is no test of a
+    difference (every agent's run ``r`` saw the same draws: compare agents seed by seed)."""
+    legend = "; legend: lowest at the end first"
+    if log_y:
+        return "line: median over seeds; band: 25-75 % of seeds" + legend
+    if seeds == {1}:
+        return "line: the one seed's regret; no band (one seed has no standard error)" + legend
+    over = seeds_text(next(iter(seeds))) if len(seeds) == 1 else "each line's n seeds"
+    return (f"line: mean over {over}{legend}\nbands: ±1 standard error over {over}; not a "
+            "test of difference (the seeds are paired)")
 
 
 def _ylabel(column: str) -> str:
@@ -207,7 +225,7 @@ def regret_figure(
     if title:
         fig.suptitle(title, fontsize=10)
     # what the line and band are: above the axes, never under the legend or the data
-    ax.set_title(_statistic(log_y), fontsize=7, color="0.4", loc="left")
+    ax.set_title(_statistic(log_y, seed_count(metrics)), fontsize=7, color="0.4", loc="left")
     return fig
 
 
@@ -225,7 +243,8 @@ def panels_figure(frames: Sequence[pd.DataFrame], titles: Sequence[str], log_y: 
                   fontsize=8)
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel(_ylabel(column))
-    fig.suptitle(_statistic(log_y), fontsize=8, color="0.4")
+    seeds = set().union(*map(seed_count, frames))
+    fig.suptitle(_statistic(log_y, seeds), fontsize=8, color="0.4")
     return fig
 
 
@@ -297,7 +316,7 @@ def run_title(run_dir: Path, metrics: pd.DataFrame) -> str | None:
         return None
     if not env:
         return None
-    return f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
+    return f"{env}: {seeds_text(metrics['seed'].nunique())}, {int(metrics['step'].max())} steps"
 
 
 def combined_name(dirs: Sequence[Path], stem: str) -> Path:
@@ -321,6 +340,6 @@ def draw_run(out: Path, env: str, log_y: bool = False, act_samples: int = 1) -> 
     metrics = pd.read_csv(path)
     if metrics.empty:
         return
-    title = f"{env}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max())} steps"
+    title = f"{env}: {seeds_text(metrics['seed'].nunique())}, {int(metrics['step'].max())} steps"
     plot_regret(metrics, out / "regret.png", log_y=bool(log_y), title=title,
                 labels=run_labels({"act_samples": act_samples}))
