@@ -224,3 +224,39 @@ def test_the_learner_screen_and_the_gradient_variance_record_their_mode(
         assert str(screen if record is screen_json["kernels"] else variance) in \
             shlex.split(command)
     assert screen_json["settings"]["exact"] is exact
+
+
+def test_the_shipped_results_torch_is_the_one_their_records_name():
+    for run in ("results/regression", "results/mushroom/quick"):
+        record = json.loads((ROOT / run / "config.json").read_text())
+        assert record["versions"]["torch"] == kernels.SHIPPED_TORCH, run
+        assert record["versions"]["kernels"]["pinned"] is True, run
+
+
+def test_exact_mode_under_another_torch_is_told_in_one_line():
+    assert kernels.other_torch(kernels.SHIPPED_TORCH) is None
+    line = kernels.other_torch("2.99.0+cpu")
+    assert "\n" not in line and "torch 2.99.0+cpu" in line
+    assert f"torch {kernels.SHIPPED_TORCH}" in line and "will not be reproduced" in line
+
+
+@x86
+def test_a_run_given_exact_under_another_torch_warns_once_and_runs(tmp_path, monkeypatch,
+                                                                   capsys):
+    import torch
+
+    from bandits.run import main
+
+    monkeypatch.setattr(torch, "__version__", "2.99.0+cpu")
+    tiny = ["--env", "wheel", "--agent", "greedy", "--seeds", "1", "--steps", "3",
+            "--no-progress", "--workers", "1"]
+    assert main([*tiny, "--exact", "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("bandits.run: warning: --exact under torch "
+                                               "2.99.0+cpu"), err
+    assert kernels.SHIPPED_TORCH in err[0]
+    # exact mode without the flag (BANDITS_EXACT=1, as here) and a worker's run: silent
+    assert main([*tiny, "--out", str(tmp_path / "b")]) == 0
+    assert main([*tiny, "--exact", "--progress-file", str(tmp_path / "p"),
+                 "--out", str(tmp_path / "c")]) == 0
+    assert "warning" not in capsys.readouterr().err

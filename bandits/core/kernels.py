@@ -130,6 +130,31 @@ def in_force() -> bool:
     return torch.backends.cpu.get_cpu_capability() == "AVX2"
 
 
+SHIPPED_TORCH = "2.13.0+cpu"
+"""The torch the shipped exact-mode results were made with (``results/regression``,
+``results/mushroom/quick``: their ``config.json`` records it, a test checks): their bytes
+are promised under it only."""
+
+
+def other_torch(version: str) -> str | None:
+    """The one line for a command run in exact mode under torch ``version``, where it is
+    not :data:`SHIPPED_TORCH` (the shipped results' bytes will not come out); else None."""
+    if version == SHIPPED_TORCH:
+        return None
+    return (f"warning: {FLAG} under torch {version}: the shipped results were made with "
+            f"torch {SHIPPED_TORCH}, and their bytes will not be reproduced under this torch "
+            f"(the run goes on; the same bytes need torch {SHIPPED_TORCH})")
+
+
+def warn_other_torch(prog: str) -> None:
+    """Say :func:`other_torch` of the torch loaded here on stderr, as the command ``prog``'s
+    (once: a command calls it where it starts a run in exact mode, never its workers)."""
+    import torch
+
+    if (line := other_torch(torch.__version__)) is not None:
+        print(f"{prog}: {line}", file=sys.stderr, flush=True)
+
+
 EXACT_HELP = ("exact mode: the math kernels pinned before torch loads, so that the same "
               "command gives the same bytes on any x86-64 processor with AVX2 and the same "
               "torch (slower; BANDITS_EXACT=1 does the same; without it, the same bytes on "

@@ -141,6 +141,8 @@ def _main(argv: list[str], command: str) -> int:
     try:
         parser = build_parser()  # argv is parsed once: the flags named, and their values
         args = vars(parser.parse_args(argv))
+        if kernels.FLAG in argv and "progress_file" not in parser.given:  # not a worker
+            kernels.warn_other_torch("bandits.run")  # another torch than the shipped results'
         if "resume" in parser.given:
             outcome = resume(Path(args["resume"]),
                              {k: args[k] for k in parser.given - {"resume"}}, command)

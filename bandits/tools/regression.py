@@ -261,6 +261,8 @@ def _main(argv: Sequence[str] | None) -> int:
             cfg.exact = kernels.settle(cfg.exact)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        if kernels.FLAG in argv:
+            kernels.warn_other_torch("bandits.regression")  # not the shipped result's torch
         argv = kernels.recorded(argv, cfg.exact)
         out = output_dir(cfg.out, "regression", cfg.overwrite,
                          ("regression.csv", "regression.png", "regression.pdf", "config.json"),
