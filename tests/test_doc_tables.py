@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pinned import needs_recorded_torch
 
 from bandits.tools import doc_tables, neural_tables
 
@@ -131,8 +132,6 @@ def _pinned_or_skip(shipped: Path) -> None:
     is now, and this process (conftest.py pins before torch loads) must run under it."""
     import json
 
-    import torch
-
     from bandits.core import kernels
 
     if not kernels.applies():
@@ -146,9 +145,7 @@ def _pinned_or_skip(shipped: Path) -> None:
     assert made.get("pinned") is True, f"{shipped} was not made under the pinned kernels"
     assert {k: made.get(k) for k in kernels.PIN} == kernels.PIN, \
         f"{shipped} was made under another pin than bandits.core.kernels.PIN: make it again"
-    if versions.get("torch") != torch.__version__:
-        pytest.skip(f"the same bytes are promised for the torch version the result was made "
-                    f"with ({versions.get('torch')}); this is {torch.__version__}")
+    needs_recorded_torch(shipped)  # else a skip naming both versions (tests/pinned.py)
     assert kernels.in_force(), "the tests run without the pinned kernels (see conftest.py)"
 
 
