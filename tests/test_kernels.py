@@ -237,7 +237,7 @@ def test_exact_mode_under_another_torch_is_told_in_one_line():
     assert kernels.other_torch(kernels.SHIPPED_TORCH) is None
     line = kernels.other_torch("2.99.0+cpu")
     assert "\n" not in line and "torch 2.99.0+cpu" in line
-    assert f"torch {kernels.SHIPPED_TORCH}" in line and "will not be reproduced" in line
+    assert f"torch {kernels.SHIPPED_TORCH}" in line and "promised under it only" in line
 
 
 @x86

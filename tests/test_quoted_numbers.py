@@ -395,11 +395,12 @@ def test_every_wall_time_in_the_prose_is_one_its_results_record():
 # epochs, decay, the bar set for the learner). Every other number of these pages' prose
 # must be built by a check of QUOTES from the files it comes from.
 SETTINGS = {
-    "README.md": {"2010", "2015", "2018", "2020", "2021", "3.10", "400", "600", "1200",
+    "README.md": {"2010", "2015", "2018", "2020", "2021", "3.11", "2.13", "4.0", "400", "600",
+                  "1200",
                   "2000", "2,001", "4,096", "14,000", "16,384", "20,000", "50,000", "0.3",
                   "0.04", "1.5", "2,000", "0.5", "0.95"},  # held-out: the Wheel's steps, deltas
-    "docs/index.md": {"2010", "2015", "2018", "2020", "2021", "1987", "5.1", "5.3", "3.10",
-                      "2.4", "4.0", "400", "600", "1200", "8000", "50,000"},
+    "docs/index.md": {"2010", "2015", "2018", "2020", "2021", "1987", "5.1", "5.3", "3.11",
+                      "2.13", "2.4", "4.0", "400", "600", "1200", "8000", "50,000"},
 }
 
 

@@ -150,9 +150,12 @@ def test_csvs_are_written_atomically(tmp_path, monkeypatch):
 
 def test_a_failed_run_leaves_no_empty_directory(tmp_path, capsys):
     out = tmp_path / "new"
-    code = main([*TINY[2:], "--env", "mushroom", "--data-dir", str(tmp_path / "nothing"),
+    (tmp_path / "data" / "mushroom").mkdir(parents=True)
+    (tmp_path / "data" / "mushroom" / "agaricus-lepiota.data").write_text("p,x\n")  # cut short
+    code = main([*TINY[2:], "--env", "mushroom", "--data-dir", str(tmp_path / "data"),
                  "--out", str(out)])
     assert code == 2 and not out.exists()
+    assert "agaricus-lepiota.data, line 1" in capsys.readouterr().err
 
 
 def test_the_config_records_a_command_that_reruns_it(tmp_path):

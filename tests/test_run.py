@@ -129,11 +129,13 @@ def test_missing_data_is_one_clear_line(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(urllib.request, "urlopen", no_network)
     monkeypatch.delenv("BANDITS_DATA_DIR", raising=False)
-    code = main(["--agent", "uniform", "--steps", "5", "--no-progress",
+    # Mushroom ships inside the package; MNIST does not
+    code = main(["--env", "mnist", "--agent", "uniform", "--steps", "5", "--no-progress",
                  "--data-dir", str(tmp_path / "empty"), "--out", str(tmp_path / "o")])
     assert code == 2
     err = capsys.readouterr().err.strip()
-    assert "agaricus-lepiota.data" in err and len(err.splitlines()) == 1
+    assert "train-images-idx3-ubyte.gz" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.parametrize("failure", ["late setting", "disk"])

@@ -142,8 +142,9 @@ def other_torch(version: str) -> str | None:
     if version == SHIPPED_TORCH:
         return None
     return (f"warning: {FLAG} under torch {version}: the shipped results were made with "
-            f"torch {SHIPPED_TORCH}, and their bytes will not be reproduced under this torch "
-            f"(the run goes on; the same bytes need torch {SHIPPED_TORCH})")
+            f"torch {SHIPPED_TORCH} and their bytes are promised under it only, so this run "
+            f"need not reproduce them (it goes on; pip install -c constraints.txt gives "
+            f"torch {SHIPPED_TORCH.split('+')[0]})")
 
 
 def warn_other_torch(prog: str) -> None:

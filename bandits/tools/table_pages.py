@@ -8,7 +8,7 @@ from __future__ import annotations
 FILES: dict[str, tuple[str, ...]] = {
     "README.md": ("quick-output", "figure6-heldout", "wheel-heldout", "figure6", "table1",
                   "table2"),
-    "docs/index.md": ("figure6",),
+    "docs/index.md": ("figure6-heldout", "figure6"),
     "docs/bandit-results.md": ("figure6-heldout", "figure6", "figure6-preset",
                                "figure6-memory", "quick", "showdown-brief"),
     "docs/agents-compared.md": ("showdown-brief",),
