@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -49,10 +51,17 @@ def _phases(agent: str, seeds: range, end: int = 4) -> pd.DataFrame:
                          for s in seeds for start in range(1, end, 2)])
 
 
-def _folder(tmp_path: Path, name: str, *frames: pd.DataFrame) -> Path:
+def _folder(tmp_path: Path, name: str, *frames: pd.DataFrame, env: str = "mushroom") -> Path:
+    """A run folder: its ``phases.csv`` and the ``config.json`` that records its agents,
+    seeds, steps and environment."""
     d = tmp_path / name
     d.mkdir()
-    pd.concat(frames).to_csv(d / "phases.csv", index=False)
+    phases = pd.concat(frames)
+    phases.to_csv(d / "phases.csv", index=False)
+    seeds = sorted(phases["seed"].unique())
+    (d / "config.json").write_text(json.dumps(
+        {"agent": list(phases["agent"].unique()), "env": env, "seed": int(seeds[0]),
+         "seeds": len(seeds), "steps": int(phases["end"].max()), "wheel_delta": 0.95}))
     return d
 
 
@@ -79,7 +88,7 @@ def test_the_command_writes_its_tables_and_refuses_a_missing_folder(tmp_path, ca
     assert "-597 +- 533 | 5 / 1 / 4" in (out / "tables.md").read_text()
     assert confirm.main([str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "no readable phases.csv" in err
+    assert err.count("\n") == 0 and "no such folder" in err
 
 
 HELDOUT = ROOT / "results" / "mushroom" / "heldout"
@@ -151,3 +160,92 @@ def test_each_heldout_run_started_after_its_preregistration_as_its_page_says(pag
         if made.returncode == 0 and not run.startswith("tuning"):
             assert datetime.fromisoformat(started.replace("Z", "+00:00")) > \
                 datetime.fromisoformat(made.stdout.strip()), run
+
+
+def _refused(argv: list[str], capsys) -> str:
+    """The command's one line for ``argv``: exit status 2, no traceback, nothing written."""
+    assert confirm.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("bandits.confirm: error: "), err
+    return err
+
+
+def test_runs_of_other_lengths_or_environments_are_not_joined(tmp_path, capsys):
+    # greedy from a run of 20 steps, 1 % greedy from one of 30: not one experiment
+    short = _folder(tmp_path, "short", _phases("greedy", range(4), end=21))
+    long = _folder(tmp_path, "long", _phases("eps1", range(4), end=31))
+    out = str(tmp_path / "out")
+    err = _refused([str(short), str(long), "--steps", "20", "--late-from", "11", "--out", out],
+                   capsys)
+    assert f"{short}: greedy ran 20 steps, {long}: eps1 30" in err and "one step count" in err
+    assert "ran 30 steps, not the 20 of --steps" in _refused(
+        [str(long), "--steps", "20", "--late-from", "11", "--out", out], capsys)
+    wheel = _folder(tmp_path, "wheel", _phases("eps1", range(4), end=21), env="wheel")
+    err = _refused([str(short), str(wheel), "--steps", "20", "--late-from", "11", "--out", out],
+                   capsys)
+    assert f"{short} is a run on mushroom, {wheel} one on wheel (wheel_delta 0.95)" in err
+    assert not (tmp_path / "out").exists()
+
+
+def _damaged(tmp_path: Path, damage) -> Path:
+    """A copy of the shipped run's record and phases.csv, its phases damaged."""
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(SHIPPED / "config.json", run)
+    phases = pd.read_csv(SHIPPED / "phases.csv")
+    damage(phases).to_csv(run / "phases.csv", index=False)
+    return run
+
+
+def _cell(phases: pd.DataFrame, value) -> pd.DataFrame:
+    phases["regret"] = phases["regret"].astype(object)
+    phases.loc[7, "regret"] = value
+    return phases
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda p: pd.concat([p, p.iloc[[30]]]), "line 1002: agent bbb, seed 1, start 10001 is "
+                                             "there twice (line 32 too)"),
+    (lambda p: p.drop(index=30), "line 32: agent bbb, seed 1: a phase starts at step 12001, "
+                                 "not at step 10001"),
+    (lambda p: _cell(p, float("nan")), "line 9: regret is empty, not a finite number"),
+    (lambda p: _cell(p, float("inf")), "line 9: regret is inf, not a finite number"),
+    (lambda p: _cell(p, "lots"), "line 9: regret is 'lots', not a finite number"),
+    (lambda p: p.drop(columns="regret"), "no column 'regret'"),
+    (lambda p: p.assign(seed=p.seed + 100 * (p.agent == "greedy")),
+     "seed 100 is not one of the seeds of the run's config.json"),
+])
+def test_a_damaged_phases_file_is_one_line_not_a_table(tmp_path, capsys, damage, says):
+    run = _damaged(tmp_path, damage)
+    err = _refused([str(run), "--out", str(tmp_path / "out")], capsys)
+    assert f"{run / 'phases.csv'}: " in err and says in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_too_few_sign_flips_are_refused(tmp_path, capsys):
+    err = _refused([str(SHIPPED), "--flips", "10", "--out", str(tmp_path / "out")], capsys)
+    assert "--flips must be in" in err
+    assert confirm.main([str(SHIPPED), "--flips", "10000", "--out", str(tmp_path / "out")]) == 0
+
+
+def test_out_holding_a_users_files_is_refused_and_overwrite_replaces_only_its_own(tmp_path,
+                                                                                   capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tables.md").write_text("my own notes\n")
+    (out / "seeds.csv").write_text("a,b\n1,2\n")
+    for overwrite in ([], ["--overwrite"]):
+        err = _refused([str(SHIPPED), "--out", str(out), *overwrite], capsys)
+        assert f"{out / 'seeds.csv'} was not written by bandits.confirm" in err
+    assert (out / "tables.md").read_text() == "my own notes\n"
+    assert (out / "seeds.csv").read_text() == "a,b\n1,2\n"
+    mine = tmp_path / "mine"
+    assert confirm.main([str(SHIPPED), "--out", str(mine)]) == 0
+    (mine / "regret.png").write_bytes(b"a figure")
+    assert "is not empty; pass --overwrite" in _refused([str(SHIPPED), "--out", str(mine)],
+                                                        capsys)
+    assert confirm.main([str(SHIPPED), "--out", str(mine), "--overwrite"]) == 0
+    assert (mine / "regret.png").read_bytes() == b"a figure"
+    assert {p.name for p in mine.iterdir()} == {*confirm.OUTPUTS, "regret.png"}
+    for name, begins in confirm.OUTPUTS.items():  # as the command recognises its own files
+        assert (mine / name).read_text().startswith(begins), name

@@ -5,20 +5,23 @@ joined into one table: the analysis of a pre-registered confirmation
 Each run folder's ``phases.csv`` gives, per agent and seed, the final cumulative regret
 (the sum of its phases' realised regret) and the late expected regret per step (its
 phases' expected regret from ``--late-from`` on, over the steps there). Folders are joined
-agent by agent (an agent's rows never depend on the agents beside it); an agent and seed
-in two folders, or a run short of ``--steps``, is one line. For every other agent the
+agent by agent (an agent's rows never depend on the agents beside it), each file checked
+against what its run wrote (:mod:`bandits.records.reader`); a damaged file, runs of two
+environments or lengths, a run of other than ``--steps`` or an agent and seed in two
+folders is one line. For every other agent the
 reference agent's paired differences (reference minus other, seed by seed) give the mean,
 its standard error, the wins, ties and losses of the reference, and a one-sided
 sign-flip (randomisation) test of "the reference's mean is lower": exact up to 16 seeds,
 else ``--flips`` random sign patterns from a fixed generator. Writes ``seeds.csv``,
-``agents.csv``, ``paired.csv`` and ``tables.md`` into ``--out``."""
+``agents.csv``, ``paired.csv``, ``tables.md`` and ``analysis.json`` into ``--out``: an
+empty folder, or with ``--overwrite`` one whose files of those names it wrote itself (a
+file of theirs that it did not write is never replaced)."""
 
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,47 +30,41 @@ import numpy as np
 import pandas as pd
 
 from agents import SPECS
+from bandits.core.command import parsed, refused
 from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.command_line import first_paragraph
-from bandits.core.config import setting
-from bandits.core.files import write_csv
+from bandits.core.config import UsageError, setting
+from bandits.core.files import write_atomic, write_csv
 from bandits.core.processes import stop_on_ctrl_c
+from bandits.records import reader
 
 MEASURES = {"final": "final cumulative regret", "late": "late expected regret per step"}
 """The two measures compared: the column of ``seeds.csv`` and how tables name it."""
 
 
 def per_seed(folders: Sequence[Path], steps: int, late_from: int) -> pd.DataFrame:
-    """One row per agent and seed: ``agent, seed, final, late, folder``. Raises
-    ValueError (one line) on a folder without ``phases.csv``, a run short of ``steps``,
-    phases that do not start at ``late_from``, or an agent and seed in two folders."""
-    frames = []
-    for folder in folders:
-        try:
-            phases = pd.read_csv(folder / "phases.csv")
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{folder}: no readable phases.csv ({e}); give bandits.run "
-                             "output folders") from None
-        end = phases.groupby(["agent", "seed"])["end"].max()
-        if (end < steps).any():
-            (agent, seed), got = end.idxmin(), int(end.min())
-            raise ValueError(f"{folder}: {agent} seed {seed} ran {got} of {steps} steps; "
-                             f"resume it to {steps} (python -m bandits.run --resume {folder})")
-        if late_from not in set(phases["start"]):
-            raise ValueError(f"{folder}: no phase starts at step {late_from}; give "
-                             f"--late-from at a phase's start")
-        late = phases[phases["start"] >= late_from]
-        rows = pd.DataFrame({
-            "final": phases.groupby(["agent", "seed"])["regret"].sum(),
-            "late": late.groupby(["agent", "seed"])["expected_regret"].sum()
-            / (steps - late_from + 1)}).reset_index()
-        frames.append(rows.assign(folder=str(folder)))
-    table = pd.concat(frames, ignore_index=True)
-    twice = table.duplicated(["agent", "seed"], keep=False)
-    if twice.any():
-        agent, seed = table.loc[twice, ["agent", "seed"]].iloc[0]
-        raise ValueError(f"{agent} seed {seed} is in two folders "
-                         f"({', '.join(table.loc[twice, 'folder'].unique())}); give each once")
+    """One row per agent and seed: ``agent, seed, final, late, folder``, from the folders'
+    ``phases.csv`` joined (:func:`bandits.records.reader.joined`: each file checked, runs
+    of one environment and one step count, an agent and seed in one folder only). Raises
+    ValueError (one line) on a file that is not what its run wrote, a run of other than
+    ``steps`` steps, or phases that do not start at ``late_from``."""
+    phases = reader.joined([Path(folder) / "phases.csv" for folder in folders])
+    folder, ran = phases["folder"].iloc[0], int(phases["end"].max())
+    if ran < steps:
+        raise ValueError(f"{folder} ran {ran} of {steps} steps; resume it to {steps} "
+                         f"(python -m bandits.run --resume {folder})")
+    if ran > steps:
+        raise ValueError(f"{folder} ran {ran} steps, not the {steps} of --steps; give "
+                         f"--steps {ran}, or runs of {steps} steps")
+    if late_from not in set(phases["start"]):
+        raise ValueError(f"{folder}: no phase starts at step {late_from}; give "
+                         f"--late-from at a phase's start")
+    late = phases[phases["start"] >= late_from]
+    by = ["agent", "seed", "folder"]
+    table = pd.DataFrame({
+        "final": phases.groupby(by)["regret"].sum(),
+        "late": late.groupby(by)["expected_regret"].sum() / (steps - late_from + 1),
+    }).reset_index()[["agent", "seed", "final", "late", "folder"]]
     return table.sort_values(["agent", "seed"], kind="stable").reset_index(drop=True)
 
 
@@ -162,19 +159,55 @@ class Settings:
 
     dirs: list[Path] | None = setting(None, "bandits.run output folders to join",
                                       positional=True, nargs="+", type=Path)
-    out: Path | None = setting(None, "folder for seeds.csv, agents.csv, paired.csv and "
-                               "tables.md (made if missing)", type=Path)
+    out: Path | None = setting(None, "folder for seeds.csv, agents.csv, paired.csv, "
+                               "tables.md and analysis.json (made if missing)", type=Path)
+    overwrite: bool = setting(False, "write into a non-empty --out, replacing the files "
+                              "bandits.confirm wrote there and nothing else")
     reference: str = setting("bbb", "the agent compared with every other")
-    steps: int = setting(50_000, "the steps every run must have reached", range=(1, 10**9))
+    steps: int = setting(50_000, "the steps every run must have run", range=(1, 10**9))
     late_from: int = setting(40_001, "the first step of the late regret per step",
                              range=(1, 10**9))
-    flips: int = setting(200_000, "random sign patterns of the test beyond 16 seeds",
-                         range=(1000, 10**8))
+    flips: int = setting(200_000, "random sign patterns of the test beyond 16 seeds (its "
+                         "smallest p, 1 / (flips + 1), below the 0.0001 tables.md prints)",
+                         range=(10_000, 10**8))
+
+
+OUTPUTS = {"seeds.csv": "agent,seed,final,late\n",
+           "agents.csv": "agent,measure,seeds,mean,se,median\n",
+           "paired.csv": "measure,reference,other,seeds,mean_diff,se,wins,ties,losses,"
+                         "p_one_sided,separated\n",
+           "tables.md": "| Agent | seeds | final cumulative regret, mean +- s.e. (median) |",
+           "analysis.json": '{\n "folders": ['}
+"""The files the command writes, each with how it begins (a file of that name that begins
+otherwise is not its own: never overwritten)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     return build_settings_parser(Settings, "python -m bandits.confirm",
                                  first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+
+
+def check_out(out: Path, overwrite: bool) -> None:
+    """Refuse (ValueError) an ``out`` holding a file of :data:`OUTPUTS`' names that this
+    command did not write (with or without ``overwrite``), or, without ``overwrite``,
+    holding anything."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder; choose another --out")
+    for name, begins in OUTPUTS.items():
+        path = out / name
+        if path.is_file():
+            with open(path, "rb") as f:
+                head = f.read(len(begins.encode())).decode("utf-8", errors="replace")
+            if head != begins:
+                raise ValueError(f"{path} was not written by bandits.confirm (it does not "
+                                 f"begin as its {name} does); move it away or choose another "
+                                 "--out")
+        elif path.exists():
+            raise ValueError(f"{path} is not a file bandits.confirm wrote; move it away or "
+                             "choose another --out")
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        raise ValueError(f"--out {out} is not empty; pass --overwrite to replace the files "
+                         "bandits.confirm wrote there (nothing else), or choose another --out")
 
 
 def confirm(args: Settings) -> str:
@@ -185,12 +218,13 @@ def confirm(args: Settings) -> str:
     agents = agents_table(seeds, args.reference)
     paired = paired_table(seeds, args.reference, args.flips)
     text = markdown(agents, paired, {n: s.label for n, s in SPECS.items()})
+    check_out(args.out, args.overwrite)
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(seeds.drop(columns="folder"), args.out / "seeds.csv")
     write_csv(agents, args.out / "agents.csv")
     write_csv(paired, args.out / "paired.csv")
-    (args.out / "tables.md").write_text(text)
-    (args.out / "analysis.json").write_text(json.dumps(
+    write_atomic(args.out / "tables.md", text)
+    write_atomic(args.out / "analysis.json", json.dumps(
         {"folders": [str(d) for d in args.dirs], "reference": args.reference,
          "steps": args.steps, "late_from": args.late_from, "flips": args.flips}, indent=1)
         + "\n")
@@ -202,13 +236,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = Settings(**vars(build_parser().parse_args(argv)))
-    if args.out is None:
-        print("bandits.confirm: error: give --out, the folder for the tables", file=sys.stderr)
-        return 2
     try:
+        args = parsed(Settings, build_parser(), argv)
+        if args.out is None:
+            raise UsageError("give --out, the folder for the tables")
         print(confirm(args), end="")
-    except (ValueError, OSError) as e:
-        print(f"bandits.confirm: error: {e}", file=sys.stderr)
-        return 2
+    except (UsageError, ValueError, OSError) as e:
+        return refused("bandits.confirm", e)
     return 0
