@@ -31,6 +31,7 @@ def one_worker(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [2, 3])
 def test_the_same_bytes_for_every_number_of_workers(one_worker, tmp_path, workers):
     out = tmp_path / "run"
@@ -107,6 +108,7 @@ def test_a_killed_worker_is_one_line_never_a_hang(one_worker, tmp_path):
     assert _outputs(out) == _outputs(one_worker)
 
 
+@pytest.mark.slow
 def test_workers_die_with_their_coordinator(tmp_path):
     out = tmp_path / "run"
     proc = _start(out, 100_000)
@@ -129,6 +131,7 @@ def _state(pid: str) -> str:
         return "Z"
 
 
+@pytest.mark.slow
 def test_divergence_in_a_worker_is_reported(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(["--env", "wheel", "--seeds", "2", "--hidden", "8", "--agent", "greedy",
@@ -200,6 +203,7 @@ class StepCounter:
 '''
 
 
+@pytest.mark.slow
 def test_a_hook_named_by_import_path_runs_in_every_worker_and_changes_no_result(
         one_worker, tmp_path):
     (tmp_path / "my_hooks.py").write_text(HOOK)
@@ -255,25 +259,3 @@ def test_workers_receive_the_runs_settings_as_they_are(tmp_path):
         assert "--lr" not in part["argv"]
         worker = json.loads((out / part["dir"] / "config.json").read_text())
         assert worker["lr"] == lr and worker["agent"] == part["agents"]
-
-
-@pytest.mark.slow
-def test_bench_against_times_both_sides_from_a_worktree_and_refuses_an_unknown_commit():
-    from bandits.tools.bench_commands import NotMeasured, against
-
-    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode:
-        pytest.skip("not a git checkout")
-    tiny = {"tiny": ["bandits.run", "--agent", "uniform", "--env", "wheel", "--steps", "5",
-                     "--seeds", "1", "--workers", "1", "--no-progress"]}
-    table = against("HEAD", 2, tiny)  # two rounds: each run its own folder
-    assert table["side"].tolist() == ["this commit, native", "this commit, exact",
-                                      "HEAD, its default"]
-    assert (table["seconds"] > 0).all() and table["over_HEAD"].iloc[2] == 1.0
-    worktrees = subprocess.run(["git", "worktree", "list"], cwd=ROOT, capture_output=True,
-                               text=True).stdout
-    assert "/old " not in worktrees  # the temporary worktree is removed
-    assert all(len(each.split()) == 2 for each in table["each"])
-    with pytest.raises(NotMeasured, match="--against no-such-commit: cannot check it out"):
-        against("no-such-commit", 1, tiny)
-    with pytest.raises(NotMeasured, match="failed: .*--no-such-flag"):
-        against("HEAD", 1, {"bad": [*tiny["tiny"], "--no-such-flag"]})

@@ -62,6 +62,8 @@ from bandits.core.config import UsageError, check_ranges, flag, setting
 from bandits.core.files import machine, package_versions, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c
+from bandits.core.startup import on_stop
+from bandits.tools import bench_worktree as worktrees
 from bandits.tools.bench_agents import agents_per_step, refused, sync
 from bandits.tools.bench_commands import (
     AB_COMMANDS,
@@ -269,6 +271,7 @@ def _bench(argv: Sequence[str] | None) -> int:
         if args.scaling_steps[0] >= args.scaling_steps[1]:
             raise UsageError("--scaling-steps takes two horizons, the shorter first, got "
                              f"{' '.join(map(str, args.scaling_steps))}")
+        commit = None if args.against is None else worktrees.resolve(args.against)
     except UsageError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
     try:
@@ -278,8 +281,9 @@ def _bench(argv: Sequence[str] | None) -> int:
                               kind="bandits.bench", clear=False)
     except OutputDirError as e:
         p.exit(2, f"bandits.bench: error: {e}\n")
+    on_stop(lambda: remove_if_unused(args.out))  # SIGTERM before any output
     try:
-        code = _main(p, args, argv)
+        code = _main(p, args, argv, commit)
     except NotMeasured as e:
         print(f"bandits.bench: error: {e}", file=sys.stderr)
         return 1
@@ -308,26 +312,29 @@ def _written(args: Settings, argv: Sequence[str] | None, name: str, df: pd.DataF
     return 0
 
 
-def _main(p: argparse.ArgumentParser, args: Settings,
-          argv: Sequence[str] | None) -> int:
+def _main(p: argparse.ArgumentParser, args: Settings, argv: Sequence[str] | None,
+          commit: str | None = None) -> int:
     start = time.perf_counter()
     if args.kernels:
         return _written(args, argv, "kernels",
                         kernels_cost(args.rounds, modes=args.kernel_modes), start,
                         pin=kernels.PIN, modes={m: KERNEL_MODES[m] for m in args.kernel_modes})
-    if args.against:
-        return _written(args, argv, "against", against(args.against, args.rounds), start,
-                        timed=[f"python -m {' '.join(c)}" for c in AB_COMMANDS.values()])
+    if commit is not None:  # resolved before the folder was made
+        if dirty := worktrees.uncommitted():
+            print(f"bandits.bench: note: this checkout has uncommitted changes: its side runs "
+                  f"them, {args.against}'s does not", file=sys.stderr)
+        return _written(args, argv, "against", against(args.against, args.rounds, commit=commit),
+                        start, commit=commit, uncommitted_changes=dirty,
+                        timed=[shlex.join(["python", "-m", *c]) for c in AB_COMMANDS.values()])
     if args.threads_under_load:
         return _written(args, argv, "threads_under_load",
                         threads_under_load(args.busy, args.rounds), start,
-                        timed="python -m " + " ".join(THREADS_COMMAND))
+                        timed=shlex.join(["python", "-m", *THREADS_COMMAND]))
     if args.default_command or args.mnist_workers:
         cores = list(range(1, available_cores() + 1))
         if args.mnist_workers:
             return _written(args, argv, "mnist_workers", mnist_workers(cores, args.rounds),
-                            start, timed="python -m bandits.mnist "
-                            + " ".join(MNIST_WORKERS_COMMAND[1:]))
+                            start, timed=shlex.join(["python", "-m", *MNIST_WORKERS_COMMAND]))
         return _written(args, argv, "default_command", default_command(cores, args.rounds),
                         start, preset="quick (the default)")
     if args.scaling:

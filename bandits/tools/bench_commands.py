@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,7 @@ import pandas as pd
 from bandits.core import kernels
 from bandits.core.command_line import with_flags
 from bandits.core.processes import die_with_parent
+from bandits.tools import bench_worktree as worktrees
 
 # every command this benchmark starts is killed with it (a kill -9 of the benchmark leaves
 # nothing computing; Linux, elsewhere as before)
@@ -269,47 +271,42 @@ AB_COMMANDS = {"python -m bandits.run (the default command)": ["bandits.run", "-
 """What ``--against`` times at both commits, each with its own defaults."""
 
 
-def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None
-            ) -> pd.DataFrame:
-    """An A/B of :data:`AB_COMMANDS` end to end: this checkout in its native and its
-    exact mode against commit ``rev`` (its own default mode), run from a temporary ``git
-    worktree`` of it, interleaved over ``rounds``, median taken. One row per command and
-    side with its seconds and its ratio to ``rev``'s. ``commands``: others to time (tests)."""
+def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None,
+            commit: str | None = None, repo: Path = worktrees.REPO) -> pd.DataFrame:
+    """An A/B of :data:`AB_COMMANDS` end to end: this checkout (``repo``) in its native and
+    its exact mode against commit ``rev`` (its own default mode; ``commit``: its sha, else
+    resolved here), run from a temporary ``git worktree`` of it
+    (:func:`bandits.tools.bench_worktree.worktree`, removed however this ends),
+    interleaved over ``rounds``, median taken. One row per command and side with its
+    seconds and its ratio to ``rev``'s. ``commands``: others to time (tests)."""
     commands = AB_COMMANDS if commands is None else commands
-    repo = Path(__file__).resolve().parents[2]
+    commit = worktrees.resolve(rev, repo) if commit is None else commit
     clean = {k: v for k, v in os.environ.items()
              if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE, "PYTHONPATH")}
-    with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "old"
-        made = subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(old),
-                               rev], capture_output=True, text=True)
-        if made.returncode != 0:
-            why = (made.stderr.strip().splitlines() or ["git failed"])[-1]
-            raise NotMeasured(f"--against {rev}: cannot check it out ({why}); give a commit "
-                              "of this repository")
-        sides = {"this commit, native": (repo, {}),
-                 "this commit, exact": (repo, {kernels.EXACT: "1"}),
-                 f"{rev}, its default": (old, {})}
-        times: dict[tuple[str, str], list[float]] = {}
-        made_runs = itertools.count()
-        try:
+    times: dict[tuple[str, str], list[float]] = {}
+    made_runs = itertools.count()
+    try:
+        with worktrees.worktree(commit, repo) as old:
+            sides = {"this commit, native": (repo, {}),
+                     "this commit, exact": (repo, {kernels.EXACT: "1"}),
+                     f"{rev}, its default": (old, {})}
             for _ in range(rounds):
                 for what, cmd in commands.items():
                     for side, (root, env) in sides.items():
-                        out = Path(tmp) / f"run-{next(made_runs)}"
+                        out = old.parent / f"run-{next(made_runs)}"
                         tic = time.perf_counter()
-                        done = _child([sys.executable, "-m", *cmd, "--out", str(out)],
-                                      cwd=root, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE, text=True,
-                                      env={**clean, **env, "PYTHONPATH": str(root)})
+                        done = worktrees.run([sys.executable, "-m", *cmd, "--out", str(out)],
+                                             cwd=root, stdout=subprocess.DEVNULL,
+                                             preexec_fn=ORPHANS_DIE,
+                                             env={**clean, **env, "PYTHONPATH": str(root)})
                         if done.returncode != 0:
                             why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-                            raise NotMeasured(f"--against {rev}: python -m {' '.join(cmd)} "
+                            raise NotMeasured(f"--against {rev}: "
+                                              f"{shlex.join(['python', '-m', *cmd])} "
                                               f"({side}) failed: {why}")
                         times.setdefault((what, side), []).append(time.perf_counter() - tic)
-        finally:
-            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(old)],
-                           capture_output=True)
+    except RuntimeError as e:  # the checkout failed
+        raise NotMeasured(f"--against {rev}: {e}") from None
     rows = []
     for what in commands:
         base = float(np.median(times[(what, f"{rev}, its default")]))
