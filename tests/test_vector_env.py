@@ -149,14 +149,15 @@ def test_invalid_use_is_a_clear_error():
         envs.make_vec("wheel", 0)
 
 
-def test_the_registry_shapes_are_the_environments_spaces(mushroom_data_dir):
+@pytest.mark.parametrize("name", ["mnist", "mushroom", "mushroom-classes", "wheel"])
+def test_the_registry_shapes_are_the_environments_spaces(name, request):
     import envs
 
-    for name in sorted(envs.BUILT_IN):  # a test may have registered data sets of its own
-        d, arms = envs.SHAPES[name]
-        kwargs = {"delta": 0.5} if name == "wheel" else {"data_dir": mushroom_data_dir}
-        if name == "mnist":
-            kwargs = {}  # MNIST from $BANDITS_DATA_DIR, as the other MNIST tests
-        env = envs.make_vec(name, 1, **kwargs)
-        assert env.single_observation_space.shape == (d,)
-        assert int(env.single_action_space.n) == arms
+    assert sorted(envs.BUILT_IN) == ["mnist", "mushroom", "mushroom-classes", "wheel"]
+    d, arms = envs.SHAPES[name]
+    data = "mushroom" if name.startswith("mushroom") else name
+    kwargs = ({"delta": 0.5} if name == "wheel" else
+              {"data_dir": request.getfixturevalue(f"{data}_data_dir")})
+    env = envs.make_vec(name, 1, **kwargs)
+    assert env.single_observation_space.shape == (d,)
+    assert int(env.single_action_space.n) == arms

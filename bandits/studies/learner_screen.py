@@ -331,7 +331,10 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
         argv = kernels.recorded(argv, cfg.exact)
-        features, edible = load_mushroom(cfg.data_dir)
+        try:
+            features, edible = load_mushroom(cfg.data_dir)
+        except ValueError as e:  # a malformed or changed file: one line, as bandits.run says it
+            raise UsageError(str(e)) from None
         out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
                          kind="bandits.studies.learner_screen")
     except (UsageError, OutputDirError, DataNotFoundError) as e:
