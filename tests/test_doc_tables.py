@@ -60,6 +60,7 @@ def _copy(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_changed_number_is_caught_and_rewritten(tmp_path, capsys):
     root = _copy(tmp_path)
     metrics = root / "results/mushroom/quick/metrics.csv"

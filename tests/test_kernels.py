@@ -126,6 +126,7 @@ def test_a_run_records_its_mode_and_its_command_reproduces_it(tmp_path, how):
     assert ("--exact" in config["command"].split()) is exact
 
 
+@pytest.mark.slow
 @x86
 def test_a_run_resumes_only_in_its_own_mode(tmp_path):
     out = tmp_path / "run"

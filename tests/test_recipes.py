@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,6 +28,7 @@ def _touched(diff: str) -> list[str]:
     return sorted(set(re.findall(r"^\+\+\+ b/(\S+)", diff, flags=re.M)))
 
 
+@pytest.mark.slow
 def test_the_docs_recipes_are_an_agent_module_its_registry_entry_and_a_declaration(tmp_path):
     module, registry = _diffs("worked-example.md")  # a new agent, end to end
     agent = module + registry

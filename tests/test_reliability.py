@@ -116,6 +116,7 @@ def test_a_full_disk_during_a_checkpoint(small_disk, capsys):
     assert main(["--resume", str(out), "--steps", "10"]) == 0
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_gathering_the_workers_files_is_one_line(tmp_path, capsys,
                                                                     monkeypatch):
     from bandits.simulator import parallel
@@ -171,6 +172,7 @@ def test_the_config_records_a_command_that_reruns_it(tmp_path):
     assert command == "python -m bandits.run " + " ".join(argv) + exact
 
 
+@pytest.mark.slow
 def test_two_runs_started_at_once_into_one_directory(tmp_path):
     out = tmp_path / "shared"
     cmd = [sys.executable, "-m", "bandits.run", *TINY, "--steps", "30", "--out", str(out)]

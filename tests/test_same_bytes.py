@@ -185,6 +185,7 @@ def test_a_kept_check_leaves_each_processors_files_in_the_output(tmp_path):
         "k-native-emulated", "k-native-this", "k-pinned-emulated", "k-pinned-this"]
 
 
+@pytest.mark.slow
 def test_the_ops_check_hashes_every_operation_and_counts_sqrts_off_by_a_rounding(tmp_path):
     rows = run_checks(["ops"], [], None, keep=tmp_path)
     assert all(r["same"] for r in rows)  # one processor: the same bytes twice

@@ -152,6 +152,7 @@ def test_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_ray_backend_gives_the_same_csvs(swept, tmp_path):
     pytest.importorskip("ray")
     out = tmp_path / "s"
@@ -333,6 +334,7 @@ def _wait_for_checkpoints(out: Path, n: int, timeout: float = 120) -> None:
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_ctrl_c_on_a_sweep_is_one_line_and_the_rerun_continues(tmp_path):
     out = tmp_path / "s"
     proc = _sweep_process(out, 3000)
@@ -348,6 +350,7 @@ def test_ctrl_c_on_a_sweep_is_one_line_and_the_rerun_continues(tmp_path):
     assert len(started) == 2, started
 
 
+@pytest.mark.slow
 def test_workers_die_with_a_killed_sweep(tmp_path):
     out = tmp_path / "s"
     proc = _sweep_process(out, 100_000)

@@ -57,6 +57,7 @@ def _no_network(monkeypatch):
 # ------------------------------------------------------------- 1. only the project's files
 
 
+@pytest.mark.slow
 def test_overwrite_of_a_run_in_workers_keeps_a_users_files_in_its_parts(tmp_path):
     out = tmp_path / "X"
     assert main([*TINY, "--agent", "greedy", "bbb", "--workers", "2", "--out", str(out)]) == 0
@@ -427,6 +428,7 @@ def test_an_interrupted_bench_overwrite_keeps_the_earlier_files(tmp_path):
 # ------------------------------------------ round 5: copies named like the project's files
 
 
+@pytest.mark.slow
 def test_overwrite_keeps_a_users_copies_of_a_worker_part_and_log(tmp_path):
     out = tmp_path / "run"
     assert main([*TINY, "--agent", "greedy", "eps1", "--workers", "2", "--out", str(out)]) == 0
