@@ -425,4 +425,34 @@ def test_a_one_point_sweep_tells_a_bad_shared_setting_from_a_bad_swept_value(tmp
     assert not (tmp_path / "s").exists()  # refused before anything was written
     swept = main(["--set", "noise_sigma=-1", "--out", str(tmp_path / "p"), "--no-progress",
                   *SMALL])
-    assert swept == 1 and "point noise_sigma=-1: bad setting" in capsys.readouterr().out
+    err = capsys.readouterr().err.strip()
+    assert swept == 2 and len(err.splitlines()) == 1, err
+    assert "point noise_sigma=-1: --noise-sigma must be in" in err  # the swept value's fault
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("spec, args, said", [
+    ('[grid]\nlr = ["fast"]\n', [], "point lr=fast: argument --lr: invalid float value: 'fast'"),
+    ('[grid]\nlr = ["fast", "slow"]\n', [], "point lr=fast: argument --lr: invalid float "
+     "value: 'fast' (and the 1 other point too: no point of this grid can run)"),
+    ("[grid]\nlr = [{a = 1}]\n", [], "argument --lr: invalid float value: '{'a': 1}'"),
+    ("[base]\nlr = {a = 1}\n[grid]\nnoise_sigma = [0.1, 0.5]\n", [],
+     "bandits.sweep: error: argument --lr: invalid float value: '{'a': 1}'"),
+    ('[base]\nagent = ["greedy"]\n[grid]\nprior_pi = [0.25, 0.75]\n', [],
+     "point prior_pi=0.25: --prior-pi 0.25 is read by --agent bbb"),
+    (None, ["--set", "lr=abc"], "point lr=abc: argument --lr: invalid float value: 'abc'"),
+    (None, ["--set", "lr={a=1}"], "argument --lr: invalid float value: '{'a': 1}'"),
+    (None, ["--set", "lr=0.001", "--cpus-per-point", "-1"], "--cpus-per-point must be in"),
+    (None, ["--set", "lr=0.001", "--address", "auto"],
+     "--address auto has no effect in this run; add --backend ray"),
+])
+def test_a_sweep_no_point_of_which_can_run_is_refused_in_one_line_and_makes_no_folder(
+        tmp_path, capsys, spec, args, said):
+    if spec is not None:
+        (tmp_path / "grid.toml").write_text(spec)
+        args = ["--grid", str(tmp_path / "grid.toml"), *args]
+    out = tmp_path / "s"
+    assert main([*args, "--out", str(out), "--no-progress", *SMALL]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said in err, err
+    assert not out.exists()

@@ -21,7 +21,8 @@ code in a fresh process whichever backend runs it, so its CSVs are the same byte
 
 Robustness: a point whose worker dies or raises is retried (``--retries``), resuming
 from its checkpoint; a point with a bad setting, or whose training diverges, is
-reported and the others go on; rerunning the sweep into the same ``DIR`` skips the
+reported and the others go on (every point's settings are checked before anything is
+made: a grid none of whose points can run is refused in one line); rerunning the sweep into the same ``DIR`` skips the
 finished points and resumes the unfinished ones.
 
 Results in ``DIR``: ``sweep.csv`` (one row per point, agent and seed: the swept
@@ -49,6 +50,7 @@ from typing import Any
 from bandits.core import kernels
 from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.command_line import first_paragraph, given_values, to_flags
+from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import UsageError, check_ranges, setting
 from bandits.core.files import machine_memory, write_json
 from bandits.core.outputs import OutputDirError, claim_dir, release_dir
@@ -145,6 +147,7 @@ class _Progress:
     def close(self) -> None:
         self.bar.close()
 
+_ON_RAY = (lambda c: c["backend"] == "ray", "add --backend ray")  # a Ray setting's acts_when
 DASHES = (" Flags after -- are bandits.run flags given to every point: python -m "
           "bandits.sweep --set lr=0.001,0.003 --out DIR -- --agent bbb --seeds 3")
 
@@ -159,11 +162,14 @@ class Settings:
     out: Path | None = setting(None, "sweep directory (required, except with --redraw)",
                                type=Path)
     backend: str = setting("local", "where the points run", choices=["local", "ray"])
-    address: str | None = setting(None, "Ray cluster address (ray backend)", type=str)
+    address: str | None = setting(None, "Ray cluster address (ray backend)", type=str,
+                                  acts_when=_ON_RAY)
     workers: int = setting(os.cpu_count() or 1,
                            "points run at once (local pool size; a local Ray's CPUs)")
-    cpus_per_point: float = setting(1.0, "Ray CPUs per point")
-    gpus_per_point: float = setting(0.0, "Ray GPUs per point", range=(0, 1024))
+    cpus_per_point: float = setting(1.0, "Ray CPUs per point", range=(0, 1024),
+                                    acts_when=_ON_RAY)
+    gpus_per_point: float = setting(0.0, "Ray GPUs per point", range=(0, 1024),
+                                    acts_when=_ON_RAY)
     retries: int = setting(2, "times a point whose worker dies or raises is run again (a "
                            "dead local worker takes the points running beside it down too: "
                            "they retry)")
@@ -263,6 +269,7 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
         raise SweepError(f"--workers must be a positive integer, got {args.workers}")
     try:
         check_ranges(args)  # every range the flags declare
+        refuse_settings_without_effect(Settings, vars(args))  # a Ray flag on the local pool
     except UsageError as e:
         raise SweepError(str(e)) from None
     memory = machine_memory("cpu")
@@ -288,6 +295,9 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
                          f"{args.max_points:,}; sweep fewer values, or raise --max-points "
                          "to run it")
     out = args.out
+    points = make_points(base, grid, out)  # every point checked before anything is made
+    problems = {p.name: check_point(p) for p in points}
+    _refuse_if_none_runs(points, problems, base, out)
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -298,21 +308,31 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
     except OutputDirError as e:
         raise SweepError(str(e)) from None
     try:
-        return _sweep(args, out, base, grid, command)
+        return _sweep(args, out, base, grid, command, points, problems)
     finally:
         release_dir(out)
         if made and not any(out.iterdir()):  # refused before writing: leave no folder
             out.rmdir()
 
 
-def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str) -> int:
-    points = make_points(base, grid, out)
-    problems = {p.name: check_point(p) for p in points}
-    if len(set(problems.values())) == 1 and None not in problems.values():
-        message = next(iter(problems.values()))  # every point refused for one reason
-        shared = Point("base", {}, to_flags(base), str(out / "points" / "base"), dict(base))
-        if len(points) > 1 or check_point(shared) == message:
-            raise SweepError(message)  # a bad shared setting: say it once
+def _refuse_if_none_runs(points: list[Point], problems: dict[str, str | None], base: dict,
+                         out: Path) -> None:
+    """One line (:class:`SweepError`) where no point of the grid can run: a bad shared
+    setting (or one reason for every point) said once, else the first point's reason."""
+    if None in problems.values():
+        return  # a bad point is reported with its name; the others run
+    first = problems[points[0].name]
+    shared = Point("base", {}, to_flags(base), str(out / "points" / "base"), dict(base))
+    if len(set(problems.values())) == 1 and (len(points) > 1 or check_point(shared) == first):
+        raise SweepError(first)
+    others = len(points) - 1
+    raise SweepError(f"point {points[0].name}: {first} (" + (
+        f"and the {others} other point{'s' * (others > 1)} too: " if others else "")
+        + "no point of this grid can run)")
+
+
+def _sweep(args: Settings, out: Path, base: dict, grid: dict, command: str,
+           points: list[Point], problems: dict[str, str | None]) -> int:
     check_directory(out, base, grid, points, problems, args.overwrite)
     start = time.perf_counter()
     seeds, steps = base.get("seeds"), base.get("steps")
