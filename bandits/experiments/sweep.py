@@ -22,8 +22,8 @@ code in a fresh process whichever backend runs it, so its CSVs are the same byte
 Robustness: a point whose worker dies or raises is retried (``--retries``), resuming
 from its checkpoint; a point with a bad setting, or whose training diverges, is
 reported and the others go on (every point's settings are checked before anything is
-made: a grid none of whose points can run is refused in one line); rerunning the sweep into the same ``DIR`` skips the
-finished points and resumes the unfinished ones.
+made: a grid none of whose points can run is refused in one line); rerunning the sweep
+into the same ``DIR`` skips the finished points and resumes the unfinished ones.
 
 Results in ``DIR``: ``sweep.csv`` (one row per point, agent and seed: the swept
 settings, final cumulative regret and expected regret, wall time, status),
