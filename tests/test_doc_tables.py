@@ -41,6 +41,10 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))),
           "results/bench/against/against.csv", "results/bench/against/against.json")
+RECORDS = tuple(sorted({str(Path(p).parent / "config.json") for p in NEEDED
+                        if Path(p).name in ("phases.csv", "metrics.csv", "summary.csv",
+                                            "diagnosis_seeds.csv")}))
+"""The record of each run a table reads (its agents, seeds and steps are checked)."""
 
 
 def test_every_generated_table_matches_its_files(capsys):
@@ -54,7 +58,7 @@ def test_every_file_with_results_has_its_blocks():
 
 
 def _copy(tmp_path: Path) -> Path:
-    for rel in (*NEEDED, *doc_tables.FILES):
+    for rel in (*NEEDED, *RECORDS, *doc_tables.FILES):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
     return tmp_path
@@ -210,22 +214,26 @@ def test_a_figure6_table_with_a_seed_missing_is_an_error(tmp_path):
     phases = pd.read_csv(run / "phases.csv")
     phases[~((phases.agent == "greedy") & (phases.seed == 9))].to_csv(run / "phases.csv",
                                                                        index=False)
-    with pytest.raises(TableError, match="same seeds"):
+    with pytest.raises(TableError, match="no rows of agent greedy, seed 9"):
         memory_tables.figure6_preset(tmp_path)
 
 
 def test_the_heldout_table_joins_runs_agent_by_agent(tmp_path):
     """Mushroom's held-out table reads every block's folder, each holding some agents:
     the tuning run split agent by agent gives the same rows as the run itself."""
+    import json
+
     from bandits.tools import heldout_tables, memory_tables
 
     whole = REPO / memory_tables.PRESET_RUN
     phases = pd.read_csv(whole / "phases.csv")
+    record = json.loads((whole / "config.json").read_text())
     runs = tmp_path / heldout_tables.HELDOUT_RUNS
     for name, agents in (("bbb-0", ["bbb"]), ("greedy-0", ["greedy"]),
                          ("eps1-eps5-0", ["eps1", "eps5"])):
         (runs / name).mkdir(parents=True)
         phases[phases.agent.isin(agents)].to_csv(runs / name / "phases.csv", index=False)
+        (runs / name / "config.json").write_text(json.dumps({**record, "agent": agents}))
     (runs / "a-run-without-phases").mkdir()  # a folder still running: not read
     joined = heldout_tables.figure6_heldout(tmp_path).splitlines()
     alone = memory_tables.figure6_preset(REPO).splitlines()
@@ -254,3 +262,56 @@ def test_the_wheel_heldout_table_says_where_bbb_is_below_greedy(tmp_path):
     assert [line.split("|")[1].strip() for line in lines[2:]] == ["0.5", "0.9"]
     assert lines[2].rstrip(" |").endswith("yes") and lines[3].rstrip(" |").endswith("no")
     assert "**" in lines[2].split("|")[3]  # BBB lowest at delta 0.5, in bold
+
+
+def _cell(path: Path, row, column: str, value) -> None:
+    t = pd.read_csv(path)
+    t[column] = t[column].astype(object)
+    t.loc[row, column] = value
+    t.to_csv(path, index=False)
+
+
+PRESET_PHASES = "results/mushroom/memory-decay-0.3/phases.csv"
+
+
+def _greedy_seed_9_twice(path: Path) -> None:
+    t = pd.read_csv(path)
+    pd.concat([t, t[(t.agent == "greedy") & (t.seed == 9)]]).to_csv(path, index=False)
+
+
+def _greedy_seeds_renumbered(path: Path) -> None:
+    t = pd.read_csv(path)
+    t.loc[t.agent == "greedy", "seed"] += 100
+    t.to_csv(path, index=False)
+
+
+@pytest.mark.parametrize("rel, damage, says", [
+    (PRESET_PHASES, lambda p: _cell(p, 5, "regret", float("inf")),
+     "line 7: regret is inf, not a finite number"),
+    (PRESET_PHASES, lambda p: _cell(p, 5, "regret", "lots"),
+     "line 7: regret is 'lots', not a finite number"),
+    (PRESET_PHASES, _greedy_seed_9_twice, "agent greedy, seed 9, start 1 is there twice"),
+    ("results/mushroom/paper-horizon/diagnosis_seeds.csv", _greedy_seeds_renumbered,
+     "seed 100 is not one of the seeds of the run's config.json"),
+    ("results/mushroom/paper-horizon/phases.csv", _greedy_seeds_renumbered,
+     "seed 100 is not one of the seeds of the run's config.json"),
+    ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
+     lambda p: _cell(p, 2, "expected_regret_per_step_last", "--"),
+     "line 4: expected_regret_per_step_last is '--', not a finite number"),
+    ("results/mushroom/quick/summary.csv", lambda p: _cell(p, 1, "steps", "many"),
+     "line 3: steps is 'many', not a finite number"),
+    ("results/mushroom/quick/summary.csv",
+     lambda p: _cell(p, 1, "cumulative_expected_regret_mean", "x"),
+     "line 3: cumulative_expected_regret_mean is 'x', not a finite number"),
+    ("results/mushroom/quick/metrics.csv", lambda p: _cell(p, 9, "cumulative_regret", "-inf"),
+     "line 11: cumulative_regret is -inf, not a finite number"),
+])
+def test_a_tampered_run_file_is_one_line_and_no_page_is_written(tmp_path, capsys, rel, damage,
+                                                                says):
+    """Each file a table is read from is checked against what its writer wrote
+    (bandits.records.reader): a non-finite or non-numeric cell, a row twice, seeds other
+    than the run's are one line naming the file and the line, with --check and without."""
+    root = _copy(tmp_path)
+    damage(root / rel)
+    err = _one_line_error(root, capsys)
+    assert f"{root / rel}: " in err and says in err, err

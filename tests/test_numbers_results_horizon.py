@@ -772,8 +772,9 @@ def _greedy_verdict() -> str:
 
 
 def _old_late() -> str:
-    end, last = int(_csv(f"{OLD}/phases.csv")["end"].max()), OLD_LAST
-    t = at_step(REPO / OLD, end, last)
+    phases = _csv(f"{OLD}/phases.csv")  # a run of an earlier version: no config.json
+    end, last = int(phases["end"].max()), OLD_LAST
+    t = at_step(phases, end, last)
     b, g = (_seeds(t, a, "late") for a in ("bbb", "greedy"))
     return (f"Regret per step over steps {end - last + 1}-{end}: BBB {_pm(b, 2)}, greedy "
             f"{_pm(g, 2)} (mean +- s.e. over the {t['seed'].nunique()} seeds).")

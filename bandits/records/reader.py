@@ -130,18 +130,20 @@ def read(path: Path, run: Run | None = None) -> pd.DataFrame:
     if missing:
         raise TableError(f"{path}: no column {missing[0]!r} (has {', '.join(table.columns)}); "
                          "is it the file its writer wrote?")
+    numbers = {}
     for c in (*schema.counts, *more, *schema.numbers, *schema.maybe, *schema.spreads):
         values = pd.to_numeric(table[c], errors="coerce")
         empty_ok = table[c].isna() if c in schema.maybe else (
-            table[c].isna() & (table["seeds"] == 1) if c in schema.spreads else False)
+            table[c].isna() & (numbers["seeds"] == 1) if c in schema.spreads else False)
         _refuse_rows(path, ~(np.isfinite(values.to_numpy(float)) | empty_ok),
                      lambda i, c=c: f"{c} is {_shown(table[c].iloc[i])}, not a finite number")
         if c in (*schema.counts, *more):
             _refuse_rows(path, values != values.round(),
                          lambda i, c=c: f"{c} is {table[c].iloc[i]!r}, not a whole number")
             values = values.astype(np.int64)
-        table[c] = values
-    table["agent"] = table["agent"].astype(str)
+        numbers[c] = values
+    numbers["agent"] = table["agent"].astype(str)
+    table = pd.DataFrame({c: numbers.get(c, table[c]) for c in table.columns})
     twice = table.duplicated(list(schema.keys))
     _refuse_rows(path, twice, lambda i: f"{_named(table, schema.keys, i)} is there twice "
                  f"(line {_first(table, schema.keys, i) + 2} too)")
@@ -150,10 +152,11 @@ def read(path: Path, run: Run | None = None) -> pd.DataFrame:
     return table
 
 
-def joined(files: Sequence[Path]) -> pd.DataFrame:
+def joined(files: Sequence[Path], distinct: bool = True) -> pd.DataFrame:
     """One result file of several runs (each ``files``' folder one run), each
     :func:`read`, joined into one table with a ``folder`` column: the runs of one
-    environment and one step count, an agent and seed in one of them only."""
+    environment and one step count, an agent and seed in one of them only (unless not
+    ``distinct``: runs compared side by side)."""
     if not files:
         raise TableError("no run folders given")
     files = [Path(f) for f in files]
@@ -174,7 +177,7 @@ def joined(files: Sequence[Path]) -> pd.DataFrame:
     keys = [k for k in ("agent", "seed") if k in table]
     where = table.groupby(keys, sort=False)["run"].unique()
     twice = where[where.map(len) > 1]
-    if len(twice):
+    if distinct and len(twice):
         key = twice.index[0] if len(keys) > 1 else (twice.index[0],)
         raise TableError(f"{', '.join(f'{k} {v}' for k, v in zip(keys, key))} is in two folders "
                          f"({', '.join(str(runs[k].folder) for k in twice.iloc[0])}); "

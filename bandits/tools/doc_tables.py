@@ -9,7 +9,9 @@ A generated table sits between two marker lines in a Markdown file::
 
 and NAME is one of :data:`GENERATORS`, each a function of the repository's root that reads
 the shipped files (``summary.csv``, ``diagnosis_seeds.csv``, ``table1.csv``,
-``tables.md``) and returns the table. The command rewrites every marked block of
+``tables.md``; a run's files through :mod:`bandits.records.reader`, each checked against
+what its writer wrote) and returns the table. A file that is not what it should be is one
+line, exit status 2, and no page is written. The command rewrites every marked block of
 :data:`FILES`; with ``--check`` it writes nothing and exits 1, naming the blocks, when a
 block differs from what its files give (CI runs it so).
 """
@@ -17,7 +19,6 @@ block differs from what its files give (CI runs it so).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import sys
@@ -26,12 +27,22 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits.core.command import refused
 from bandits.core.version import __version__
 from bandits.mnist.reports.tables import PAPER_TABLE1 as PAPER
 from bandits.mnist.reports.tables import PAPER_TABLE2 as PAPER_PRUNED
+from bandits.records import reader
 from bandits.records.regret import ranking, summary_text
 from bandits.tools import bench_tables, heldout_tables, memory_tables, neural_tables
-from bandits.tools.table_cells import NAMES, TableError, bold_if, next_label, read_table
+from bandits.tools.table_cells import (
+    NAMES,
+    TableError,
+    bold_if,
+    mean_se,
+    next_label,
+    read_table,
+    se_text,
+)
 from bandits.tools.table_pages import FILES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +64,7 @@ PAPER_TABLE2 = {f"{round(100 * removed)}%": error
 
 def _labels(run: Path) -> dict[str, str]:
     """The agents' labels, BBB's saying how it acted (``config.json``'s ``act_samples``)."""
-    samples = json.loads((run / "config.json").read_text(encoding="utf-8"))["act_samples"]
+    samples = reader.run_of(run).config["act_samples"]
     # one weight sample acted on is Thompson sampling; the mean of several is not
     return {**LABELS, "bbb": "BBB (Thompson sampling)" if samples == 1 else
             f"BBB (mean of {samples} samples)"}
@@ -63,8 +74,7 @@ def figure6(root: Path) -> str:
     """Final cumulative regret (mean +- s.e., median) and the expected regret per step
     over the last 10,000 steps, per agent, of ``results/mushroom/paper-horizon``."""
     run = root / "results/mushroom/paper-horizon"
-    numbers = ["cumulative_regret", "expected_regret_per_step_last", "last_steps", "steps"]
-    seeds = read_table(run / "diagnosis_seeds.csv", ["agent", *numbers], numbers)
+    seeds = reader.read(run / "diagnosis_seeds.csv")
     labels = _labels(run)
     g = seeds.groupby("agent")
     if g.size().nunique() != 1 or set(g.size().index) != set(ORDER):
@@ -79,12 +89,11 @@ def figure6(root: Path) -> str:
     head = ("| Final cumulative regret, mean +- s.e. (median) | "
             + " | ".join(labels[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
     row1 = f"| ours, {n} seeds | " + " | ".join(
-        f"{bold_if(f'{final.mean()[a]:.0f}', a == low_mean)} +- "
-        f"{final.std()[a] / math.sqrt(n):.0f} "
+        f"{mean_se(final.mean()[a], final.std()[a] / math.sqrt(n), 0, a == low_mean)} "
         f"({bold_if(f'{final.median()[a]:.0f}', a == low_median)})" for a in ORDER) + " |"
     row2 = (f"| expected regret per step, steps {steps - last + 1:,}-{steps:,} | " + " | ".join(
-        f"{bold_if(f'{late.mean()[a]:.3f}', a == low_late)} +- "
-        f"{late.std()[a] / math.sqrt(n):.3f}" for a in ORDER) + " |")
+        mean_se(late.mean()[a], late.std()[a] / math.sqrt(n), 3, a == low_late)
+        for a in ORDER) + " |")
     paper = ("| paper (Figure 6 and its text, 5 runs) | lowest, \"almost flat\" | eats nothing "
              "for about 1,000 steps, then does much better | (not described) | \"appears to "
              "over-explore\" |")
@@ -104,10 +113,7 @@ def quick_output(root: Path) -> str:
 
 
 def _quick_summary(root: Path) -> pd.DataFrame:
-    numbers = ["cumulative_regret_mean", "cumulative_regret_std", "cumulative_regret_min",
-               "cumulative_regret_max", "cumulative_expected_regret_mean"]
-    return read_table(root / "results/mushroom/quick/summary.csv", ["agent", *numbers],
-                      numbers)
+    return reader.read(root / "results/mushroom/quick/summary.csv")
 
 
 def _quick_ranking(root: Path) -> pd.DataFrame:
@@ -115,9 +121,7 @@ def _quick_ranking(root: Path) -> pd.DataFrame:
     the paired difference to the next (:func:`bandits.records.regret.ranking`), and each agent's
     mean expected regret from ``summary.csv``."""
     run = root / "results/mushroom/quick"
-    metrics = read_table(run / "metrics.csv", ["agent", "seed", "step", "cumulative_regret"],
-                         ["cumulative_regret"])
-    table = ranking(metrics)
+    table = ranking(reader.joined([run / "metrics.csv"]))
     expected = _quick_summary(root).set_index("agent")["cumulative_expected_regret_mean"]
     if set(table["agent"]) != set(expected.index):
         raise TableError(f"{run}: metrics.csv and summary.csv list other agents")
@@ -130,8 +134,7 @@ def quick(root: Path) -> str:
     labels = _labels(root / "results/mushroom/quick")
     low = table["mean"].idxmin()
     head = ("| " + " | ".join(labels[a] for a in ORDER) + " |\n|" + " ---: |" * len(ORDER))
-    mean, se = table["mean"].map("{:.0f}".format), table["s.e."]
-    row = "| " + " | ".join(f"{bold_if(mean[a], a == low)} +- {se[a]:.0f}"
+    row = "| " + " | ".join(mean_se(table.at[a, "mean"], table.at[a, "s.e."], 0, a == low)
                             for a in ORDER) + " |"
     return head + "\n" + row + "\n"
 
@@ -147,12 +150,11 @@ def quick_detail(root: Path) -> str:
              "expected regret, mean |", "| --- | ---: | ---: | ---: | --- | ---: |"]
     for i, r in table.iterrows():
         nxt = next_label(r["next"])
-        mean = f"{r['mean']:.0f}"
         lines.append(
-            f"| {labels.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} +- "
-            f"{r['s.e.']:.0f} | {r['min']:.0f} | {r['max']:.0f} | {nxt} | "
+            f"| {labels.get(r.agent, r.agent)} | {mean_se(r['mean'], r['s.e.'], 0, i == 0)} "
+            f"| {r['min']:.0f} | {r['max']:.0f} | {nxt} | "
             + bold_if(f"{r.expected:.0f}", r.expected == low_e) + " |")
-    seeds = json.loads((root / "results/mushroom/quick/config.json").read_text())["seeds"]
+    seeds = len(reader.run_of(root / "results/mushroom/quick").seeds)
     return "\n".join(lines) + "\n\n" + _separation(table, labels, seeds) + "\n"
 
 
@@ -172,7 +174,10 @@ def _separation(table: pd.DataFrame, labels: dict[str, str], seeds: int) -> str:
 
 
 def _chosen(path: Path) -> pd.DataFrame:
-    t = pd.read_csv(path)
+    numbers = ["seeds", "epochs", "test_error_mean", "test_error_std"]
+    t = read_table(path, ["method", "run", "chosen", *numbers], numbers)
+    if t["chosen"].dtype != bool:
+        raise TableError(f"{path}: column 'chosen' holds other than True and False")
     return t[t["chosen"]].set_index("method")
 
 
@@ -188,7 +193,7 @@ def table1(root: Path) -> str:
             notes.append(f"{int(r.seeds)} seeds")
         if epochs_usual is not None and int(r.epochs) != epochs_usual:
             notes.append(f"{int(r.epochs)} epochs")
-        text = f"{r.test_error_mean:.2f} +- {r.test_error_std:.2f}"
+        text = mean_se(r.test_error_mean, r.test_error_std, 2)  # the std over the seeds
         return text + (f" ({', '.join(notes)})" if notes else "")
 
     def span(t: pd.DataFrame) -> str:
@@ -264,8 +269,7 @@ def showdown(root: Path, brief: bool = False) -> str:
     """Every agent of ``results/mushroom/showdown``: final cumulative regret over the seeds
     and the paired difference to the next agent, as the run ranks them
     (:func:`bandits.records.regret.ranking`)."""
-    metrics = pd.read_csv(root / "results/mushroom/showdown/metrics.csv")
-    table = ranking(metrics)
+    table = ranking(reader.joined([root / "results/mushroom/showdown/metrics.csv"]))
     uniform = table.set_index("agent").at["uniform", "mean"]
     lines = (["| agent | mean | s.e. | relative to uniform | next |",
               "| --- | ---: | ---: | ---: | --- |"] if brief else
@@ -277,7 +281,7 @@ def showdown(root: Path, brief: bool = False) -> str:
         mean = f"{r['mean']:.0f}"
         spread = "" if brief else f" {r['min']:.0f} | {r['max']:.0f} |"
         lines.append(f"| {NAMES.get(r.agent, r.agent)} | {bold_if(mean, i == 0)} | "
-                     f"{r['s.e.']:.0f} |{spread} {bold_if(rel, i == 0)} | {nxt} |")
+                     f"{se_text(r['s.e.'], 0)} |{spread} {bold_if(rel, i == 0)} | {nxt} |")
     return "\n".join(lines) + "\n"
 
 
@@ -337,7 +341,7 @@ def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str
             raise ValueError(f"unknown generated table {name!r}; known: {', '.join(GENERATORS)}")
         try:
             body = GENERATORS[name](root)
-        except (OSError, KeyError, IndexError) as e:  # a file missing, or not what it was
+        except (OSError, KeyError, IndexError, TypeError) as e:  # a file not what it was
             raise TableError(f"table {name!r}: {type(e).__name__}: {e}") from None
         if body != m["body"]:
             changed.append(name)
@@ -368,8 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  "table (<!-- generated: NAME --> ... <!-- end generated -->)")
             new, changed = regenerate(old, args.root, name)
         except (OSError, ValueError) as e:
-            print(f"bandits.doc_tables: error: {name}: {e}", file=sys.stderr)
-            return 2
+            return refused("bandits.doc_tables", ValueError(f"{name}: {e}"))
         stale += [f"{name}: {c}" for c in changed]
         if changed:
             rewritten[path] = new

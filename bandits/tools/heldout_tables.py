@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bandits.analysis import confirm
+from bandits.records import reader
 from bandits.tools import memory_tables
-from bandits.tools.table_cells import TableError, read_table
+from bandits.tools.table_cells import TableError, mean_se
 
 HELDOUT_RUNS = "results/mushroom/heldout/runs"
 """Mushroom's held-out blocks: one folder per run, each with its ``phases.csv``."""
@@ -51,8 +52,7 @@ def wheel_heldout(root: Path) -> str:
             + " ---: |" * (len(WHEEL_AGENTS) + 1) + " --- |")
     lines = [head]
     for folder in folders:
-        seeds = read_table(folder / "seeds.csv", ["agent", "seed", "final", "late"],
-                           ["seed", "final", "late"])
+        seeds = reader.read(folder / "seeds.csv")
         agents = confirm.agents_table(seeds)
         final = agents[agents["measure"] == "final"].set_index("agent")
         if "bbb" not in final.index:
@@ -64,13 +64,12 @@ def wheel_heldout(root: Path) -> str:
             raise TableError(f"{folder}: no final regret of {', '.join(missing) or 'greedy'}")
         low = final.loc[list(WHEEL_AGENTS), "mean"].idxmin()
         r = row.iloc[0]
-        cells = [(f"**{final.loc[a, 'mean']:.0f}**" if a == low else
-                  f"{final.loc[a, 'mean']:.0f}") + f" +- {final.loc[a, 'se']:.0f}"
+        cells = [mean_se(final.loc[a, "mean"], final.loc[a, "se"], 0, a == low)
                  for a in WHEEL_AGENTS]
         p = float(r["p_one_sided"])
         lines.append(
             f"| {folder.name[1:]} | {int(r['seeds'])} | " + " | ".join(cells)
-            + f" | {r['mean_diff']:.0f} +- {r['se']:.0f} ({int(r['wins'])} / {int(r['ties'])}"
+            + f" | {mean_se(r['mean_diff'], r['se'], 0)} ({int(r['wins'])} / {int(r['ties'])}"
             f" / {int(r['losses'])}; {memory_tables.p_text(p)}) | "
             f"{'yes' if p < WHEEL_LEVEL else 'no'} |")
     return "\n".join(lines) + "\n"

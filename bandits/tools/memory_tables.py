@@ -1,7 +1,8 @@
 """The generated tables (:mod:`bandits.tools.doc_tables`) of Figure 6 with the learner with a
 memory: the 20,000-step comparison of the paper's set-up and the memory settings on the
 same seeds (``memory-20k``), and the 50,000-step run of the winner (``figure6-memory``),
-each read from the runs' exact per-phase records (``phases.csv``)."""
+each read from the runs' exact per-phase records (``phases.csv``, checked by
+:mod:`bandits.records.reader`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.analysis.confirm import sign_flip_p
-from bandits.tools.table_cells import TableError, bold_if, read_table
+from bandits.records import reader
+from bandits.tools.table_cells import TableError, bold_if, mean_se
 
 ORDER = ("bbb", "greedy", "eps1", "eps5")
 LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
@@ -29,20 +31,21 @@ SETTINGS = {  # the 20,000-step comparison: name -> (run, label)
 }
 
 
-def at_step(run: Path, step: int, late: int) -> pd.DataFrame:
+def at_step(run: Path | pd.DataFrame, step: int, late: int) -> pd.DataFrame:
     """Per agent and seed: the cumulative regret at ``step`` and the expected regret per
-    step over the ``late`` steps before it (``phases.csv``, whose windows must meet
-    ``step`` and ``step - late``).
+    step over the ``late`` steps before it, from a run's ``phases.csv`` (or the phases of
+    runs :func:`bandits.records.reader.joined`), whose windows must meet ``step`` and
+    ``step - late``.
 
     Raises:
-        ValueError: The run is shorter than ``step``, or its windows do not meet them.
+        ValueError: A damaged ``phases.csv``, a run shorter than ``step``, or windows that
+            do not meet them.
     """
-    numbers = ["start", "end", "regret", "expected_regret"]
-    phases = read_table(run / "phases.csv", ["agent", "seed", *numbers], numbers)
+    phases = run if isinstance(run, pd.DataFrame) else reader.read(Path(run) / "phases.csv")
     ends = set(phases["end"])
     if step not in ends or (step - late) not in ends:
-        raise ValueError(f"{run / 'phases.csv'}: no phase ends at step {step} and at "
-                         f"{step - late}")
+        where = "the phases" if isinstance(run, pd.DataFrame) else Path(run) / "phases.csv"
+        raise ValueError(f"{where}: no phase ends at step {step} and at {step - late}")
     rows = []
     for (agent, seed), g in phases.groupby(["agent", "seed"], sort=False):
         upto = g[g["end"] <= step]
@@ -55,7 +58,7 @@ def at_step(run: Path, step: int, late: int) -> pd.DataFrame:
 def _cell(values: pd.Series, digits: int, best: bool = False, median: bool = True) -> str:
     n = len(values)
     se = values.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
-    text = f"{bold_if(f'{values.mean():.{digits}f}', best)} +- {se:.{digits}f}"
+    text = mean_se(values.mean(), se, digits, best)
     return text + (f" ({values.median():.{digits}f})" if median else "")
 
 
@@ -67,7 +70,7 @@ def _paired(tables: dict[str, pd.DataFrame], first: str, second: str, column: st
             for n in (first, second))
     diff = (a - b).dropna()
     se = diff.std(ddof=1) / math.sqrt(len(diff))
-    return f"{diff.mean():{sign}.{digits}f} +- {se:.{digits}f}", len(diff)
+    return mean_se(diff.mean(), se, digits, sign=sign), len(diff)
 
 
 def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
@@ -118,7 +121,7 @@ def paired_rows(t: pd.DataFrame, final: str = "regret", late: str = "late",
         for other in order[1:]:
             d = (wide[order[0]] - wide[other]).to_numpy()
             se = d.std(ddof=1) / math.sqrt(len(d))
-            cells.append(f"{d.mean():.{digits}f} +- {se:.{digits}f} "
+            cells.append(f"{mean_se(d.mean(), se, digits)} "
                          f"({(d < 0).sum()} / {(d == 0).sum()} / {(d > 0).sum()}; "
                          f"{p_text(sign_flip_p(d))})")
         rows.append(f"| BBB - agent, {what}, paired over {len(wide)} seeds (BBB's wins / "
@@ -134,8 +137,9 @@ def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/me
     run, or several on the same seeds and horizon that hold the four agents between
     them."""
     runs = (run,) if isinstance(run, str) else run
-    phases_end = int(pd.read_csv(root / runs[0] / "phases.csv")["end"].max())
-    t = pd.concat([at_step(root / r, phases_end, late) for r in runs], ignore_index=True)
+    phases = reader.joined([root / r / "phases.csv" for r in runs])
+    phases_end = int(phases["end"].max())
+    t = at_step(phases, phases_end, late)
     seeds = {a: frozenset(s) for a, s in t.groupby("agent")["seed"]}
     if set(seeds) != set(ORDER) or len(set(seeds.values())) != 1:
         raise TableError(f"{', '.join(runs)}: every agent of {', '.join(ORDER)} needs its "
@@ -149,9 +153,9 @@ def figure6_memory(root: Path, run: str | tuple[str, ...] = "results/mushroom/me
             + " | ".join(LABELS[a] for a in ORDER) + " |\n| --- |" + " ---: |" * len(ORDER))
     final = {a: g.get_group(a)["regret"] for a in ORDER}
     row1 = f"| {label}, {n} seeds | " + " | ".join(
-        bold_if(f"{final[a].mean():.0f}", a == low_mean)
-        + f" +- {final[a].std(ddof=1) / math.sqrt(n):.0f} ("
-        + bold_if(f"{final[a].median():.0f}", a == low_median) + ")" for a in ORDER) + " |"
+        mean_se(final[a].mean(), final[a].std(ddof=1) / math.sqrt(n), 0, a == low_mean)
+        + " (" + bold_if(f"{final[a].median():.0f}", a == low_median) + ")"
+        for a in ORDER) + " |"
     row2 = (f"| expected regret per step, steps {phases_end - late + 1:,}-{phases_end:,} | "
             + " | ".join(_cell(g.get_group(a)["late"], 3, a == low_late, median=False)
                          for a in ORDER) + " |")

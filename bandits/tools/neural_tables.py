@@ -4,7 +4,6 @@ Mushroom, and how far the exploring networks explore."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -13,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from bandits.records import reader
 from bandits.records.regret import ranking
-from bandits.tools.table_cells import NAMES, bold_if, next_label
+from bandits.tools.table_cells import NAMES, bold_if, mean_se, next_label, read_table, se_text
 
 
 def reference(*runs: str, split: int) -> Callable[[Path], str]:
@@ -27,16 +27,15 @@ def reference(*runs: str, split: int) -> Callable[[Path], str]:
 
     def table(root: Path) -> str:
         wheres = [root / "results/neural-bandits" / run for run in runs]
-        ranked = ranking(pd.concat([pd.read_csv(w / "metrics.csv") for w in wheres]))
-        phases = pd.concat([pd.read_csv(w / "phases.csv") for w in wheres])
+        ranked = ranking(reader.joined([w / "metrics.csv" for w in wheres]))
+        phases = reader.joined([w / "phases.csv" for w in wheres])
         early = phases[phases["end"] <= split].groupby("agent")["regret"].sum()
         late = phases[phases["start"] > split].groupby("agent")["regret"].sum()
         seeds = phases.groupby("agent")["seed"].nunique()
         wall: dict[str, float] = {}
         for w in wheres:
-            record = json.loads((w / "config.json").read_text(encoding="utf-8"))
-            wall.update(record.get("wall_seconds_per_agent", {}))
-        steps = int(max(pd.read_csv(w / "summary.csv")["steps"].max() for w in wheres))
+            wall.update(reader.run_of(w).config.get("wall_seconds_per_agent", {}))
+        steps = int(reader.joined([w / "summary.csv" for w in wheres])["steps"].max())
         lines = [f"| agent | regret at {steps:,} | s.e. | min - max | rounds 1-{split:,} | "
                  f"rounds {split + 1:,}-{steps:,} | next | wall (s) |",
                  "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |"]
@@ -46,7 +45,7 @@ def reference(*runs: str, split: int) -> Callable[[Path], str]:
             mean = f"{r['mean']:.1f}"
             lines.append(
                 f"| {NAMES.get(a, a)} | {bold_if(mean, i == 0)} | "
-                f"{r['s.e.']:.1f} | {r['min']:.0f} - {r['max']:.0f} | "
+                f"{se_text(r['s.e.'], 1)} | {r['min']:.0f} - {r['max']:.0f} | "
                 f"{early.get(a, 0) / seeds[a]:.1f} | {late.get(a, 0) / seeds[a]:.1f} | {nxt} | "
                 f"{wall.get(a, float('nan')):,.0f} |")
         return "\n".join(lines) + "\n"
@@ -61,11 +60,17 @@ def widths(run: str, steps: Sequence[int]) -> Callable[[Path], str]:
     action first."""
 
     def table(root: Path) -> str:
-        f = pd.read_csv(root / "results/neural-bandits" / run / "exploration.csv")
+        f = _exploration(root / "results/neural-bandits" / run / "exploration.csv")
         return _width_table("| agent", "| ---", [
             (NAMES.get(r.agent, r.agent), r) for _, r in f[f["step"].isin(steps)].iterrows()])
 
     return table
+
+
+def _exploration(path: Path) -> pd.DataFrame:
+    """An ``exploration.csv`` (``bandits.diagnose``'s), its numbers checked."""
+    numbers = ["step", "spread_best", "spread_other", "gap", "wrong_share"]
+    return read_table(path, ["agent", *numbers], numbers)
 
 
 def _width_table(first: str, align: str, rows: Sequence[tuple[str, Any]]) -> str:
@@ -88,7 +93,8 @@ def _screen(root: Path, where: str = GRID) -> pd.DataFrame:
     the grid's rule (lowest mean, then smaller value, then smaller lambda)."""
     rows = []
     for summary in sorted((root / where).glob("*/sweep_summary.csv")):
-        f = pd.read_csv(summary)
+        numbers = ["seeds", "cumulative_regret_mean", "cumulative_regret_std"]
+        f = read_table(summary, ["agent", *numbers], numbers)
         lam = re.search(r"lambda-([0-9.]+)$", summary.parent.name)
         for _, r in f.iterrows():
             rows.append({"agent": r["agent"], "setting": f.columns[0],
@@ -120,7 +126,7 @@ def grid_screen(agent: str, where: str = GRID) -> Callable[[Path], str]:
                     continue
                 r = hit.iloc[0]
                 chosen = r["lambda"] == best["lambda"] and r["value"] == best["value"]
-                cells.append(bold_if(f"{r['mean']:.1f} +- {r['se']:.1f}", chosen))
+                cells.append(bold_if(mean_se(r["mean"], r["se"], 1), chosen))
             lines.append(f"| {lam:g} | " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -136,9 +142,8 @@ def grid_baselines(root: Path) -> str:
     lines = ["| agent | setting | regret | chosen |", "| --- | --- | ---: | --- |"]
     for agent, g in f.groupby("agent", sort=False):
         for i, (_, r) in enumerate(g.iterrows()):
-            text = f"{r['mean']:.1f} +- {r['se']:.1f}"
             lines.append(f"| {NAMES.get(agent, agent)} | {r['setting']} = {r['value']:g} | "
-                         f"{bold_if(text, i == 0)} | "
+                         f"{bold_if(mean_se(r['mean'], r['se'], 1), i == 0)} | "
                          f"{('yes' if len(g) > 1 else 'its one point') if i == 0 else ''} |")
     return "\n".join(lines) + "\n"
 
@@ -153,7 +158,7 @@ def screen_widths(where: str, steps: Sequence[int]) -> Callable[[Path], str]:
                        key=lambda f: float(f.parent.name.split("=", 1)[1]))
         rows = []
         for path in files:
-            f = pd.read_csv(path)
+            f = _exploration(path)
             rows += [(path.parent.name.split("=", 1)[1], r)
                      for _, r in f[f["step"].isin(steps)].iterrows()]
         return _width_table("| nu", "| ---:", rows)
@@ -167,12 +172,15 @@ def paired(*entries: tuple[str, str, str]) -> Callable[[Path], str]:
     over the seeds, its spread, and its paired difference to the first entry."""
 
     def table(root: Path) -> str:
+        runs = [root / "results/neural-bandits" / run for run in dict.fromkeys(
+            run for _, run, _ in entries)]
+        metrics = reader.joined([r / "metrics.csv" for r in runs], distinct=False)
+        steps = int(metrics["step"].max())
         finals = []
         for _, run, agent in entries:
-            m = pd.read_csv(root / "results/neural-bandits" / run / "metrics.csv")
-            m = m[m["agent"] == agent]
-            finals.append(m[m["step"] == m["step"].max()].set_index("seed")["cumulative_regret"])
-        steps = int(m["step"].max())
+            m = metrics[(metrics["folder"] == str(root / "results/neural-bandits" / run))
+                        & (metrics["agent"] == agent)]
+            finals.append(m[m["step"] == steps].set_index("seed")["cumulative_regret"])
         lines = [f"| agent | regret at {steps:,} | s.e. | min - max | paired, against "
                  f"{entries[0][0]} |", "| --- | ---: | ---: | ---: | --- |"]
         for (label, _, _), f in zip(entries, finals):
@@ -181,9 +189,9 @@ def paired(*entries: tuple[str, str, str]) -> Callable[[Path], str]:
                 diff = ""
             else:
                 d = (f - finals[0]).dropna()
-                diff = (f"{abs(d.mean()):.1f} +- {d.std() / math.sqrt(len(d)):.1f} "
+                diff = (f"{mean_se(abs(d.mean()), d.std() / math.sqrt(len(d)), 1)} "
                         f"{'higher' if d.mean() > 0 else 'lower'} ({len(d)} seeds)")
-            lines.append(f"| {label} | {f.mean():.1f} | {se:.1f} | {f.min():.0f} - "
+            lines.append(f"| {label} | {f.mean():.1f} | {se_text(se, 1)} | {f.min():.0f} - "
                          f"{f.max():.0f} | {diff} |")
         return "\n".join(lines) + "\n"
 

@@ -1,6 +1,8 @@
 """Cells shared by the generated result tables (:mod:`bandits.tools.doc_tables`): the agents'
-names as the tables print them, bold for the best entry, the ranking's "next" column in
-those names, and the checked reading of a shipped CSV file (:func:`read_table`)."""
+names as the tables print them, bold for the best entry, a mean and its standard error
+(:func:`mean_se`, the one way a table prints them), the ranking's "next" column in those
+names, and the checked reading of a shipped CSV file that is not a run's
+(:func:`read_table`; a run's files: :mod:`bandits.records.reader`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+
+from bandits.records.tables import TableError
 
 NAMES = {"linfullpost": "LinFullPost", "bbb-lrt": "BBB, local reparameterisation",
          "bbb": "BBB", "eps1": "1 % greedy", "neurallinear": "NeuralLinear",
@@ -21,6 +26,18 @@ def bold_if(text: str, flag: bool) -> str:
     return f"**{text}**" if flag else text
 
 
+def se_text(se: float, digits: int) -> str:
+    """A standard error to ``digits`` decimals, rounded to the nearest (399.66 is 400,
+    never 399): every s.e. a generated table prints is this text."""
+    return f"{se:.{digits}f}"
+
+
+def mean_se(mean: float, se: float, digits: int, bold: bool = False, sign: str = "") -> str:
+    """``mean +- se``, both rounded to ``digits`` decimals (:func:`se_text`), the mean in
+    bold where ``bold``; ``sign="+"`` prints the mean's sign."""
+    return f"{bold_if(f'{mean:{sign}.{digits}f}', bold)} +- {se_text(se, digits)}"
+
+
 def next_label(text: str) -> str:
     """The ranking's paired difference to the next agent (:func:`bandits.records.regret.ranking`),
     without its seed count and with the agent's printed name."""
@@ -31,17 +48,13 @@ def next_label(text: str) -> str:
     return nxt
 
 
-class TableError(ValueError):
-    """A shipped file a table is written from is missing, cut or not what it should be."""
-
-
 def read_table(path: Path, columns: Sequence[str], complete: Sequence[str] = ()
                ) -> pd.DataFrame:
-    """The CSV file ``path`` with ``columns``, none of ``complete`` holding a missing value.
+    """The CSV file ``path`` with ``columns``, each of ``complete`` a finite number.
 
     Raises:
         TableError: The file is missing or unreadable, lacks a column, or a value of
-            ``complete`` is missing (a NaN, a cut row).
+            ``complete`` is missing (a NaN, a cut row), not a number or not finite.
     """
     try:
         t = pd.read_csv(path)
@@ -52,8 +65,10 @@ def read_table(path: Path, columns: Sequence[str], complete: Sequence[str] = ()
         raise TableError(f"{path}: no column {missing[0]!r}; is it the file this table is "
                          "written from?")
     for c in complete:
-        bad = t[c].isna() if t[c].dtype != object else pd.to_numeric(t[c], errors="coerce").isna()
+        values = pd.to_numeric(t[c], errors="coerce")
+        bad = ~np.isfinite(values.to_numpy(dtype=float))
         if bad.any():
-            raise TableError(f"{path}: column {c!r} has a missing or non-numeric value in "
-                             f"row {int(bad.to_numpy().argmax()) + 2}")
+            raise TableError(f"{path}: line {int(bad.argmax()) + 2}: {c} is "
+                             f"{t[c].iloc[int(bad.argmax())]!r}, not a finite number")
+        t[c] = values
     return t
