@@ -333,3 +333,31 @@ def test_a_worker_run_checks_every_part_before_any_worker_starts(tmp_path, capsy
     # no worker ran: the other part, the gathered outputs and config.json are as they were
     assert {p: p.read_bytes() for p in kept} == kept
     assert json.loads((out / "config.json").read_text())["steps"] == 20
+
+
+def test_the_resume_hint_of_a_folder_with_a_space_pastes_back(tmp_path, monkeypatch, capsys):
+    import shlex
+
+    out = tmp_path / "sp ace run"
+    small = ["--env", "wheel", "--seeds", "1", "--hidden", "8", "--batch-size", "8",
+             "--updates-per-step", "1", "--no-progress", "--agent", "uniform", "greedy"]
+    _interrupt_at_act_call(monkeypatch, 5)
+    assert main([*small, "--steps", "10", "--checkpoint-every", "0", "--out", str(out)]) == 130
+    hint = capsys.readouterr().err.strip().split(" with: ")[-1]
+    argv = shlex.split(hint)
+    assert argv[:5] == ["python", "-m", "bandits.run", "--resume", str(out)], hint
+    monkeypatch.undo()
+    assert main(argv[3:]) == 0  # the hint as pasted into a shell
+    assert json.loads((out / "config.json").read_text())["steps_completed"] == 10
+
+
+def test_every_printed_or_recorded_command_quotes_its_arguments():
+    import shlex
+
+    from bandits.mnist.evaluation.model_files import command_line
+    from bandits.simulator.resume import RUN
+
+    assert shlex.split(RUN.resume_command("a b/c'd", exact=True)) == [
+        "python", "-m", "bandits.run", "--resume", "a b/c'd", "--exact"]
+    assert shlex.split(command_line(["--out", "sp ace", "--data-dir", "x y"])) == [
+        "python", "-m", "bandits.mnist", "--out", "sp ace", "--data-dir", "DIR"]

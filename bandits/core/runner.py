@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,8 @@ class RunKind:
     def resume_command(self, out: Path | str, exact: bool = False) -> str:
         """The command that resumes the run in ``out`` (made in exact mode: with
         ``--exact``, without which the resume is refused)."""
-        return f"python -m {self.prog} --resume {out}" + (" --exact" if exact else "")
+        return shlex.join(["python", "-m", self.prog, "--resume", str(out),
+                           *(["--exact"] if exact else [])])  # a folder with a space pastes
 
     def refuse_changes(self, given: Collection[str], cls: type | None = None) -> None:
         """One line naming the first setting of ``given`` that a ``--resume`` may not add

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,8 @@ def run_point(point: Point) -> dict[str, Any]:
             steps = requested(point)["steps"]
             outcome = runner.resume(Path(point.out),
                                     {"steps": steps, "no_progress": True, **one},
-                                    f"python -m bandits.run --resume {point.out} --steps {steps}")
+                                    shlex.join(["python", "-m", "bandits.run", "--resume",
+                                                point.out, "--steps", str(steps)]))
         else:  # new, or stale under --overwrite (refused earlier otherwise)
             Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
             outcome = runner.start(point.config(overwrite=True, no_progress=True, **one),

@@ -101,7 +101,7 @@ def resume_config(out: Path, changes: dict[str, Any]) -> tuple[Config, dict]:
         raise UsageError(f"the run in {out} is on the data set {cfg.run.env!r}, which a script "
                          "registered (envs.register_dataset) and this process does not know; "
                          f"resume it from a script that registers {cfg.run.env!r} first, then "
-                         f"calls bandits.run.main(['--resume', '{out}'])")
+                         f"calls bandits.run.main({['--resume', str(out)]!r})")
     validate(cfg)
     RUN.check_continues("steps", cfg.run.steps, int(state["steps_done"]), "steps", out)
     return cfg, {"state": state, "config": saved}

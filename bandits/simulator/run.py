@@ -129,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if _WRITTEN:  # the run ended and wrote its records; the figure was being drawn
             print(f"bandits.run: interrupted as the run ended; its records in {_WRITTEN[-1]} "
-                  f"are whole (draw its figure with: python -m bandits.plot {_WRITTEN[-1]})",
+                  "are whole (draw its figure with: "
+                  f"{shlex.join(['python', '-m', 'bandits.plot', str(_WRITTEN[-1])])})",
                   file=sys.stderr)
         else:
             print("bandits.run: interrupted while starting; no step was run (a checkpoint "

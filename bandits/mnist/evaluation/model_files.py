@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from bandits.mnist.evaluation.markdown import pipe_table
 
 def command_line(argv: Sequence[str]) -> str:
     """The command as run, with a ``--data-dir`` value hidden (it is a local path)."""
-    out, hide = ["python -m bandits.mnist"], False
+    out, hide = [], False
     for a in argv:
         if hide:
             out.append("DIR")
@@ -35,7 +36,7 @@ def command_line(argv: Sequence[str]) -> str:
             out.append("--data-dir=DIR")
         else:
             out.append(a)
-    return " ".join(out)
+    return "python -m bandits.mnist " + shlex.join(out)  # quoted: it pastes back
 
 
 # a model's trained weights, ``raw/model.pt``: a checkpoint file (bandits.core.checkpoint) of
