@@ -249,3 +249,35 @@ def test_out_holding_a_users_files_is_refused_and_overwrite_replaces_only_its_ow
     assert {p.name for p in mine.iterdir()} == {*confirm.OUTPUTS, "regret.png"}
     for name, begins in confirm.OUTPUTS.items():  # as the command recognises its own files
         assert (mine / name).read_text().startswith(begins), name
+
+
+DECAYS = {"0": HELDOUT / "tuning" / "decay-0", "0.3": ROOT / "results/mushroom/memory-decay-0.3",
+          "1": ROOT / "results/mushroom/memory-horizon"}
+"""The runs of the held-out page's table of each baseline's decay (seeds 0-9)."""
+
+
+def test_the_heldout_pages_decay_table_is_what_its_runs_give():
+    """Each cell of the hand-made table of the baselines' decays: the mean final regret
+    (bold where lowest, the decay chosen) +- its standard error, rounded, from each run's
+    summary.csv (greedy's medians from its phases.csv)."""
+    import math
+
+    from bandits.records import reader
+
+    lines = (HELDOUT / "README.md").read_text().splitlines()
+    summaries = {d: reader.read(run / "summary.csv").set_index("agent")
+                 for d, run in DECAYS.items()}
+    for agent, label in (("greedy", "greedy"), ("eps1", "1 % greedy"), ("eps5", "5 % greedy")):
+        means = {d: s.loc[agent, "cumulative_regret_mean"] for d, s in summaries.items()}
+        low = min(means, key=means.__getitem__)
+        cells = []
+        for d, s in summaries.items():
+            se = s.loc[agent, "cumulative_regret_std"] / math.sqrt(s.loc[agent, "seeds"])
+            mean = f"{means[d]:.0f}"
+            cells.append(f"{f'**{mean}**' if d == low else mean} +- {round(se)}")
+            if agent == "greedy":
+                phases = reader.read(DECAYS[d] / "phases.csv")
+                finals = phases[phases.agent == agent].groupby("seed")["regret"].sum()
+                cells[-1] += f" (median {finals.median():.0f})"
+        row = f"| {label} | " + " | ".join(cells) + f" | {low} |"
+        assert row in lines, row

@@ -315,3 +315,38 @@ def test_a_tampered_run_file_is_one_line_and_no_page_is_written(tmp_path, capsys
     damage(root / rel)
     err = _one_line_error(root, capsys)
     assert f"{root / rel}: " in err and says in err, err
+
+
+def test_every_printed_standard_error_is_its_value_rounded(monkeypatch):
+    """Every s.e. a generated table prints is the value its files give, rounded to the
+    digits shown (399.66 is 400, never 399 by truncation): each "+- s" of every table is
+    printed by table_cells.se_text from the value computed, and se_text rounds. (The
+    ranking's "X +- Y lower than" and Table 2, copied from the MNIST report's tables.md,
+    are printed elsewhere.)"""
+    import re
+    from collections import Counter
+
+    from bandits.tools import heldout_tables, memory_tables, table_cells
+
+    real = table_cells.se_text
+    assert [real(v, d) for v, d in ((399.66, 0), (399.4, 0), (0.0026, 3), (3.96, 1))] == \
+        ["400", "399", "0.003", "4.0"]
+    printed: list[tuple[float, int, str]] = []
+
+    def recording(se: float, digits: int) -> str:
+        printed.append((se, digits, real(se, digits)))
+        return printed[-1][2]
+
+    for module in (table_cells, doc_tables, memory_tables, heldout_tables, neural_tables):
+        if hasattr(module, "se_text"):
+            monkeypatch.setattr(module, "se_text", recording)
+    for name, generate in doc_tables.GENERATORS.items():
+        printed.clear()
+        text = re.sub(r"\S+ \+- \S+ lower than", "", generate(REPO))
+        shown = Counter(re.findall(r"\+- (-?[\d.]+\d)", text))
+        if name == "table2":
+            continue
+        assert "+- nan" not in text and shown <= Counter(t for _, _, t in printed), name
+        for se, digits, t in printed:
+            assert float(t) == round(se, digits) and abs(float(t) - se) <= 0.5 * 10**-digits, \
+                (name, se, t)
