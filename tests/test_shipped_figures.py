@@ -53,19 +53,21 @@ def test_a_run_without_its_metrics_is_drawn_from_its_phases():
 
 
 def test_runs_on_other_seeds_are_drawn_joined_and_an_agent_seed_twice_is_refused(tmp_path):
-    import shutil
+    import json
 
     import pytest
 
     whole = REPO / "results/mushroom/memory-decay-0.3"
     phases = pd.read_csv(whole / "phases.csv")
+    record = json.loads((whole / "config.json").read_text())
     runs = tmp_path / "runs"
     for name, agents in (("bbb", ["bbb"]), ("others", ["greedy", "eps1", "eps5"])):
         (runs / name).mkdir(parents=True)
         phases[phases.agent.isin(agents)].to_csv(runs / name / "phases.csv", index=False)
-        shutil.copy(whole / "config.json", runs / name / "config.json")
+        (runs / name / "config.json").write_text(json.dumps({**record, "agent": agents}))
     drawn = figures.draw_joined(tmp_path / "regret.png", runs, "joined")
     assert figures.stamp(drawn) == STAMP
     phases[phases.agent == "bbb"].to_csv(runs / "others" / "phases.csv", index=False)
-    with pytest.raises(ValueError, match="in two runs"):
+    (runs / "others" / "config.json").write_text(json.dumps({**record, "agent": ["bbb"]}))
+    with pytest.raises(ValueError, match="agent bbb, seed 0 is in two folders"):
         figures.draw_joined(tmp_path / "again.png", runs, "joined")

@@ -25,6 +25,7 @@ from bandits.analysis import plot
 from bandits.analysis.diagnose import draw, read_phases, read_probes
 from bandits.core.style import STAMP
 from bandits.experiments.sweep_results import redraw
+from bandits.records import reader
 from bandits.records.figures import plot_regret, read_metrics, run_labels, run_title
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def draw_run(run: Path) -> Path:
     if (run / "metrics.csv").is_file():
         metrics, note = read_metrics(run), ""
     else:
-        phases = pd.read_csv(run / "phases.csv")
+        phases = reader.read(run / "phases.csv")
         metrics = metrics_from_phases(phases)
         note = f" (from phases.csv: a point every {phase_length(phases):,} steps)"
     title = (run_title(run, metrics) or run.name) + note
@@ -121,10 +122,8 @@ def draw_joined(figure: Path, runs: Path, name: str) -> Path:
     """``figure``: the cumulative regret of every run below ``runs`` (each with a
     ``phases.csv``), joined agent by agent, as the simulator draws one run."""
     folders = sorted(p for p in runs.iterdir() if (p / "phases.csv").is_file())
-    phases = pd.concat([pd.read_csv(p / "phases.csv") for p in folders], ignore_index=True)
-    if phases.duplicated(["agent", "seed", "end"]).any():
-        raise ValueError(f"{runs}: an agent's seed is in two runs")
-    records = [json.loads((p / "config.json").read_text()) for p in folders]
+    phases = reader.joined([p / "phases.csv" for p in folders])  # each agent's seed once
+    records = [reader.run_of(p).config for p in folders]
     metrics = metrics_from_phases(phases)
     title = (f"{name}: {metrics['seed'].nunique()} seeds, {int(metrics['step'].max()):,} "
              f"steps (a point every {phase_length(phases):,})")
