@@ -74,8 +74,9 @@ def script(name: str, readme: Path = README, lines: list[int] | None = None,
         out += [f"echo {shlex.quote('$ ' + line)}", "_t0=$SECONDS", line,
                 'echo "($((SECONDS - _t0)) s)"']
         if times is not None:
-            out.append(f"printf '%s\\t%s\\t%s\\n' {shlex.quote(name)} {shlex.quote(line)} "
-                       f'"$((SECONDS - _t0))" >> {shlex.quote(str(times))}')
+            out.append(f"printf '%s\\t%s\\t%s\\t%s\\n' {shlex.quote(name)} {shlex.quote(line)} "
+                       f'"$((SECONDS - _t0))" "$(cut -d" " -f1 /proc/loadavg)" '
+                       f">> {shlex.quote(str(times))}")
     return "\n".join(out) + "\n"
 
 
