@@ -3,8 +3,10 @@ README's marked blocks, and a broken README command fails the script CI runs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,30 @@ def test_a_damaged_block_is_one_line_and_exit_2(tmp_path, text, problem) -> None
                            "quickstart", "--readme", str(copy)], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stdout == ""
     assert problem in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_a_wheel_built_from_the_repository_ships_mushroom_and_runs_outside_the_checkout(
+        tmp_path) -> None:
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(wheels), str(ROOT)], check=True, capture_output=True,
+                   timeout=300)
+    (wheel,) = wheels.glob("bbb_bandits-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("agaricus-lepiota.data.gz", "LICENSE", "README.md"):
+        assert f"bandits/datasets/mushroom/{name}" in names, name
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True, capture_output=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "BANDITS_DATA_DIR"}
+    env["PYTHONPATH"] = str(target)  # the installed copy, not the checkout
+    out = tmp_path / "run"
+    code = ("import bandits, sys; assert bandits.__file__.startswith(sys.argv[1]); "
+            "from bandits.run import main; sys.exit(main(sys.argv[2:]))")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(target),
+         "--agent", "greedy", "--steps", "20", "--seeds", "1", "--no-progress", "--out",
+         str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Cumulative regret after 20 steps" in proc.stdout

@@ -248,7 +248,22 @@ def _paper_preset_reached() -> str:
     return f"reached step {steps.min():,} of 50,000"
 
 
+QUICK_CHECK = 'python -m pytest -n 2 -m "not slow"'
+
+
+def _readme_times() -> list[str]:
+    """The README's timings as results/fresh-machine/times.json records them."""
+    t = json.loads((REPO / "results/fresh-machine/times.json").read_text())
+    took = {c["command"]: c["seconds"] for c in t["commands"]}
+    install = took["python3 -m venv .venv && . .venv/bin/activate && pip install -c "
+                   "constraints.txt -e ."]
+    return [f"(a {t['machine']['cores']}-core {t['machine']['cpu']})",
+            f"the install\ntook {install} s and the job {took['python -m bandits.run']} s",
+            f"It took {took[QUICK_CHECK]} s on the same two idle"]
+
+
 README_QUOTES = [
+    *(lambda i=i: _readme_times()[i] for i in range(3)),
     _paper_setup_greedy,
     _paper_preset_reached,
     _heldout_greedy,
