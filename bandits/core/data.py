@@ -87,14 +87,17 @@ def content_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def candidate_dirs(data_dir: str | os.PathLike | None = None) -> list[tuple[str, Path]]:
-    """The directories searched, in order, each with a word saying where it came from."""
+def candidate_dirs(data_dir: str | os.PathLike | None = None,
+                   cache: bool = True) -> list[tuple[str, Path]]:
+    """The directories searched, in order, each with a word saying where it came from
+    (``cache``: the per-user cache last)."""
     dirs: list[tuple[str, Path]] = []
     if data_dir is not None:
         dirs.append(("--data-dir", Path(data_dir).expanduser()))
     elif os.environ.get(ENV_DATA_DIR):
         dirs.append((f"${ENV_DATA_DIR}", Path(os.environ[ENV_DATA_DIR]).expanduser()))
-    dirs.append(("cache", cache_dir()))
+    if cache:
+        dirs.append(("cache", cache_dir()))
     return dirs
 
 
@@ -114,10 +117,8 @@ def resolve(
         DataNotFoundError: The file is nowhere and could not be downloaded.
     """
     looked: list[str] = []
-    dirs = candidate_dirs(data_dir)
-    if file.packaged:  # the package's copy replaces the cache and the download
-        dirs = [(origin, d) for origin, d in dirs if origin != "cache"]
-    for origin, d in dirs:
+    # the package's copy of a file it ships replaces the cache and the download
+    for origin, d in candidate_dirs(data_dir, cache=not file.packaged):
         for p in (d / file.dataset / file.name, d / file.name):
             if p.is_file():
                 return p
