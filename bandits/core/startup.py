@@ -57,7 +57,9 @@ class Command:
 
         main, cli = Command("bandits.run", "bandits.simulator.run").entries()
 
-    ``main(argv)`` runs the command in this process as it is (for scripts and tests);
+    ``main(argv)`` runs the command in this process as it is (for scripts and tests), a
+    data file missing, malformed or changed said in one line (exit status 2) as every
+    command says it;
     ``cli()`` is the command started from a shell: :func:`start` first (signals, kernels,
     before torch loads), then ``main`` with the process's arguments, exiting with its status;
     a first argument ``--version`` is answered before the command's module loads (as
@@ -69,7 +71,16 @@ class Command:
         self.module = module
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        return importlib.import_module(self.module).main(argv)
+        # the one handler of bad data for every command: a data file missing, malformed or
+        # changed (bandits.core.data.DataError, its message naming the file and what is
+        # wrong) is one line, exit status 2; the command's output folder, claimed or made,
+        # is given up on the way out (bandits.core.command.writing)
+        from bandits.core.command import refused
+        from bandits.core.data import DataError
+        try:
+            return importlib.import_module(self.module).main(argv)
+        except DataError as e:
+            return refused(self.prog, e)
 
     def cli(self) -> None:
         start(self.prog)
