@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from bandits.core.processes import (
 )
 from bandits.experiments.sweep_point import STATUS, Point, SweepError
 from bandits.simulator import run as runner
-from bandits.simulator.resume import RESUME_FLAGS, identity
+from bandits.simulator.resume import RESUME_FLAGS, RUN, identity
 from bandits.simulator.settings import Flags, check_data
 
 try:
@@ -201,8 +200,7 @@ def run_point(point: Point) -> dict[str, Any]:
             steps = requested(point)["steps"]
             outcome = runner.resume(Path(point.out),
                                     {"steps": steps, "no_progress": True, **one},
-                                    shlex.join(["python", "-m", "bandits.run", "--resume",
-                                                point.out, "--steps", str(steps)]))
+                                    f"{RUN.resume_command(point.out)} --steps {steps}")
         else:  # new, or stale under --overwrite (refused earlier otherwise)
             Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
             outcome = runner.start(point.config(overwrite=True, no_progress=True, **one),
