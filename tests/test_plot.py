@@ -347,9 +347,7 @@ def test_panels_draw_each_run_in_its_own_titled_panel(tmp_path):
 def test_panels_need_a_title_per_run(tmp_path, capsys):
     from bandits.analysis import plot
 
-    d = tmp_path / "run"
-    d.mkdir()
-    (d / "metrics.csv").write_text("agent,seed,step,cumulative_regret\nbbb,0,1,1\nbbb,0,2,2\n")
+    d = _run_dir(tmp_path / "run")
     assert plot.main([str(d), str(d), "--panels", "--titles", "one", "--out",
                       str(tmp_path / "f.png")]) == 2
     assert "one --titles entry per DIR" in capsys.readouterr().err

@@ -75,11 +75,14 @@ class Command:
         # changed (bandits.core.data.DataError, its message naming the file and what is
         # wrong) is one line, exit status 2; the command's output folder, claimed or made,
         # is given up on the way out (bandits.core.command.writing)
-        from bandits.core.command import refused
-        from bandits.core.data import DataError
         try:
             return importlib.import_module(self.module).main(argv)
-        except DataError as e:
+        except Exception as e:
+            # not imported here (it loads urllib: --version stays quick); an error is a
+            # DataError only where the module that defines it was loaded
+            data = sys.modules.get("bandits.core.data")
+            if data is None or not isinstance(e, data.DataError):
+                raise
             return refused(self.prog, e)
 
     def cli(self) -> None:
@@ -92,6 +95,12 @@ class Command:
     def entries(self):
         """``(main, cli)``: the two ways in, for the entry module's namespace."""
         return self.main, self.cli
+
+
+def refused(prog: str, error: Exception) -> int:
+    """Say ``error`` in one line as the command ``prog``'s and give its exit status, 2."""
+    print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return 2
 
 
 def start(prog: str) -> None:
