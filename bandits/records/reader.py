@@ -128,10 +128,10 @@ def read(path: Path, run: Run | None = None, by_itself: bool = False) -> pd.Data
     """
     path = Path(path)
     schema = SCHEMAS[path.name]
+    table = _load(path)  # a file missing is said first, before its run's record
     if schema.run and run is None and not (by_itself and
                                            not (path.parent / "config.json").exists()):
         run = run_of(path.parent)
-    table = _load(path)
     more = [c for c in table.columns if schema.more_counts and
             re.fullmatch(schema.more_counts, str(c))]
     needed = [*schema.keys, *schema.counts, *schema.numbers, *schema.maybe, *schema.spreads]
