@@ -42,7 +42,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from bandits.core.data import DataNotFoundError
+from bandits.core.data import DataError
 from bandits.core.idx import load_mnist, preprocess
 from envs.core import BanditEnv, BanditProblem, Rounds
 from envs.mushroom import load_mushroom
@@ -97,10 +97,11 @@ def load(name: str, data_dir: str | os.PathLike | None = None
     in-process (many envs of one data set share one copy).
 
     Raises:
-        ValueError: An unknown name, a loader that raises (but for a data file not found,
-            :class:`bandits.core.data.DataNotFoundError`, raised as it is), or a loader whose
-            result does not match its entry (not a pair of arrays, shapes, features that
-            are not real numbers, labels outside ``0 .. K-1``); one line naming the data set.
+        ValueError: An unknown name, a loader that raises (but for a data file missing,
+            malformed or changed, :class:`bandits.core.data.DataError`, raised as it is),
+            or a loader whose result does not match its entry (not a pair of arrays,
+            shapes, features that are not real numbers, labels outside ``0 .. K-1``); one
+            line naming the data set.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown labelled data set {name!r}; choose from "
@@ -135,8 +136,8 @@ def _arrays(name: str, loader: Loader, data_dir: str | os.PathLike | None
     is one ``ValueError`` naming the data set."""
     try:
         got = loader(data_dir)
-    except DataNotFoundError:
-        raise  # its message says where it looked and how to get the file
+    except DataError:
+        raise  # a data file missing, malformed or changed: its message names the file
     except Exception as e:
         text = " ".join(str(e).split())
         raise ValueError(f"data set {name!r}: its loader raised {type(e).__name__}"

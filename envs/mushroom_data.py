@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bandits.core.data import ChecksumError, DataFile, content_sha256, resolve
+from bandits.core.data import ChecksumError, DataError, DataFile, content_sha256, resolve
 
 MUSHROOM_FILE = DataFile(
     dataset="mushroom",
@@ -103,7 +103,7 @@ _COLUMNS: tuple[dict[str, int], ...] = tuple(
 )
 
 
-class MushroomFormatError(ValueError):
+class MushroomFormatError(DataError, ValueError):
     """The mushroom data file is malformed. The message names the file and the line.
 
     Attributes:
@@ -210,7 +210,8 @@ def parse_mushroom(path: str | os.PathLike) -> tuple[NDArray[np.float32], NDArra
                 path,
                 lineno,
                 f"{len(fields)} columns, expected {n_cols} (class + {len(ATTRIBUTES)} "
-                "attributes); a row cut short means a truncated file",
+                "attributes); " + ("a row cut short means a truncated file"
+                                   if len(fields) < n_cols else "not the UCI file?"),
             )
         if fields[0] not in CLASSES:
             raise MushroomFormatError(

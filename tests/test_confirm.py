@@ -65,6 +65,23 @@ def _folder(tmp_path: Path, name: str, *frames: pd.DataFrame, env: str = "mushro
     return d
 
 
+def test_the_resume_hint_of_a_short_run_pastes_back_with_a_space_in_the_folder(tmp_path):
+    import shlex
+
+    a = _folder(tmp_path, "run one", _phases("bbb", range(10, 14)))
+    with pytest.raises(ValueError, match="ran 4 of 6 steps") as info:
+        confirm.per_seed([a], 6, 3)
+    hint = str(info.value).rpartition("(")[2].removesuffix(")")
+    assert shlex.split(hint) == ["python", "-m", "bandits.run", "--resume", str(a), "--steps",
+                                 "6"]
+    record = json.loads((a / "config.json").read_text())
+    (a / "config.json").write_text(json.dumps({**record, "exact": True}))
+    with pytest.raises(ValueError) as info:  # an exact run resumes with --exact, or not at all
+        confirm.per_seed([a], 6, 3)
+    assert shlex.split(str(info.value).rpartition("(")[2].removesuffix(")"))[5:] == [
+        "--exact", "--steps", "6"]
+
+
 def test_folders_join_agent_by_agent_and_refuse_overlaps_and_short_runs(tmp_path):
     a = _folder(tmp_path, "a", _phases("bbb", range(10, 14)))
     b = _folder(tmp_path, "b", _phases("greedy", range(10, 14)))

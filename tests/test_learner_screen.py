@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bandits.learner_screen import main as command
 from bandits.studies import learner_screen as ls
 
 
@@ -109,9 +110,10 @@ def test_bad_input_is_one_line_before_any_folder_is_made(argv, message, tmp_path
     (tmp_path / "cut" / "mushroom" / "agaricus-lepiota.data").write_text("p,x\n")
     out = tmp_path / "screen"
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    assert ls.main([*argv, "--out", str(out)]) == 2
+    assert command([*argv, "--out", str(out)]) == 2  # the command, as python -m runs it
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+    assert err.startswith("bandits.learner_screen: error: ")
     assert not out.exists()
 
 

@@ -22,18 +22,24 @@ def _metrics(agents=("bbb", "greedy"), seeds=(0, 1, 2), steps=(1, 5, 10)) -> pd.
         for s in seeds:
             r = e = 0.0
             for t in steps:
-                r += rng.uniform(0, 5)
-                e += rng.uniform(0, 3)
-                rows.append({"agent": a, "seed": s, "step": t, "cumulative_regret": r,
+                dr, de = rng.uniform(0, 5), rng.uniform(0, 3)
+                r, e = r + dr, e + de
+                rows.append({"agent": a, "seed": s, "step": t, "action": 0, "reward": 0.0,
+                             "regret": dr, "expected_regret": de, "cumulative_regret": r,
                              "cumulative_expected_regret": e})
     return pd.DataFrame(rows)
 
 
-def _run_dir(path: Path, env: str | None = "mushroom", **kw) -> Path:
+def _run_dir(path: Path, env: str | None = "mushroom", agents=("bbb", "greedy"),
+             seeds=(0, 1, 2), steps=(1, 5, 10)) -> Path:
+    """A run's folder: its metrics.csv and (with an ``env``) its config.json, the record
+    the file is checked against."""
     path.mkdir(parents=True)
-    _metrics(**kw).to_csv(path / "metrics.csv", index=False)
+    _metrics(agents, seeds, steps).to_csv(path / "metrics.csv", index=False)
     if env is not None:
-        (path / "config.json").write_text(json.dumps({"env": env, "steps": 10}))
+        (path / "config.json").write_text(json.dumps(
+            {"env": env, "agent": list(agents), "seed": seeds[0], "seeds": len(seeds),
+             "seed_list": list(seeds), "steps": steps[-1]}))
     return path
 
 
@@ -341,9 +347,7 @@ def test_panels_draw_each_run_in_its_own_titled_panel(tmp_path):
 def test_panels_need_a_title_per_run(tmp_path, capsys):
     from bandits.analysis import plot
 
-    d = tmp_path / "run"
-    d.mkdir()
-    (d / "metrics.csv").write_text("agent,seed,step,cumulative_regret\nbbb,0,1,1\nbbb,0,2,2\n")
+    d = _run_dir(tmp_path / "run")
     assert plot.main([str(d), str(d), "--panels", "--titles", "one", "--out",
                       str(tmp_path / "f.png")]) == 2
     assert "one --titles entry per DIR" in capsys.readouterr().err

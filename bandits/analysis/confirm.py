@@ -37,6 +37,7 @@ from bandits.core.config import UsageError, setting
 from bandits.core.files import write_atomic, write_csv
 from bandits.core.processes import stop_on_ctrl_c
 from bandits.records import reader
+from bandits.simulator.resume import RUN
 
 MEASURES = {"final": "final cumulative regret", "late": "late expected regret per step"}
 """The two measures compared: the column of ``seeds.csv`` and how tables name it."""
@@ -50,9 +51,10 @@ def per_seed(folders: Sequence[Path], steps: int, late_from: int) -> pd.DataFram
     ``steps`` steps, or phases that do not start at ``late_from``."""
     phases = reader.joined([Path(folder) / "phases.csv" for folder in folders])
     folder, ran = phases["folder"].iloc[0], int(phases["end"].max())
-    if ran < steps:
+    if ran < steps:  # the command quoted: a folder with a space in its name pastes back
+        again = RUN.resume_command(folder, bool(reader.run_of(Path(folder)).config.get("exact")))
         raise ValueError(f"{folder} ran {ran} of {steps} steps; resume it to {steps} "
-                         f"(python -m bandits.run --resume {folder})")
+                         f"({again} --steps {steps})")
     if ran > steps:
         raise ValueError(f"{folder} ran {ran} steps, not the {steps} of --steps; give "
                          f"--steps {ran}, or runs of {steps} steps")

@@ -54,6 +54,7 @@ from bandits.core.config import setting
 from bandits.core.files import save_figure, write_csv
 from bandits.core.processes import stop_on_ctrl_c
 from bandits.core.style import DPI, styled
+from bandits.records import reader
 from bandits.records.figures import COLORS, LABELS, run_labels
 from bandits.records.memory import (
     MEMORY_COLUMNS,
@@ -62,7 +63,7 @@ from bandits.records.memory import (
     memorisation_summary,
     standard_error,
 )
-from bandits.records.tables import TableError, header, read_run_table
+from bandits.records.tables import read_run_table
 
 
 def _positive(x: pd.Series) -> pd.Series:
@@ -162,9 +163,39 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [c[:-5] for c in table.columns if c.endswith("_rate")]
     fig, axes = plt.subplots(2, 2, figsize=(10, 7.2), constrained_layout=True)
     a, b, c, d = axes.ravel()
+    _draw_phases(a, b, table, names_of)
+    if probes is not None and not probes.empty:
+        _draw_probes(c, d, probes, env, names_of)
+    empty = (("no model with sampled predictions", "no sample ever took a wrong action")
+             if probes is not None else ("no probes.csv in the run's directory",) * 2)
+    for ax, what in zip((c, d), empty):
+        if ax.lines:
+            ax.legend(fontsize=6, frameon=False)
+        else:
+            ax.text(0.5, 0.5, what, transform=ax.transAxes, ha="center", va="center",
+                    fontsize=8, color="0.4")
+    for ax in (a, b, c, d):  # a log axis where there is something positive to put on it
+        positive = any((np.asarray(line.get_ydata(), float) > 0).any() for line in ax.lines)
+        ax.set_yscale("log" if positive else "linear")
+    c.set(xscale="log", xlabel="step", ylabel="std of sampled predictions",
+          title="(c) spread of the wrong action's predicted reward\n"
+                "(mean over probed contexts and seeds)")
+    d.set(xscale="log", xlabel="step", ylabel="probability",
+          title="(d) chance a model sample takes the wrong action\n"
+                "(mean over probed contexts and seeds)")
+    for ax in axes.ravel():
+        ax.grid(True, alpha=0.3, which="both")
+    fig.suptitle(title, fontsize=10)
+    save_figure(fig, path, dpi=DPI)
+    save_figure(fig, path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def _draw_phases(a, b, table: pd.DataFrame, names_of: dict[str, str]) -> None:
+    """Panels (a), the regret per step, and (b), the mistakes per phase, of each agent."""
+    names = [c[:-5] for c in table.columns if c.endswith("_rate")]
     styles = ["-", "--", ":", "-."]
     for agent, g in table.groupby("agent", sort=False):
         color, label = COLORS.get(agent), names_of.get(agent, agent)
@@ -185,46 +216,25 @@ def draw(table: pd.DataFrame, probes: pd.DataFrame | None, env: str | None, path
           title="(b) mistakes per phase (share of steps, mean over seeds)")
     a.legend(fontsize=7, frameon=False)
     b.legend(fontsize=6, frameon=False)
-    if probes is not None and not probes.empty:
-        wrong = probes[probes["action"] != probes["best_action"]]
-        for (agent, best), g in wrong.groupby(["agent", "best_action"], sort=False):
-            g = g.groupby("step")[["predicted_std", "chosen_share"]].mean()
-            color = COLORS.get(agent)
-            spec = envs.SPECS.get(env or "")
-            what = (spec.best_actions if spec else {}).get(int(best), f"best {best}")
-            ls = "-" if int(best) == 0 else "--"
-            label = f"{names_of.get(agent, agent)}, {what}"
-            for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
-                if (g[col] > 0).any():  # a point estimate has no spread: nothing to draw
-                    ax.plot(g.index, _positive(g[col]), color=color, ls=ls, label=label)
-    empty = (("no model with sampled predictions", "no sample ever took a wrong action")
-             if probes is not None else ("no probes.csv in the run's directory",) * 2)
-    for ax, what in zip((c, d), empty):
-        if ax.lines:
-            ax.legend(fontsize=6, frameon=False)
-        else:
-            ax.text(0.5, 0.5, what, transform=ax.transAxes, ha="center", va="center",
-                    fontsize=8, color="0.4")
-    for ax in (a, b, c, d):
-        if not any((np.asarray(line.get_ydata(), float) > 0).any() for line in ax.lines):
-            ax.set_yscale("linear")  # nothing positive to put on a log axis
-        else:
-            ax.set_yscale("log")
-    c.set(xscale="log", xlabel="step", ylabel="std of sampled predictions",
-          title="(c) spread of the wrong action's predicted reward\n"
-                "(mean over probed contexts and seeds)")
-    d.set(xscale="log", xlabel="step", ylabel="probability",
-          title="(d) chance a model sample takes the wrong action\n"
-                "(mean over probed contexts and seeds)")
-    for ax in axes.ravel():
-        ax.grid(True, alpha=0.3, which="both")
-    fig.suptitle(title, fontsize=10)
-    save_figure(fig, path, dpi=DPI)
-    save_figure(fig, path.with_suffix(".pdf"))
-    plt.close(fig)
 
 
-PHASE_COLUMNS = ["agent", "seed", "start", "end", "regret", "expected_regret"]
+def _draw_probes(c, d, probes: pd.DataFrame, env: str | None, names_of: dict[str, str]
+                 ) -> None:
+    """Panels (c), the spread of the wrong actions' sampled predictions, and (d), the
+    chance a sample takes one, from the probes."""
+    spec = envs.SPECS.get(env or "")
+    wrong = probes[probes["action"] != probes["best_action"]]
+    for (agent, best), g in wrong.groupby(["agent", "best_action"], sort=False):
+        g = g.groupby("step")[["predicted_std", "chosen_share"]].mean()
+        what = (spec.best_actions if spec else {}).get(int(best), f"best {best}")
+        ls = "-" if int(best) == 0 else "--"
+        label = f"{names_of.get(agent, agent)}, {what}"
+        for ax, col in ((c, "predicted_std"), (d, "chosen_share")):
+            if (g[col] > 0).any():  # a point estimate has no spread: nothing to draw
+                ax.plot(g.index, _positive(g[col]), color=COLORS.get(agent), ls=ls,
+                        label=label)
+
+
 PROBE_COLUMNS = ["agent", "seed", "step", "best_action", "action", "predicted_std",
                  "chosen_share"]
 
@@ -262,20 +272,11 @@ def read_probes(run_dir: Path) -> pd.DataFrame | None:
 
 
 def read_phases(run_dir: Path) -> pd.DataFrame:
-    """``phases.csv`` checked whole: every (agent, seed) with the same phases, which tile
-    the steps from 1 on."""
-    path = run_dir / "phases.csv"
-    phases = read_run_table(path, PHASE_COLUMNS,
-                            numeric=["seed", "start", "end", "regret", "expected_regret",
-                                     *[c for c in header(path)
-                                       if c.startswith("a") and "_best" in c]],
-                            grid=["start", "end"])
-    first = phases[(phases["agent"] == phases["agent"].iloc[0])
-                   & (phases["seed"] == phases["seed"].iloc[0])].sort_values("start")
-    starts, ends = first["start"].to_numpy(), first["end"].to_numpy()
-    if starts[0] != 1 or (starts[1:] != ends[:-1] + 1).any():
-        raise TableError(f"{path}: its phases do not follow one another from step 1")
-    return phases
+    """``phases.csv`` checked as its run wrote it (:func:`bandits.records.reader.read`):
+    the columns, finite numbers, whole counts, each agent, seed and phase once, the phases
+    following one another from step 1, and the agents, seeds and steps of the run's
+    ``config.json`` (a folder of an earlier version without one: all but those)."""
+    return reader.read(run_dir / "phases.csv", by_itself=True)
 
 
 def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list[Path]]:

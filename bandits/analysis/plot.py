@@ -1,4 +1,5 @@
-"""Regret plots, drawn from ``metrics.csv`` alone.
+"""Regret plots, drawn from ``metrics.csv`` alone, each checked as its run wrote it
+(:func:`bandits.records.reader.read`: against the run's ``config.json`` where it has one).
 
     python -m bandits.plot DIR [DIR ...] [--log-y] [--expected] [--out FILE]
 
@@ -37,12 +38,12 @@ from bandits.core.command_line import first_paragraph
 from bandits.core.config import setting
 from bandits.core.files import save_figure
 from bandits.core.processes import stop_on_ctrl_c
+from bandits.records import reader
 from bandits.records.figures import (
     DPI,
     combined_name,
     panels_figure,
     plot_regret,
-    read_metrics,
     run_labels,
     run_title,
 )
@@ -72,13 +73,7 @@ def _panels(args: Settings, frames: list[pd.DataFrame], column: str, stem: str) 
     why = _check_out(out)
     if why:
         return _error(why)
-    labels = []
-    for d in args.dirs:
-        try:
-            labels.append(run_labels(json.loads((d / "config.json").read_text())))
-        except (OSError, ValueError, AttributeError):
-            labels.append({})
-    fig = panels_figure(frames, titles, args.log_y, column, labels)
+    fig = panels_figure(frames, titles, args.log_y, column, [_labels(d) for d in args.dirs])
     targets = [out] + ([out.with_suffix(".pdf")] if args.out is None else [])
     try:
         for target in targets:
@@ -141,41 +136,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
-    try:
-        frames = [read_metrics(d, column) for d in args.dirs]
+    try:  # each checked as its run wrote it (bandits.records.reader): a damaged file is one line
+        frames = [reader.read(d / "metrics.csv", by_itself=True) for d in args.dirs]
     except (OSError, ValueError) as e:
         return _error(" ".join(str(e).split()))
     stem = "expected_regret" if args.expected else "regret"
     if args.panels:
         return _panels(args, frames, column, stem)
-    labels = {}
-    if len(frames) == 1:  # a run's own settings name its agents (BBB's acting)
-        try:
-            labels = run_labels(json.loads((args.dirs[0] / "config.json").read_text()))
-        except (OSError, ValueError, AttributeError):
-            labels = {}
-    if args.out is None and len(frames) == 1:
-        out = args.dirs[0] / f"{stem}.png"
-        metrics, title = frames[0], run_title(args.dirs[0], frames[0])
-    else:
-        out = args.out or combined_name(args.dirs, stem)
-        if len(frames) == 1:
-            metrics, title = frames[0], run_title(args.dirs[0], frames[0])
-        elif _disjoint(frames):  # each agent in one run: one figure of them all, untagged
-            metrics = pd.concat(frames, ignore_index=True)
-            titles = {run_title(d, f) for d, f in zip(args.dirs, frames)}
-            title = titles.pop() if len(titles) == 1 else None
-            for d in args.dirs:
-                try:
-                    labels.update(run_labels(json.loads((d / "config.json").read_text())))
-                except (OSError, ValueError, AttributeError):
-                    pass
-        else:
-            names = [d.resolve().name for d in args.dirs]
-            for i, (name, f) in enumerate(zip(names, frames)):
-                # tell the runs apart; the index where names repeat
-                f["run"] = name if names.count(name) == 1 else f"{i + 1}:{name}"
-            metrics, title = pd.concat(frames, ignore_index=True), None
+    out, metrics, title, labels = _figure(args, frames, stem)
     why = _check_out(out)
     if why is not None:
         return _error(f"cannot write {out}: {why}")
@@ -190,3 +158,32 @@ def _main(argv: Sequence[str] | None) -> int:
           + (f" and {out.with_suffix('.pdf')}" if twin and out.suffix == ".png" else ""))
     return 0
 
+
+def _figure(args: Settings, frames: list[pd.DataFrame], stem: str
+            ) -> tuple[Path, pd.DataFrame, str | None, dict[str, str]]:
+    """What one figure of the runs draws: its file, the rows, its title and the agents'
+    labels. One run: its own file, title and labels; several runs with no agent in two:
+    one figure of them all, untagged; else each run's agents tagged with the run."""
+    if len(frames) == 1:
+        out = args.out or args.dirs[0] / f"{stem}.png"
+        return out, frames[0], run_title(args.dirs[0], frames[0]), _labels(args.dirs[0])
+    out = args.out or combined_name(args.dirs, stem)
+    if _disjoint(frames):
+        titles = {run_title(d, f) for d, f in zip(args.dirs, frames)}
+        labels = {k: v for d in args.dirs for k, v in _labels(d).items()}
+        return (out, pd.concat(frames, ignore_index=True),
+                titles.pop() if len(titles) == 1 else None, labels)
+    names = [d.resolve().name for d in args.dirs]
+    for i, (name, f) in enumerate(zip(names, frames)):
+        # tell the runs apart; the index where names repeat
+        f["run"] = name if names.count(name) == 1 else f"{i + 1}:{name}"
+    return out, pd.concat(frames, ignore_index=True), None, {}
+
+
+def _labels(run_dir: Path) -> dict[str, str]:
+    """The legend labels a run's own settings give its agents (BBB's acting), or none
+    without a readable ``config.json``."""
+    try:
+        return run_labels(json.loads((run_dir / "config.json").read_text()))
+    except (OSError, ValueError, AttributeError):
+        return {}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -14,6 +13,7 @@ from typing import TypeVar
 from bandits.core.claims import release_dir
 from bandits.core.config import check_ranges
 from bandits.core.outputs import remove_if_unused
+from bandits.core.startup import refused as refused  # every command's one line, exit 2
 
 T = TypeVar("T")
 
@@ -24,12 +24,6 @@ def parsed(settings: type[T], parser: argparse.ArgumentParser, argv: Sequence[st
     made = settings(**vars(parser.parse_args(argv)))
     check_ranges(made)
     return made
-
-
-def refused(prog: str, error: Exception) -> int:
-    """Say ``error`` in one line as the command ``prog``'s and give its exit status, 2."""
-    print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
-    return 2
 
 
 @contextlib.contextmanager

@@ -37,11 +37,17 @@ PACKAGED_DIR = Path(__file__).resolve().parents[1] / "datasets"
 """The data sets shipped inside the package, laid out as a data directory (``SET/NAME.gz``)."""
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataError(Exception):
+    """A data file a command needs is missing, malformed or not the published one. Its
+    message names the file and what is wrong; every command says it in one line, exit
+    status 2 (:class:`bandits.core.startup.Command`), whichever command loads the data."""
+
+
+class DataNotFoundError(DataError, FileNotFoundError):
     """A data file is in none of the places looked and could not be downloaded."""
 
 
-class ChecksumError(ValueError):
+class ChecksumError(DataError, ValueError):
     """A file's content does not match its published checksum."""
 
 

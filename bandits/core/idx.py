@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bandits.core.data import ChecksumError, DataFile, content_sha256, resolve
+from bandits.core.data import ChecksumError, DataError, DataFile, content_sha256, resolve
 
 # Type byte -> numpy dtype (big-endian where it matters), from the IDX spec.
 IDX_DTYPES: dict[int, np.dtype] = {
@@ -51,7 +51,7 @@ MIRRORS = (
 )
 
 
-class IDXError(ValueError):
+class IDXError(DataError, ValueError):
     """A file is not a well-formed IDX file (bad gzip, magic, dimensions or length)."""
 
 

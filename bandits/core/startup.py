@@ -57,7 +57,9 @@ class Command:
 
         main, cli = Command("bandits.run", "bandits.simulator.run").entries()
 
-    ``main(argv)`` runs the command in this process as it is (for scripts and tests);
+    ``main(argv)`` runs the command in this process as it is (for scripts and tests), a
+    data file missing, malformed or changed said in one line (exit status 2) as every
+    command says it;
     ``cli()`` is the command started from a shell: :func:`start` first (signals, kernels,
     before torch loads), then ``main`` with the process's arguments, exiting with its status;
     a first argument ``--version`` is answered before the command's module loads (as
@@ -69,7 +71,19 @@ class Command:
         self.module = module
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        return importlib.import_module(self.module).main(argv)
+        # the one handler of bad data for every command: a data file missing, malformed or
+        # changed (bandits.core.data.DataError, its message naming the file and what is
+        # wrong) is one line, exit status 2; the command's output folder, claimed or made,
+        # is given up on the way out (bandits.core.command.writing)
+        try:
+            return importlib.import_module(self.module).main(argv)
+        except Exception as e:
+            # not imported here (it loads urllib: --version stays quick); an error is a
+            # DataError only where the module that defines it was loaded
+            data = sys.modules.get("bandits.core.data")
+            if data is None or not isinstance(e, data.DataError):
+                raise
+            return refused(self.prog, e)
 
     def cli(self) -> None:
         start(self.prog)
@@ -81,6 +95,12 @@ class Command:
     def entries(self):
         """``(main, cli)``: the two ways in, for the entry module's namespace."""
         return self.main, self.cli
+
+
+def refused(prog: str, error: Exception) -> int:
+    """Say ``error`` in one line as the command ``prog``'s and give its exit status, 2."""
+    print(f"{prog}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return 2
 
 
 def start(prog: str) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,14 @@ from typing import Any
 from bandits.core import checkpoint
 from bandits.core.command_line import to_flags
 from bandits.core.config import UsageError
+from bandits.core.data import DataError
 from bandits.core.processes import (
     parent_stopped,
 )
 from bandits.experiments.sweep_point import STATUS, Point, SweepError
 from bandits.simulator import run as runner
-from bandits.simulator.resume import RESUME_FLAGS, identity
-from bandits.simulator.settings import Flags
+from bandits.simulator.resume import RESUME_FLAGS, RUN, identity
+from bandits.simulator.settings import Flags, check_data
 
 try:
     import tomllib
@@ -112,10 +112,11 @@ def make_points(base: dict[str, Any], grid: dict[str, list], out: Path) -> list[
 
 
 def check_point(point: Point) -> str | None:
-    """The one-line error of a point's settings, or ``None`` if bandits.run accepts them."""
+    """The one-line error of a point's settings or of the data they read (a data file
+    missing, malformed or changed), or ``None`` if bandits.run accepts them."""
     try:
-        point.config()
-    except UsageError as e:
+        check_data(point.config())
+    except (UsageError, DataError) as e:
         return str(e)
     return None
 
@@ -199,13 +200,12 @@ def run_point(point: Point) -> dict[str, Any]:
             steps = requested(point)["steps"]
             outcome = runner.resume(Path(point.out),
                                     {"steps": steps, "no_progress": True, **one},
-                                    shlex.join(["python", "-m", "bandits.run", "--resume",
-                                                point.out, "--steps", str(steps)]))
+                                    f"{RUN.resume_command(point.out)} --steps {steps}")
         else:  # new, or stale under --overwrite (refused earlier otherwise)
             Path(point.out, checkpoint.NAME).unlink(missing_ok=True)
             outcome = runner.start(point.config(overwrite=True, no_progress=True, **one),
                                    point.command())
-    except UsageError as e:
+    except (UsageError, DataError) as e:  # data changed since the check: the point's error
         return {"point": point.name, "status": STATUS[2], "message": str(e)}
     message = (outcome.message or "").removeprefix("error: ")
     return {"point": point.name, "status": STATUS.get(outcome.status, f"exit {outcome.status}"),

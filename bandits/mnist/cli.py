@@ -28,6 +28,7 @@ from bandits.core.command_line import Parser
 from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import UsageError
+from bandits.core.data import DataError
 from bandits.core.processes import ctrl_c_on
 from bandits.core.runner import DIVERGED_STATUS, Diverged
 from bandits.core.version import VERSION_LINE
@@ -231,8 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with ctrl_c_on():
             return _run_command(argv)
+    except DataError:  # missing or damaged data: said as every command says it
+        raise  # (bandits.core.startup.Command)
     except (UsageError, ValueError, OSError, checkpoint.CheckpointError) as e:
-        # bad flags or settings, missing or damaged data, a file that cannot be written
+        # bad flags or settings, a file that cannot be written
         return _error(str(e))
     except (MemoryError, torch.cuda.OutOfMemoryError):
         return _error("out of memory; use a smaller --hidden, --layers, --batch-size, "

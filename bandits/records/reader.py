@@ -7,7 +7,8 @@ ran (:func:`run_of`). ``bandits.confirm`` writes ``seeds.csv``. :func:`read` che
 file against its :data:`SCHEMAS`: the columns; numbers where numbers were written,
 finite, whole where they count; each key (an agent and seed's phase, step or row) once;
 the agents and seeds of the run's ``config.json`` and the steps it ran, a ``phases.csv``'s
-phases following one another from step 1 to there. :func:`joined` joins one file of
+phases following one another from step 1 to there, a ``metrics.csv``'s steps the same for
+every seed of an agent. :func:`joined` joins one file of
 several runs into one table: runs of one environment and one step count, each agent and
 seed from one of them. A file that breaks any of this is a :class:`TableError`: one line
 naming the file, the line and what is wrong, never a table made of it.
@@ -48,6 +49,9 @@ class Schema:
     """A pattern of the names of more whole-number columns (``phases.csv``'s ``a0_best1``)."""
     run: bool = True
     """Written into a run's folder, checked against its ``config.json``."""
+    grid: str = ""
+    """A column whose values every seed of an agent has alike (the steps a ``metrics.csv``
+    logged: a row lost from the middle of the file is refused too)."""
 
 
 SCHEMAS = {
@@ -55,7 +59,7 @@ SCHEMAS = {
                          ("regret", "expected_regret"), more_counts=r"a\d+_best\d+"),
     "metrics.csv": Schema(("agent", "seed", "step"), ("seed", "step", "action"),
                           ("reward", "regret", "expected_regret", "cumulative_regret",
-                           "cumulative_expected_regret")),
+                           "cumulative_expected_regret"), grid="step"),
     "summary.csv": Schema(("agent",), ("steps", "seeds"),
                           ("cumulative_regret_mean", "cumulative_regret_min",
                            "cumulative_regret_max", "cumulative_expected_regret_mean"),
@@ -111,18 +115,23 @@ def run_of(folder: Path) -> Run:
     return Run(folder, env, agents, tuple(int(s) for s in seeds), steps, most, config)
 
 
-def read(path: Path, run: Run | None = None) -> pd.DataFrame:
+def read(path: Path, run: Run | None = None, by_itself: bool = False) -> pd.DataFrame:
     """The result file ``path`` (named as in :data:`SCHEMAS`), checked (see the module's
-    text) against its run's record, ``run`` or its folder's ``config.json``.
+    text) against its run's record, ``run`` or its folder's ``config.json``. With
+    ``by_itself``, a folder without a ``config.json`` (a run of an earlier version) is
+    read all the same, checked in everything but the record's agents, seeds and steps:
+    every agent and seed to one last step, a ``phases.csv``'s phases following one
+    another from step 1.
 
     Raises:
         TableError: One line naming the file, the line and what is wrong.
     """
     path = Path(path)
     schema = SCHEMAS[path.name]
-    if schema.run:
-        run = run or run_of(path.parent)
-    table = _load(path)
+    table = _load(path)  # a file missing is said first, before its run's record
+    if schema.run and run is None and not (by_itself and
+                                           not (path.parent / "config.json").exists()):
+        run = run_of(path.parent)
     more = [c for c in table.columns if schema.more_counts and
             re.fullmatch(schema.more_counts, str(c))]
     needed = [*schema.keys, *schema.counts, *schema.numbers, *schema.maybe, *schema.spreads]
@@ -147,8 +156,12 @@ def read(path: Path, run: Run | None = None) -> pd.DataFrame:
     twice = table.duplicated(list(schema.keys))
     _refuse_rows(path, twice, lambda i: f"{_named(table, schema.keys, i)} is there twice "
                  f"(line {_first(table, schema.keys, i) + 2} too)")
-    if schema.run:
+    if schema.grid:
+        _same_grid(path, table, schema.grid)
+    if run is not None:
         _as_run(path, table, run)
+    elif schema.run:
+        _by_itself(path, table)
     return table
 
 
@@ -271,6 +284,30 @@ def _as_run(path: Path, table: pd.DataFrame, run: Run) -> None:
         _refuse_rows(path, table["seeds"] != len(run.seeds),
                      lambda i: f"seeds is {table['seeds'].iloc[i]}, not the "
                                f"{len(run.seeds)} seeds of {record}")
+
+
+def _same_grid(path: Path, table: pd.DataFrame, column: str) -> None:
+    """Every seed of an agent has rows at the same values of ``column``."""
+    for agent, rows in table.groupby("agent", sort=False):
+        per_seed = rows.groupby("seed", sort=False)[column].agg(frozenset)
+        first, seed0 = per_seed.iloc[0], per_seed.index[0]
+        for seed, values in per_seed.items():
+            if values != first:
+                lost = min(first ^ values)
+                has, lacks = (seed0, seed) if lost in first else (seed, seed0)
+                raise TableError(f"{path}: agent {agent}, seed {lacks} has no row at {column} "
+                                 f"{lost}, seed {has} has one: a row lost (or added by hand)")
+
+
+def _by_itself(path: Path, table: pd.DataFrame) -> None:
+    """The checks of a run's file that need no record of the run (:func:`read`)."""
+    if path.name == "phases.csv":
+        _phases_follow(path, table)
+    ran = _ran(table, path.name)
+    if ran is not None:
+        _refuse_rows(path, ran != ran.max(),
+                     lambda i: f"{_named(table, ('agent', 'seed'), i)} ran {ran.iloc[i]} steps, "
+                               f"fewer than the {ran.max()} of another")
 
 
 def _phases_follow(path: Path, table: pd.DataFrame) -> None:

@@ -41,6 +41,8 @@ def simulate(out: Path | str | None = None, **settings: Any):
 
     Raises:
         bandits.core.config.UsageError: A bad setting (one line saying which and why).
+        bandits.core.data.DataError: A data file missing, malformed or changed (one line
+            naming it and what is wrong).
         RuntimeError: The run did not finish (its one line says why).
     """
     shown = ", ".join(f"{k}={v!r}" for k, v in settings.items())

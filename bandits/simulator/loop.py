@@ -25,6 +25,7 @@ from bandits.core import checkpoint, denormals
 from bandits.core.buffer import ReplayBuffer
 from bandits.core.checkpoint import CheckpointError
 from bandits.core.config import UsageError
+from bandits.core.data import DataError
 from bandits.core.files import (
     device_name,
     machine,
@@ -279,7 +280,9 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
     agent_cfg = agent_config(cfg)
     try:
         env = envs.make_vec(run.env, 1, **env_kwargs)  # the spaces; the data is checked here
-    except (FileNotFoundError, ValueError) as e:  # missing or malformed data
+    except DataError:  # a data file missing, malformed or changed: said as every command
+        raise  # says it (bandits.core.startup.Command)
+    except (FileNotFoundError, ValueError) as e:  # a bad setting of the environment
         raise UsageError(str(e)) from None
     d, n_actions = env.single_observation_space.shape[0], int(env.single_action_space.n)
     agents = make_agents(run.agent, d, n_actions, run.seeds,

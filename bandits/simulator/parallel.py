@@ -56,7 +56,7 @@ from bandits.records.regret import METRICS_COLUMNS
 from bandits.simulator.given import per_process
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
-from bandits.simulator.settings import Config, Flags, env_options, recorded_columns
+from bandits.simulator.settings import Config, Flags, check_data, recorded_columns
 
 SETTINGS_FILE = f"{PARTS}/settings.json"
 """The run's settings as the workers receive them (every one but those of their own
@@ -100,10 +100,7 @@ def is_parallel_run(out: Path) -> bool:
 
 def run(cfg: Config, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
-    try:  # missing or malformed data: one line before any worker starts
-        envs.make_vec(cfg.run.env, 1, **env_options(cfg))
-    except (FileNotFoundError, ValueError) as e:
-        raise UsageError(str(e)) from None
+    check_data(cfg)  # missing or malformed data: one line before any worker starts
     groups = population_groups(cfg.run.agent)
     bins = assign(groups, worker_count(cfg))
     own = per_process(Flags)

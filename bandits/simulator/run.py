@@ -28,6 +28,7 @@ from typing import Any
 from bandits.core import kernels
 from bandits.core.command import writing
 from bandits.core.config import UsageError
+from bandits.core.data import DataError
 from bandits.core.outputs import OutputDirError, output_dir
 from bandits.core.processes import ctrl_c_on
 from bandits.records.figures import draw_run
@@ -41,7 +42,14 @@ from bandits.simulator.resume import (
     identity,
     resume_config,
 )
-from bandits.simulator.settings import PRESETS, Config, build_parser, config_from, parse_config
+from bandits.simulator.settings import (
+    PRESETS,
+    Config,
+    build_parser,
+    check_data,
+    config_from,
+    parse_config,
+)
 
 # what a run (and bandits.plot, bandits.diagnose after it) writes into its directory, as
 # name patterns (a run in workers also writes into parts/): an --overwrite removes these
@@ -90,6 +98,7 @@ def start(cfg: Config, command: str) -> Outcome:
     ``config.json``. Bad input raises :class:`UsageError`; a run that fails before it
     wrote a file leaves no folder it made behind (:func:`bandits.core.command.writing`)."""
     workers = parallel.worker_count(cfg)  # a bad $BANDITS_WORKERS: before any file is touched
+    check_data(cfg)  # a data file missing, malformed or changed: before any folder is made
     with writing(prepare_out_dir(cfg)) as out:
         print(header(cfg, out, workers), flush=True)
         if workers > 1:
@@ -155,6 +164,8 @@ def _main(argv: list[str], command: str) -> int:
     except UsageError as e:
         print(f"bandits.run: error: {e}", file=sys.stderr)
         return 2
+    except DataError:  # bad data, not the disk: said as every command says it
+        raise  # (bandits.core.startup.Command)
     except OSError as e:  # the disk or the file system, not the settings: one line
         where = f": {e.filename}" if e.filename else ""
         print(f"bandits.run: error: {e.strerror or e}{where} (every file is written whole "

@@ -32,6 +32,7 @@ from bandits.core.config import (
     convert,
     flag,
 )
+from bandits.core.data import DataError
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
 from bandits.simulator.given import read_settings_file
@@ -288,6 +289,19 @@ def env_options(cfg: Config) -> dict[str, Any]:
     spec = envs.SPECS[cfg.run.env]
     return {**({"data_dir": cfg.run.data_dir} if spec.data else {}),
             **spec.options(cfg.environment)}
+
+
+def check_data(cfg: Config) -> None:
+    """The data ``cfg.run.env`` reads, loaded once (cached in-process: the run's own envs
+    reuse it) before anything is made: a data file missing, malformed or changed raises
+    :class:`bandits.core.data.DataError`, said in one line by the command's entry as every
+    command says it; a bad setting of the environment raises :class:`UsageError`."""
+    try:
+        envs.make_vec(cfg.run.env, 1, **env_options(cfg))
+    except DataError:
+        raise
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
 
 
 def refuse_other_agents_settings(cfg: Config) -> None:

@@ -73,10 +73,10 @@ from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.command_line import first_paragraph
 from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import OPEN, UsageError, setting
-from bandits.core.data import DataNotFoundError
 from bandits.core.files import machine, machine_memory, write_atomic, write_csv, write_json
 from bandits.core.outputs import OutputDirError, output_dir, release_dir, remove_if_unused
 from bandits.core.processes import stop_on_ctrl_c
+from bandits.core.startup import Command
 from bandits.studies.learners import GRID, LEARNERS, MAIN, METRICS, REFERENCES, Learner
 from bandits.studies.screen_tables import markdown, summarise
 from envs.mushroom_data import load_mushroom
@@ -311,7 +311,7 @@ def check_memory(cfg: Settings, sizes: Sequence[int]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return stop_on_ctrl_c("learner_screen", lambda: _main(argv))
+    return stop_on_ctrl_c("bandits.learner_screen", lambda: _main(argv))
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -331,14 +331,12 @@ def _main(argv: Sequence[str] | None) -> int:
         except ValueError as e:
             raise UsageError(str(e)) from None
         argv = kernels.recorded(argv, cfg.exact)
-        try:
-            features, edible = load_mushroom(cfg.data_dir)
-        except ValueError as e:  # a malformed or changed file: one line, as bandits.run says it
-            raise UsageError(str(e)) from None
+        # a missing, malformed or changed file: one line, as every command says it
+        features, edible = load_mushroom(cfg.data_dir)  # (bandits.core.startup.Command)
         out = output_dir(cfg.out, "learner-screen", cfg.overwrite, OUTPUTS,
                          kind="bandits.studies.learner_screen")
-    except (UsageError, OutputDirError, DataNotFoundError) as e:
-        return refused("learner_screen", e)
+    except (UsageError, OutputDirError) as e:
+        return refused("bandits.learner_screen", e)
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
@@ -370,5 +368,5 @@ def _main(argv: Sequence[str] | None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # this module's main through the command's entry, as
+    sys.exit(Command("bandits.learner_screen", __name__).main())  # python -m bandits.learner_screen
