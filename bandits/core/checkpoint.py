@@ -79,14 +79,33 @@ def load(path: Path, kind: str, identity: str | None = None) -> dict[str, Any]:
             project, of another kind, of another format version, or of another run.
     """
     path = Path(path)
+    data = _read(path)
+    damaged = f"checkpoint {path} is damaged or truncated and cannot be read"
+    header, payload = _intact(path, data, damaged)
+    if header.get("kind") != kind:
+        raise CheckpointError(f"checkpoint {path} was written by {header.get('kind')!r}, "
+                              f"not by {kind!r}")
+    if identity is not None and header.get("identity") != identity:
+        raise CheckpointError(f"checkpoint {path} belongs to another run (its settings differ "
+                              f"from those in {path.parent / 'config.json'}); copy a run's "
+                              "whole directory, not its checkpoint alone")
+    return _state(payload, damaged)
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of the checkpoint file ``path``; one line where there is none to read."""
     if not path.is_file():
         raise CheckpointError(f"no checkpoint {path}: nothing to resume (was the run started "
                               "with checkpoints, and is this its output directory?)")
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise CheckpointError(f"cannot read checkpoint {path}: {e.strerror or e}") from None
-    damaged = f"checkpoint {path} is damaged or truncated and cannot be read"
+
+
+def _intact(path: Path, data: bytes, damaged: str) -> tuple[dict[str, Any], bytes]:
+    """The header and the payload of a checkpoint file's ``data``, checked: a header of
+    this format and version, and a payload of its length and checksum."""
     newline = data.find(b"\n", 0, _MAX_HEADER)
     header = None
     if newline > 0:
@@ -105,13 +124,11 @@ def load(path: Path, kind: str, identity: str | None = None) -> dict[str, Any]:
                               f"{header.get('bytes')} bytes)")
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise CheckpointError(f"{damaged} (its content does not match its checksum)")
-    if header.get("kind") != kind:
-        raise CheckpointError(f"checkpoint {path} was written by {header.get('kind')!r}, "
-                              f"not by {kind!r}")
-    if identity is not None and header.get("identity") != identity:
-        raise CheckpointError(f"checkpoint {path} belongs to another run (its settings differ "
-                              f"from those in {path.parent / 'config.json'}); copy a run's "
-                              "whole directory, not its checkpoint alone")
+    return header, payload
+
+
+def _state(payload: bytes, damaged: str) -> dict[str, Any]:
+    """The state a checked payload holds, read without running any code in it."""
     try:
         state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - torch raises many types for damaged data

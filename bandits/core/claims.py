@@ -16,6 +16,11 @@ from pathlib import Path
 
 from bandits.core import startup
 
+try:
+    import fcntl
+except ImportError:  # no advisory locks on this platform: claim_dir claims nothing
+    fcntl = None
+
 
 class OutputDirError(ValueError):
     """The output directory cannot be used (exists with data, is a file, is not writable,
@@ -91,13 +96,25 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
         OutputDirError: Another process holds the claim, or the lock cannot be taken.
     """
     key = Path(path).resolve()
-    if key in _claims:
+    if key in _claims or fcntl is None:  # no advisory locks: nothing to claim with
         return
-    try:
-        import fcntl
-    except ImportError:  # no advisory locks on this platform: nothing to claim with
-        return
-    lock = key / LOCK
+    fd, ours = _lock(key / LOCK, path)
+    # a claim left by a killed run (or one whose creator lost the race to lock it) is the
+    # project's too: this process's now
+    left = not ours and _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
+    ours = ours or left
+    if ours:
+        _write_claim(fd, path)
+    _claims[key] = (fd, ours)
+    startup.on_stop(release_all)  # a SIGTERM leaves no claim behind
+    if left:  # a killed run's folder: what its writes left is the project's to remove
+        remove_stale_temporaries(key, outputs)
+
+
+def _lock(lock: Path, path: Path) -> tuple[int, bool]:
+    """The lock file ``lock`` of the directory ``path`` opened and locked exclusively, and
+    whether this process created it (:func:`_open_lock`); where the holder released and
+    removed it between the open and the lock, again (three tries)."""
     busy = (f"another run is writing into {path} right now; wait for it to finish or "
             "choose another --out")
     for _ in range(3):
@@ -116,26 +133,20 @@ def claim_dir(path: Path, outputs: Sequence[str] = ()) -> None:
         except OSError:
             same = False
         if same:
-            break
+            return fd, ours
         os.close(fd)
-    else:
-        raise OutputDirError(busy)
-    # a claim left by a killed run (or one whose creator lost the race to lock it) is the
-    # project's too: this process's now
-    left = not ours and _CLAIM_LINE.fullmatch(_read_fd(fd).decode("latin-1")) is not None
-    ours = ours or left
-    if ours:
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, _claim_text(), 0)
-        except OSError as e:
-            os.close(fd)
-            raise OutputDirError(f"cannot write to output directory {path}: "
-                                 f"{e.strerror}") from None
-    _claims[key] = (fd, ours)
-    startup.on_stop(release_all)  # a SIGTERM leaves no claim behind
-    if left:  # a killed run's folder: what its writes left is the project's to remove
-        remove_stale_temporaries(key, outputs)
+    raise OutputDirError(busy)
+
+
+def _write_claim(fd: int, path: Path) -> None:
+    """Write this process's claim into the locked lock file ``fd`` of ``path``."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, _claim_text(), 0)
+    except OSError as e:
+        os.close(fd)
+        raise OutputDirError(f"cannot write to output directory {path}: "
+                             f"{e.strerror}") from None
 
 
 def release_all() -> None:

@@ -119,50 +119,68 @@ def build_parser(cls, prog: str, description: str,
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=VERSION_LINE)
     p.add_argument("--version", action="version", version=VERSION_LINE)
-    suppress = argument_default is argparse.SUPPRESS
     for f in dataclasses.fields(cls):
-        meta = dict(f.metadata)
-        help_ = meta.pop("help")
-        for key in ("allow_inf", "cli", "option", *DECLARED,
-                    *(() if parse_choices else ("choices",))):
-            meta.pop(key, None)
-        grid = meta.pop("grid", False)
-        if meta.pop("positional", False):
-            p.add_argument(f.name, help=help_, action=Store, **meta)
-            continue
-        if help_ is argparse.SUPPRESS:
-            meta.setdefault("action", Store)
-            p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
-                           **({} if suppress else {"default": f.default}))
-            continue
-        bounds = meta.pop("range", None)
-        if bounds is not None and bounds != COUNT:
-            help_ += f"; in {show_range(bounds)}"
-        in_presets = [n for n in presets or {} if f.name in presets[n]]
-        if in_presets:
-            help_ += " [from the preset: " + ", ".join(
-                f"{n}: {show(presets[n][f.name])}" for n in in_presets) + "]"
-        if f.default is True:  # its help says what the --no-NAME flag does
-            p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
-                           **({} if suppress else {"default": True}))
-            continue
-        stated = "(default:" in help_  # the help says the default in its own words
-        if isinstance(f.default, bool):
-            p.add_argument(flag(f.name), action=Switch,
-                           help=help_ + ("" if stated else " (default: off)"),
-                           **({} if suppress else {"default": False}))
-            continue
-        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
-        if grid:
-            meta["nargs"] = "+"
-            help_ += "; several values: one model per value"
-        if default is not None and default != [] and not stated:
-            help_ += f" (default: {show(default)})"
-        meta.setdefault("action", Store)
-        p.add_argument(flag(f.name), help=help_, **meta,
-                       **({} if suppress else {"default": default}))
+        _add_field(p, f, presets or {}, argument_default is argparse.SUPPRESS, parse_choices)
     return p
+
+
+def _add_field(p: argparse.ArgumentParser, f: dataclasses.Field, presets: dict[str, dict],
+               suppress: bool, parse_choices: bool) -> None:
+    """The argument of the field ``f`` (see :func:`build_parser`); ``suppress``: no
+    defaults in the parsed namespace."""
+    meta = dict(f.metadata)
+    help_ = meta.pop("help")
+    for key in ("allow_inf", "cli", "option", *DECLARED,
+                *(() if parse_choices else ("choices",))):
+        meta.pop(key, None)
+    grid = meta.pop("grid", False)
+    if meta.pop("positional", False):
+        p.add_argument(f.name, help=help_, action=Store, **meta)
+        return
+    if help_ is argparse.SUPPRESS:
+        meta.setdefault("action", Store)
+        p.add_argument(flag(f.name), help=argparse.SUPPRESS, **meta,
+                       **_default(f.default, suppress))
+        return
+    help_ = _with_range_and_presets(help_, f.name, meta.pop("range", None), presets)
+    if f.default is True:  # its help says what the --no-NAME flag does
+        p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
+                       **_default(True, suppress))
+        return
+    stated = "(default:" in help_  # the help says the default in its own words
+    if isinstance(f.default, bool):
+        p.add_argument(flag(f.name), action=Switch,
+                       help=help_ + ("" if stated else " (default: off)"),
+                       **_default(False, suppress))
+        return
+    default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    meta.setdefault("type", type(default[0] if isinstance(default, tuple) else default))
+    if grid:
+        meta["nargs"] = "+"
+        help_ += "; several values: one model per value"
+    if default is not None and default != [] and not stated:
+        help_ += f" (default: {show(default)})"
+    meta.setdefault("action", Store)
+    p.add_argument(flag(f.name), help=help_, **meta, **_default(default, suppress))
+
+
+def _with_range_and_presets(help_: str, name: str, bounds: Any,
+                            presets: dict[str, dict]) -> str:
+    """A field's help with its range (a count's goes without saying) and the values the
+    presets give it."""
+    if bounds is not None and bounds != COUNT:
+        help_ += f"; in {show_range(bounds)}"
+    in_presets = [n for n in presets if name in presets[n]]
+    if in_presets:
+        help_ += " [from the preset: " + ", ".join(
+            f"{n}: {show(presets[n][name])}" for n in in_presets) + "]"
+    return help_
+
+
+def _default(value: Any, suppress: bool) -> dict[str, Any]:
+    """The ``default=`` keyword of an argument, none where unset flags are left out of
+    the parsed namespace (``suppress``)."""
+    return {} if suppress else {"default": value}
 
 
 def given_values(make_parser: Callable[[], argparse.ArgumentParser],

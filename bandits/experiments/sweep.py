@@ -263,37 +263,8 @@ def check_directory(out: Path, base: dict, grid: dict, points: list[Point],
 
 
 def sweep(args: Settings, extra: list[str], command: str) -> int:
-    if args.out is None:
-        raise SweepError("--out DIR is required: the sweep's directory")
-    if args.workers < 1:
-        raise SweepError(f"--workers must be a positive integer, got {args.workers}")
-    try:
-        check_ranges(args)  # every range the flags declare
-        refuse_settings_without_effect(Settings, vars(args))  # a Ray flag on the local pool
-    except UsageError as e:
-        raise SweepError(str(e)) from None
-    memory = machine_memory("cpu")
-    if args.backend == "local" and memory and args.workers * WORKER_BYTES > 0.8 * memory:
-        raise SweepError(f"--workers {args.workers} would need about "
-                         f"{args.workers * WORKER_BYTES / 2**30:.1f} GiB (each worker process "
-                         f"takes about {WORKER_BYTES / 2**20:.0f} MiB) and this machine has "
-                         f"{memory / 2**30:.1f} GiB; give at most "
-                         f"{max(1, int(0.8 * memory // WORKER_BYTES))}")
-    if args.retries < 0:
-        raise SweepError(f"--retries must be >= 0, got {args.retries}")
-    base, grid = load_spec(args.grid)
-    base.update(_base_from_flags(extra))
-    grid.update(parse_sets(args.set))
-    if not grid:
-        raise SweepError("nothing to sweep: give --grid SPEC.toml with a [grid] table or --set")
-    size = math.prod(len(v) for v in grid.values())
-    if size > args.max_points:  # before a single point is made: a typo can ask for millions
-        seeds, steps = base.get("seeds") or 1, base.get("steps")
-        work = f", {size * seeds * steps:,} interactions in all" if steps else ""
-        shape = " x ".join(str(len(v)) for v in grid.values())
-        raise SweepError(f"this grid has {size:,} points ({shape}){work}, more than --max-points "
-                         f"{args.max_points:,}; sweep fewer values, or raise --max-points "
-                         "to run it")
+    _check_flags(args)
+    base, grid = _base_and_grid(args, extra)
     out = args.out
     points = make_points(base, grid, out)  # every point checked before anything is made
     problems = {p.name: check_point(p) for p in points}
@@ -313,6 +284,50 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
         release_dir(out)
         if made and not any(out.iterdir()):  # refused before writing: leave no folder
             out.rmdir()
+
+
+def _check_flags(args: Settings) -> None:
+    """The sweep's own flags, each refused in one line (:class:`SweepError`) before
+    anything is read or made: --out given, the ranges, no flag without effect, workers
+    that fit in this machine's memory."""
+    if args.out is None:
+        raise SweepError("--out DIR is required: the sweep's directory")
+    if args.workers < 1:
+        raise SweepError(f"--workers must be a positive integer, got {args.workers}")
+    try:
+        check_ranges(args)  # every range the flags declare
+        refuse_settings_without_effect(Settings, vars(args))  # a Ray flag on the local pool
+    except UsageError as e:
+        raise SweepError(str(e)) from None
+    memory = machine_memory("cpu")
+    if args.backend == "local" and memory and args.workers * WORKER_BYTES > 0.8 * memory:
+        raise SweepError(f"--workers {args.workers} would need about "
+                         f"{args.workers * WORKER_BYTES / 2**30:.1f} GiB (each worker process "
+                         f"takes about {WORKER_BYTES / 2**20:.0f} MiB) and this machine has "
+                         f"{memory / 2**30:.1f} GiB; give at most "
+                         f"{max(1, int(0.8 * memory // WORKER_BYTES))}")
+    if args.retries < 0:
+        raise SweepError(f"--retries must be >= 0, got {args.retries}")
+
+
+def _base_and_grid(args: Settings, extra: list[str]) -> tuple[dict, dict]:
+    """The settings every point shares (``--grid``'s, then the run flags of ``extra``) and
+    the grid (``--grid``'s, then ``--set``'s), refused where it is empty or has more than
+    ``--max-points`` points."""
+    base, grid = load_spec(args.grid)
+    base.update(_base_from_flags(extra))
+    grid.update(parse_sets(args.set))
+    if not grid:
+        raise SweepError("nothing to sweep: give --grid SPEC.toml with a [grid] table or --set")
+    size = math.prod(len(v) for v in grid.values())
+    if size > args.max_points:  # before a single point is made: a typo can ask for millions
+        seeds, steps = base.get("seeds") or 1, base.get("steps")
+        work = f", {size * seeds * steps:,} interactions in all" if steps else ""
+        shape = " x ".join(str(len(v)) for v in grid.values())
+        raise SweepError(f"this grid has {size:,} points ({shape}){work}, more than --max-points "
+                         f"{args.max_points:,}; sweep fewer values, or raise --max-points "
+                         "to run it")
+    return base, grid
 
 
 def _refuse_if_none_runs(points: list[Point], problems: dict[str, str | None], base: dict,

@@ -294,30 +294,9 @@ def _run_command(argv: list[str]) -> int:
     if note is not None:
         print(note, file=sys.stderr)
     if command in ("report", "redraw"):
-        where = Path(_directory_parser(command).parse_args(args).dir)
-        if not where.is_dir():
-            raise ValueError(f"{command} {where}: no such directory")
-        if command == "report":
-            print(report(where))
-        else:
-            redraw(where)
-        print(f"outputs in {where}")
-        return 0
-    resume = None
-    if command == "bench":
-        cfg = parse_bench(args)
-    elif command == "adam-probe":
-        cfg = parse_probe(args)
-    elif "resume" in vars(build_parser().parse_args(args)):
-        cfg, resume = config_and_checkpoint_to_resume(args)
-    else:
-        cfg = parse_config(args)
-    n_threads = threads(cfg)
-    if n_threads > 0:
-        torch.set_num_threads(n_threads)
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available to this torch "
-                         f"{torch.__version__}; use --device cpu")
+        return _in_directory(command, args)
+    cfg, resume = _command_settings(command, args)
+    n_threads = _threads_and_device(cfg)
     if command in ("bench", "adam-probe"):
         default = " (torch's default)" if not n_threads else ""
         print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
@@ -325,6 +304,49 @@ def _run_command(argv: list[str]) -> int:
         (bench if command == "bench" else probe)(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0
+    return _train(cfg, argv, resume)
+
+
+def _in_directory(command: str, args: list[str]) -> int:
+    """``report DIR`` or ``redraw DIR``."""
+    where = Path(_directory_parser(command).parse_args(args).dir)
+    if not where.is_dir():
+        raise ValueError(f"{command} {where}: no such directory")
+    if command == "report":
+        print(report(where))
+    else:
+        redraw(where)
+    print(f"outputs in {where}")
+    return 0
+
+
+def _command_settings(command: str, args: list[str]
+                      ) -> tuple[Config | BenchConfig, dict[str, Any] | None]:
+    """The settings of ``command`` from its flags ``args``, and the checkpoint a training
+    run resumes from (None: none)."""
+    if command == "bench":
+        return parse_bench(args), None
+    if command == "adam-probe":
+        return parse_probe(args), None
+    if "resume" in vars(build_parser().parse_args(args)):
+        return config_and_checkpoint_to_resume(args)
+    return parse_config(args), None
+
+
+def _threads_and_device(cfg: Config | BenchConfig) -> int:
+    """Set torch's threads to the settings' ``--threads`` (returned; 0: torch's default)
+    and check that their device is there."""
+    n_threads = threads(cfg)
+    if n_threads > 0:
+        torch.set_num_threads(n_threads)
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available to this torch "
+                         f"{torch.__version__}; use --device cpu")
+    return n_threads
+
+
+def _train(cfg: Config, argv: list[str], resume: dict[str, Any] | None) -> int:
+    """``train``: every model of the settings, then its summary table."""
     argv = kernels.recorded(argv, cfg.exact)
     if resume is None:
         for message in unreachable_spikes(cfg):

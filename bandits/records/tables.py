@@ -79,28 +79,42 @@ def header(path: Path) -> list[str]:
 
 def _check_complete(path: Path, table: pd.DataFrame, grid: Sequence[str],
                     every_agent: bool) -> None:
+    """Every agent has the same seeds (and, with ``every_agent``, every agent and seed of
+    the run's ``config.json`` is there), and every (agent, seed) the same ``grid`` values."""
     if "agent" not in table.columns or "seed" not in table.columns:
         return
     seeds = table.groupby("agent", sort=False)["seed"].unique()
-    expected = _expected(path.parent) if every_agent else None
-    if expected is not None:
-        agents, seed_list = expected
-        absent = [a for a in agents if a not in seeds.index]
-        if absent:
-            raise TableError(f"{path} is incomplete: agent {absent[0]} of the run's "
-                             "config.json has no rows (a file cut short?)")
-        for a, s in seeds.items():
-            if seed_list is not None and sorted(s) != sorted(seed_list):
-                raise TableError(f"{path} is incomplete: agent {a} has seeds "
-                                 f"{sorted(s.tolist())}, the run's config.json lists "
-                                 f"{sorted(seed_list)} (a file cut short?)")
+    if every_agent:
+        _check_against_config(path, seeds)
     first = sorted(seeds.iloc[0].tolist())
     for a, s in seeds.items():
         if sorted(s.tolist()) != first:
             raise TableError(f"{path} is incomplete: agent {a} has seeds {sorted(s.tolist())}, "
                              f"agent {seeds.index[0]} has {first} (a file cut short?)")
-    if not grid:
+    if grid:
+        _check_same_grid(path, table, grid)
+
+
+def _check_against_config(path: Path, seeds: pd.Series) -> None:
+    """Every agent of the run's ``config.json`` has rows, with its seeds (``seeds``: each
+    agent's); nothing to check against where it is unreadable."""
+    expected = _expected(path.parent)
+    if expected is None:
         return
+    agents, seed_list = expected
+    absent = [a for a in agents if a not in seeds.index]
+    if absent:
+        raise TableError(f"{path} is incomplete: agent {absent[0]} of the run's "
+                         "config.json has no rows (a file cut short?)")
+    for a, s in seeds.items():
+        if seed_list is not None and sorted(s) != sorted(seed_list):
+            raise TableError(f"{path} is incomplete: agent {a} has seeds "
+                             f"{sorted(s.tolist())}, the run's config.json lists "
+                             f"{sorted(seed_list)} (a file cut short?)")
+
+
+def _check_same_grid(path: Path, table: pd.DataFrame, grid: Sequence[str]) -> None:
+    """Every (agent, seed) has as many rows as the first, at the same ``grid`` values."""
     keys = table.groupby(["agent", "seed"], sort=False)[list(grid)]
     reference = None
     for (a, s), g in keys:

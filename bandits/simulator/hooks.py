@@ -1,12 +1,14 @@
 """What happens around a step, outside the loop: the hooks of
 :func:`bandits.simulator.loop.simulate`.
 
-After every step the loop calls ``hook.after_step(populations, log, stopping)`` on each
-hook in turn: :class:`Probe` (what the reward models believe, at a few steps),
-:class:`Progress` (the bar, and the file a worker's coordinator reads) and
-:class:`Checkpoints` (a checkpoint when one is due, never of a diverged state:
-:class:`DivergenceWatch`). :class:`StopOnSigint` turns Ctrl-C into a stop at the end of
-the step, so that the checkpoint then written is a consistent one.
+Each population's step goes into the regret log through the :class:`Recorder`. After
+every step the loop calls ``hook.after_step(populations, log, stopping)`` on each hook in
+turn: :class:`Probe` (what the reward models believe, at a few steps), :class:`Progress`
+(the bar, and the file a worker's coordinator reads), :class:`Checkpoints` (a checkpoint
+when one is due, never of a diverged state: :class:`DivergenceWatch`), then each
+``--hook``'s object (:class:`GivenHook`, its errors one line). :class:`StopOnSigint` turns
+Ctrl-C into a stop at the end of the step, so that the checkpoint then written is a
+consistent one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -26,7 +29,9 @@ import torch
 
 import envs
 from bandits.core import checkpoint
+from bandits.core.config import UsageError
 from bandits.core.files import write_csv
+from bandits.core.import_path import hook_factory
 from bandits.core.processes import parent_stopped
 from bandits.core.runner import Diverged, plain
 from bandits.records.memory import memory_frame
@@ -49,6 +54,34 @@ class Hook(Protocol):
 
     def after_step(self, populations: list[Population], log: RegretLog, stopping: bool
                    ) -> None: ...
+
+
+class Recorder:
+    """What a step of a population gave, into the regret log, agent by agent (its runs):
+    the environment's regret, expected regret and optimal action, the data item shown
+    (where the environment names it), the columns the environment's and the agent's
+    specs declare, and the agent's share of the step's wall time (``wall``, seconds)."""
+
+    def __init__(self, log: RegretLog, wall: dict[str, float]) -> None:
+        self.log, self.wall = log, wall
+        self.index = {name: k for k, name in enumerate(log.agents)}
+
+    def record(self, pop: Population, t: int, actions: np.ndarray, rewards: np.ndarray,
+               info: dict[str, Any], elapsed: float) -> None:
+        """Step ``t`` (0-based) of ``pop``: its ``actions`` and ``rewards``, the
+        environment's ``info``, ``elapsed`` seconds of work."""
+        values = ({c: v.cpu().numpy() for c, v in pop.agent.step_values().items()}
+                  if any(pop.member_columns) else {})
+        for k, name in enumerate(pop.agent.names):
+            runs = pop.agent.member_runs(k)
+            self.wall[name] += elapsed / len(pop.agent.members)
+            record = {key: info[key][runs] for key in
+                      ("regret", "expected_regret", "optimal_action")}
+            if pop.item_key is not None:  # the data item shown (memory.csv), where named
+                record["item"] = info[pop.item_key][runs]
+            record.update({c: info[c][runs] for c in pop.env_columns})  # the specs' columns
+            record.update({c: values[c][runs] for c in pop.member_columns[k]})
+            self.log.record(self.index[name], t, actions[runs], rewards[runs], record)
 
 
 class MemoryRecord:
@@ -269,3 +302,48 @@ class Progress:
 
     def close(self) -> None:
         self.bar.close()
+
+
+class HookFailed(Exception):
+    """A ``--hook``'s ``after_step`` or ``after_run`` raised: the run stops with one line."""
+
+
+@dataclass
+class GivenHook:
+    """A ``--hook``'s object, its errors turned into one line (:class:`HookFailed`)."""
+
+    path: str
+    hook: Any
+
+    @classmethod
+    def made(cls, path: str, cfg: Config, out: Path) -> GivenHook:
+        """The object ``path``'s factory makes for this run; one line (:class:`UsageError`)
+        where making it raises or it has no ``after_step``."""
+        try:
+            hook = hook_factory(path)(cfg, out)
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+            raise UsageError(f"--hook {path}: making it with (cfg, out) raised "
+                             f"{type(e).__name__}: {e}") from None
+        if not callable(getattr(hook, "after_step", None)):
+            raise UsageError(f"--hook {path}: what it made has no after_step(populations, "
+                             "log, stopping) method; give it one")
+        return cls(path, hook)
+
+    def after_step(self, populations, log, stopping) -> None:
+        try:
+            self.hook.after_step(populations, log, stopping)
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+            raise HookFailed(f"--hook {self.path}: after_step raised at step {log.done}: "
+                             f"{type(e).__name__}: {e}") from None
+
+    def __getattr__(self, name: str) -> Any:  # after_run, where the hook has one
+        if name != "after_run" or not hasattr(self.hook, "after_run"):
+            raise AttributeError(name)
+
+        def after_run(log, out) -> None:
+            try:
+                self.hook.after_run(log, out)
+            except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
+                raise HookFailed(f"--hook {self.path}: after_run raised: "
+                                 f"{type(e).__name__}: {e}") from None
+        return after_run

@@ -1,7 +1,8 @@
 """The loop of a bandit run: every population acts, steps its environments, stores the
-interactions and trains (:func:`interact`), step after step, and the hooks look on
-(:mod:`bandits.simulator.hooks`). Settings: :mod:`bandits.simulator.settings`; the command line:
-:mod:`bandits.simulator.run`."""
+interactions and trains (:func:`interact`), step after step (:func:`run_steps`); the
+recorder keeps what each step gave and the hooks look on (:mod:`bandits.simulator.hooks`).
+Settings: :mod:`bandits.simulator.settings`; the command line: :mod:`bandits.simulator.run`.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,6 @@ from bandits.core.files import (
     write_csv,
     write_json,
 )
-from bandits.core.import_path import hook_factory
 from bandits.core.processes import sigint_handler
 from bandits.core.runner import DIVERGED_STATUS
 from bandits.records.regret import RegretLog
@@ -42,10 +42,13 @@ from bandits.simulator.hooks import (
     Checkpoints,
     Diverged,
     DivergenceWatch,
+    GivenHook,
     Hook,
+    HookFailed,
     MemoryRecord,
     Probe,
     Progress,
+    Recorder,
     StopOnSigint,
 )
 from bandits.simulator.population import Population
@@ -59,10 +62,9 @@ from bandits.simulator.settings import (
 )
 
 
-def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],
-             index: dict[str, int]) -> None:
+def interact(pop: Population, t: int, cfg: Config, recorder: Recorder) -> None:
     """Step ``t`` of one population: act on its contexts, step its environments, store
-    the interactions, train, and record the regret of every member."""
+    the interactions, train; the recorder keeps what the step gave."""
     tic = time.perf_counter()
     actions = pop.agent.act(pop.context)  # on the device
     actions_np = actions.cpu().numpy()  # the one copy to the host per step
@@ -75,65 +77,8 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
         if pop.loss is not None:  # no wait for the device
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
-    elapsed = time.perf_counter() - tic
-    values = ({c: v.cpu().numpy() for c, v in pop.agent.step_values().items()}
-              if any(pop.member_columns) else {})
-    for k, name in enumerate(pop.agent.names):
-        runs = pop.agent.member_runs(k)
-        wall[name] += elapsed / len(pop.agent.members)
-        record = {key: info[key][runs] for key in
-                  ("regret", "expected_regret", "optimal_action")}
-        if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
-            record["item"] = info[pop.item_key][runs]
-        record.update({c: info[c][runs] for c in pop.env_columns})  # the specs' columns
-        record.update({c: values[c][runs] for c in pop.member_columns[k]})
-        log.record(index[name], t, actions_np[runs], rewards[runs], record)
+    recorder.record(pop, t, actions_np, rewards, info, time.perf_counter() - tic)
     pop.context = next_context
-
-
-class HookFailed(Exception):
-    """A ``--hook``'s ``after_step`` or ``after_run`` raised: the run stops with one line."""
-
-
-@dataclass
-class GivenHook:
-    """A ``--hook``'s object, its errors turned into one line (:class:`HookFailed`)."""
-
-    path: str
-    hook: Any
-
-    @classmethod
-    def made(cls, path: str, cfg: Config, out: Path) -> GivenHook:
-        """The object ``path``'s factory makes for this run; one line (:class:`UsageError`)
-        where making it raises or it has no ``after_step``."""
-        try:
-            hook = hook_factory(path)(cfg, out)
-        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
-            raise UsageError(f"--hook {path}: making it with (cfg, out) raised "
-                             f"{type(e).__name__}: {e}") from None
-        if not callable(getattr(hook, "after_step", None)):
-            raise UsageError(f"--hook {path}: what it made has no after_step(populations, "
-                             "log, stopping) method; give it one")
-        return cls(path, hook)
-
-    def after_step(self, populations, log, stopping) -> None:
-        try:
-            self.hook.after_step(populations, log, stopping)
-        except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
-            raise HookFailed(f"--hook {self.path}: after_step raised at step {log.done}: "
-                             f"{type(e).__name__}: {e}") from None
-
-    def __getattr__(self, name: str) -> Any:  # after_run, where the hook has one
-        if name != "after_run" or not hasattr(self.hook, "after_run"):
-            raise AttributeError(name)
-
-        def after_run(log, out) -> None:
-            try:
-                self.hook.after_run(log, out)
-            except Exception as e:  # noqa: BLE001 - the user's code: any error is one line
-                raise HookFailed(f"--hook {self.path}: after_run raised: "
-                                 f"{type(e).__name__}: {e}") from None
-        return after_run
 
 
 @dataclass
@@ -166,9 +111,43 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
     populations, seeds = build(cfg)
     log = RegretLog(cfg.run.agent, seeds, cfg.run.steps, recorded_columns(cfg))
     probe = Probe(cfg)
-    index = {name: k for k, name in enumerate(cfg.run.agent)}
     wall = dict.fromkeys(cfg.run.agent, 0.0)
-    # the run's record (config.json): the settings, and what the run was and did
+    if resume is not None:
+        _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
+    record = run_record(cfg, seeds, command, resume, log.done)
+    clock = Clock(resume["config"].get("wall_seconds", 0.0) if resume is not None else 0.0)
+    given = [GivenHook.made(path, cfg, out) for path in cfg.output.hook or ()]  # before any file
+    watch = DivergenceWatch(cfg.output.skip_diverged)
+    checkpoints, progress = _open_records(
+        cfg, out, record, log, clock, resume is not None, watch,
+        lambda: snapshot(populations, log, wall, probe))
+    # each looks after every step, in this order: the run's own, then --hook's, then the
+    # caller's
+    everyone = [probe, progress, checkpoints, *given, *hooks]
+    try:
+        status, message = _steps_until_stopped(cfg, out, populations, Recorder(log, wall),
+                                               everyone, checkpoints)
+    finally:
+        progress.close()
+    record.update(steps_completed=log.done, interrupted=status == 130,
+                  diverged=message if status == DIVERGED_STATUS else None,
+                  diverged_runs=watch.found, wall_seconds=clock.seconds(),
+                  wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
+                  checkpoint_step=checkpoints.step,
+                  finished_utc=utc_now() if status == 0 and log.done == cfg.run.steps else None)
+    failed = _write_all(cfg, out, log, populations, wall, record, probe,
+                        [MemoryRecord(cfg), *everyone], checkpoints.step)
+    if failed is not None:
+        return failed
+    return Outcome(status, f"error: {message}" if message and status in (2, 3) else message, out)
+
+
+def run_record(cfg: Config, seeds: list[int], command: str | None, resume: dict | None,
+               done: int) -> dict[str, Any]:
+    """The run's record (``config.json``) as it starts: the settings, and what the run is
+    (its command, machine, versions, start and identity). A resumed run (``resume``, at
+    step ``done``) keeps its own command, start and id, and lists this start in
+    ``resumed``."""
     record = {**cfg.flat(), "seed_list": seeds,
               "agent_config": dataclasses.asdict(agent_config(cfg)),
               "command": command or "python -m bandits.run " + shlex.join(sys.argv[1:]),
@@ -177,96 +156,116 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
               # which run this directory's checkpoints belong to (a copy of another
               # run's checkpoint, even one with the same settings, is refused)
               "run_id": uuid.uuid4().hex}
-    previous_wall = 0.0
     if resume is not None:
-        record["run_id"] = resume["config"].get("run_id", record["run_id"])
-        _restore_or_refuse(populations, log, wall, probe, resume["state"], out)
-        record.update(command=resume["config"]["command"],
-                      started_utc=resume["config"].get("started_utc"),
-                      resumed=[*resume["config"].get("resumed", []),
-                               {"command": record["command"], "at_step": log.done,
+        before = resume["config"]
+        record.update(run_id=before.get("run_id", record["run_id"]),
+                      command=before["command"], started_utc=before.get("started_utc"),
+                      resumed=[*before.get("resumed", []),
+                               {"command": record["command"], "at_step": done,
                                 "at_utc": utc_now()}])
-        previous_wall = resume["config"].get("wall_seconds", 0.0)
-    start = time.perf_counter()
-
-    def progress_info() -> dict:
-        return {"steps_completed": log.done,
-                "wall_seconds": round(previous_wall + time.perf_counter() - start, 2)}
-
     record["identity"] = identity(record)
-    given = [GivenHook.made(path, cfg, out) for path in cfg.output.hook or ()]  # before any file
+    return record
+
+
+class Clock:
+    """The run's wall time in seconds: the runs it continues (``previous``) and this one
+    since it was made."""
+
+    def __init__(self, previous: float) -> None:
+        self.previous, self.start = previous, time.perf_counter()
+
+    def seconds(self) -> float:
+        return round(self.previous + time.perf_counter() - self.start, 2)
+
+
+def _open_records(cfg: Config, out: Path, record: dict, log: RegretLog, clock: Clock,
+                  resumed: bool, watch: DivergenceWatch, state: Callable[[], dict[str, Any]]
+                  ) -> tuple[Checkpoints, Progress]:
+    """``config.json`` written as running, and the run's checkpoints and progress bar; a
+    folder that cannot be written is one line. A Ctrl-C before the loop could keep a
+    checkpoint leaves a new run's folder as it found it, so the same command runs again."""
     try:
         write_json({**record, "steps_completed": log.done, "running": True},
                    out / "config.json")
-        watch = DivergenceWatch(cfg.output.skip_diverged)
-        checkpoints = Checkpoints(cfg, out, lambda: {**record, **progress_info()},
-                                  record["identity"], log.done if resume is not None else None,
-                                  lambda: snapshot(populations, log, wall, probe), watch)
-        progress = Progress(cfg, log.done)
+        checkpoints = Checkpoints(
+            cfg, out, lambda: {**record, "steps_completed": log.done,
+                               "wall_seconds": clock.seconds()},
+            record["identity"], log.done if resumed else None, state, watch)
+        return checkpoints, Progress(cfg, log.done)
     except OSError as e:
         raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
-    except KeyboardInterrupt:  # before the loop could keep a checkpoint: a new run leaves
-        if resume is None:  # its folder as it found it, so the same command runs again
+    except KeyboardInterrupt:
+        if not resumed:
             (out / "config.json").unlink(missing_ok=True)
         raise
-    # each looks after every step, in this order: the run's own, then --hook's, then the
-    # caller's
-    everyone = [probe, progress, checkpoints, *given, *hooks]
-    status, message = 0, None
+
+
+def run_steps(cfg: Config, populations: list[Population], recorder: Recorder,
+              hooks: Sequence[Hook]) -> None:
+    """The loop: from the log's steps done to ``cfg.run.steps``, every population
+    interacts, then every hook looks; a Ctrl-C stops it at the end of the step
+    (``KeyboardInterrupt``)."""
+    log = recorder.log
+    with StopOnSigint() as stop:
+        for t in range(log.done, cfg.run.steps):
+            for pop in populations:
+                interact(pop, t, cfg, recorder)
+            log.done = t + 1
+            for hook in hooks:
+                hook.after_step(populations, log, stop.requested)
+            if stop.requested:
+                raise KeyboardInterrupt
+
+
+def _steps_until_stopped(cfg: Config, out: Path, populations: list[Population],
+                         recorder: Recorder, hooks: Sequence[Hook], checkpoints: Checkpoints
+                         ) -> tuple[int, str | None]:
+    """:func:`run_steps`, and how it stopped: the exit status and, unless it finished,
+    one line for the user that says what is kept and how to resume."""
     try:
-        with StopOnSigint() as stop:
-            for t in range(log.done, cfg.run.steps):
-                for pop in populations:
-                    interact(pop, t, cfg, log, wall, index)
-                log.done = t + 1
-                for hook in everyone:
-                    hook.after_step(populations, log, stop.requested)
-                if stop.requested:
-                    raise KeyboardInterrupt
+        run_steps(cfg, populations, recorder, hooks)
+        return 0, None
     except KeyboardInterrupt:
-        status = 130
-        again = RUN.resume_command(out, cfg.run.exact)
-        kept = (f"resume from step {checkpoints.step} with: {again}"
-                if checkpoints.step is not None else "no checkpoint was written yet")
-        message = f"interrupted after {log.done} of {cfg.run.steps} steps; {kept}"
+        hint = _resume_hint(cfg, out, checkpoints.step) or "no checkpoint was written yet"
+        return 130, f"interrupted after {recorder.log.done} of {cfg.run.steps} steps; {hint}"
     except Diverged as e:
-        status = DIVERGED_STATUS
         kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"
                 if checkpoints.step is not None else "no checkpoint was written")
-        message = f"{e}; wrote the results up to step {log.done}; {kept}"
-    except (CheckpointError, HookFailed) as e:
-        status, message = 2, str(e)
-        if isinstance(e, HookFailed):
-            message += (f"; wrote the results up to step {log.done}"
-                        + (f"; resume from step {checkpoints.step} with: "
-                           f"{RUN.resume_command(out, cfg.run.exact)}"
-                           if checkpoints.step is not None else ""))
-    finally:
-        progress.close()
-    record.update(steps_completed=log.done, interrupted=status == 130,
-                  diverged=message if status == DIVERGED_STATUS else None,
-                  diverged_runs=watch.found,
-                  wall_seconds=round(previous_wall + time.perf_counter() - start, 2),
-                  wall_seconds_per_agent={a: round(w, 2) for a, w in wall.items()},
-                  checkpoint_step=checkpoints.step,
-                  finished_utc=utc_now() if status == 0 and log.done == cfg.run.steps else None)
+        return DIVERGED_STATUS, f"{e}; wrote the results up to step {recorder.log.done}; {kept}"
+    except CheckpointError as e:
+        return 2, str(e)
+    except HookFailed as e:
+        hint = _resume_hint(cfg, out, checkpoints.step)
+        return 2, (f"{e}; wrote the results up to step {recorder.log.done}"
+                   + (f"; {hint}" if hint else ""))
+
+
+def _resume_hint(cfg: Config, out: Path, step: int | None) -> str | None:
+    """How to resume from the checkpoint of ``step`` (None: none was written)."""
+    if step is None:
+        return None
+    return f"resume from step {step} with: {RUN.resume_command(out, cfg.run.exact)}"
+
+
+def _write_all(cfg: Config, out: Path, log: RegretLog, populations: list[Population],
+               wall: dict[str, float], record: dict, probe: Probe, hooks: Sequence[Any],
+               kept: int | None) -> Outcome | None:
+    """The run's outputs (:func:`write_outputs`), then each hook's ``after_run`` (a second
+    Ctrl-C meanwhile must not leave half the outputs). None where all are written, else the
+    outcome that says what is not (``kept``: the step of the checkpoint kept, or None)."""
     try:
-        # a second Ctrl-C must not leave half the outputs
         with sigint_handler(signal.SIG_IGN):
             write_outputs(cfg, out, log, wall, last_losses(populations), record, probe)
-            for hook in (MemoryRecord(cfg), *everyone):  # the steps after the run
+            for hook in hooks:  # the steps after the run
                 if hasattr(hook, "after_run"):
                     hook.after_run(log, out)
     except OSError as e:
-        kept = (f"the checkpoint of step {checkpoints.step} is kept"
-                if checkpoints.step is not None else "")
         return Outcome(2, f"error: cannot write the results to {out}: {e.strerror or e}"
-                       + (f"; {kept}" if kept else ""))
+                       + (f"; the checkpoint of step {kept} is kept" if kept is not None
+                          else ""))
     except HookFailed as e:  # the run's own outputs are written whole before it
         return Outcome(2, f"error: {e}; the run's outputs are written", out)
-    if message and status in (2, 3):
-        message = "error: " + message
-    return Outcome(status, message, out)
+    return None
 
 
 def build(cfg: Config) -> tuple[list[Population], list[int]]:

@@ -17,10 +17,11 @@ minibatch 64, a full buffer of 4096):
   the device, as one captured CUDA graph on a GPU.
 
 Both are measured in the same process, interleaved in rounds (median), so machine noise
-hits both alike: the ratios are the result. The projection of the paper protocol
-(50,000 steps x 64 updates, 4 agents x ``--runs`` seeds; the paper's 5 by default) uses
-the measured fused rate and counts training only (acting and the environment add
-little; the runner reports its own wall time). Writes ``bench.csv`` and ``bench.json`` to ``--out``.
+hits both alike: the ratios are the result (:mod:`bandits.tools.bench_fused`). The
+projection of the paper protocol (50,000 steps x 64 updates, 4 agents x ``--runs`` seeds;
+the paper's 5 by default) uses the measured fused rate and counts training only (acting
+and the environment add little; the runner reports its own wall time). Writes
+``bench.csv`` and ``bench.json`` to ``--out``.
 
 ``--agents-per-step`` instead times one step (act, store, ``--updates`` updates) of every
 agent alone on MNIST-shaped random contexts (784 features, 10 actions, ``--runs`` seeds),
@@ -47,14 +48,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
-from agents import SPECS, AgentConfig, make_agents
-from bandits.bayes import ScaleMixturePrior, make_mlp
+from agents import SPECS
 from bandits.core import kernels
-from bandits.core.buffer import ReplayBuffer
 from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.command_line import first_paragraph
 from bandits.core.conditions import refuse_settings_without_effect
@@ -64,7 +62,7 @@ from bandits.core.outputs import OutputDirError, output_dir, remove_if_unused
 from bandits.core.processes import available_cores, stop_on_ctrl_c
 from bandits.core.startup import on_stop
 from bandits.tools import bench_worktree as worktrees
-from bandits.tools.bench_agents import agents_per_step, refused, sync
+from bandits.tools.bench_agents import agents_per_step, refused
 from bandits.tools.bench_commands import (
     AB_COMMANDS,
     KERNEL_MODES,
@@ -81,98 +79,11 @@ from bandits.tools.bench_commands import (
     scaling,
     threads_under_load,
 )
+from bandits.tools.bench_fused import PAPER_AGENTS, PAPER_UPDATES, measure
 
-CONTEXT_DIM, N_ACTIONS, BUFFER = 117, 2, 4096
-PAPER_AGENTS = ["bbb", "greedy", "eps1", "eps5"]
-PAPER_UPDATES = 64  # the paper's updates per step
 # the flags' ranges: beyond them a run of the benchmark would not fit in memory (every run
 # of every agent keeps full buffers of 4,096 items) or would not end in hours
 MAX_RUNS, MAX_UPDATES, MAX_ROUNDS = 100, 10_000, 1_000
-
-
-def full_buffer(runs: int, device: str) -> ReplayBuffer:
-    """A full buffer of Mushroom-like items (binary contexts, rewards 0 / 5 / -35)."""
-    rng = np.random.default_rng(0)
-    buf = ReplayBuffer(BUFFER, runs, CONTEXT_DIM, device=device)
-    for _ in range(BUFFER):
-        buf.add(rng.integers(0, 2, (runs, CONTEXT_DIM)), rng.integers(0, N_ACTIONS, runs),
-                rng.choice([0.0, 5.0, -35.0], runs))
-    return buf
-
-
-def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[], None]:
-    """One update of each agent in ``names``, the way the simulator trained before the
-    fused step."""
-    cfg = AgentConfig()
-    eye = torch.eye(N_ACTIONS, device=device)
-    lanes = []
-    for name in names:
-        bayesian = SPECS[name].cls.name == "bbb"
-        prior = ScaleMixturePrior(cfg.prior_pi, cfg.prior_sigma1, cfg.prior_sigma2)
-        gen = torch.Generator(device=device).manual_seed(0)
-        model = make_mlp(CONTEXT_DIM + N_ACTIONS, cfg.hidden, 1, runs=runs, bayesian=bayesian,
-                         prior=prior, init_sigma=cfg.init_sigma, generator=gen, device=device)
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, fused=True)
-        lanes.append((bayesian, model, opt, gen, full_buffer(runs, device)))
-
-    def step() -> None:
-        for bayesian, model, opt, gen, buf in lanes:
-            batch = buf.sample(cfg.batch_size, gen)
-            x = torch.cat([batch.contexts, eye[batch.actions]], dim=-1)
-            pred = model(x).squeeze(-1)
-            if bayesian:
-                nll = 0.5 * ((batch.rewards - pred) / cfg.noise_sigma) ** 2
-                loss = (model.complexity_cost("mc") / len(buf) + nll.mean(dim=1)).sum()
-            else:
-                loss = ((batch.rewards - pred) ** 2).mean(dim=1).sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            float(loss.detach())  # the loss went back to the host after every update
-    return step
-
-
-def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
-               ) -> dict[str, Callable[[], None]]:
-    """``updates`` updates of each population of the four agents, as ``bandits.run`` does."""
-    pops = make_agents(PAPER_AGENTS, CONTEXT_DIM, N_ACTIONS, runs, lambda n: [0, len(n)],
-                       AgentConfig(), device, cuda_graph=cuda_graph)
-    steps = {}
-    for pop in pops:
-        buf = full_buffer(pop.runs, device)
-        steps["+".join(pop.names)] = (lambda p=pop, b=buf: p.update(b, updates))
-    return steps
-
-
-def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
-    """Seconds per update of every agent's runs, each variant timed over ``updates``
-    updates per round, interleaved over ``rounds`` rounds (median)."""
-    variants: dict[str, tuple[Callable[[], None], int]] = {}
-    for key, fn in fused_step(runs, updates, device).items():
-        variants[f"per-agent loop {key}"] = (per_agent_loop(runs, device, key.split("+")), updates)
-        variants[f"fused {key}"] = (fn, 1)
-    loops = [fn for k, (fn, _) in variants.items() if k.startswith("per-agent")]
-    fused = [fn for k, (fn, _) in variants.items() if k.startswith("fused")]
-    variants["per-agent loop (all agents)"] = (lambda: [fn() for fn in loops], updates)
-    variants["fused (all agents)"] = (lambda: [fn() for fn in fused], 1)
-    for fn, calls in variants.values():  # warm-up (and CUDA graph capture)
-        for _ in range(3 * calls):
-            fn()
-    sync(device)
-    times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(rounds):
-        for key, (fn, calls) in variants.items():
-            sync(device)
-            tic = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            sync(device)
-            times[key].append((time.perf_counter() - tic) / updates)
-    return pd.DataFrame([
-        {"variant": k, "runs_per_agent": runs, "seconds_per_update": float(np.median(t)),
-         "updates_per_second": 1.0 / float(np.median(t))}
-        for k, t in times.items()
-    ])
 
 
 def _with(mode: str) -> tuple[Callable[[dict], bool], str]:
@@ -320,28 +231,14 @@ def _main(p: argparse.ArgumentParser, args: Settings, argv: Sequence[str] | None
                         kernels_cost(args.rounds, modes=args.kernel_modes), start,
                         pin=kernels.PIN, modes={m: KERNEL_MODES[m] for m in args.kernel_modes})
     if commit is not None:  # resolved before the folder was made
-        if dirty := worktrees.uncommitted():
-            print(f"bandits.bench: note: this checkout has uncommitted changes: its side runs "
-                  f"them, {args.against}'s does not", file=sys.stderr)
-        return _written(args, argv, "against", against(args.against, args.rounds, commit=commit),
-                        start, commit=commit, uncommitted_changes=dirty,
-                        timed=[shlex.join(["python", "-m", *c]) for c in AB_COMMANDS.values()])
+        return _against(args, argv, commit, start)
     if args.threads_under_load:
         return _written(args, argv, "threads_under_load",
                         threads_under_load(args.busy, args.rounds), start,
                         timed=shlex.join(["python", "-m", *THREADS_COMMAND]))
-    if args.default_command or args.mnist_workers:
-        cores = list(range(1, available_cores() + 1))
-        if args.mnist_workers:
-            return _written(args, argv, "mnist_workers", mnist_workers(cores, args.rounds),
-                            start, timed=shlex.join(["python", "-m", *MNIST_WORKERS_COMMAND]))
-        return _written(args, argv, "default_command", default_command(cores, args.rounds),
-                        start, preset="quick (the default)")
-    if args.scaling:
-        workers = list(range(1, available_cores() + 1))
-        df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
-        return _written(args, argv, "scaling", df, start, args.device, device=args.device,
-                        preset="paper (4 agents x 5 seeds, 64 updates)")
+    if args.default_command or args.mnist_workers or args.scaling:
+        return _with_workers(args, argv, start)
+    # the timings of the training step in this process
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.set_float32_matmul_precision(args.matmul_precision)
@@ -349,20 +246,57 @@ def _main(p: argparse.ArgumentParser, args: Settings, argv: Sequence[str] | None
         p.exit(2, "bandits.bench: error: --device cuda but torch has no CUDA device here\n")
     start = time.perf_counter()
     if args.agents_per_step:
-        df = agents_per_step(args.runs, args.updates, args.rounds, args.device,
-                             papers_setup=args.papers_setup)
-        args.out.mkdir(parents=True, exist_ok=True)
-        write_csv(df, args.out / "agents_per_step.csv")
-        write_json({"command": _command(argv), "device": args.device,
-                    "device_name": machine(args.device),
-                    "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
-                    "updates_per_step": args.updates, "rounds": args.rounds,
-                    "setup": "papers" if args.papers_setup else "this project's defaults",
-                    "left_out": refused(list(SPECS), args.papers_setup),
-                    "wall_seconds": round(time.perf_counter() - start, 1),
-                    "versions": package_versions()}, args.out / "agents_per_step.json")
-        print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        return 0
+        return _agents_per_step(args, argv, start)
+    return _fused_against_loop(args, argv, start)
+
+
+def _against(args: Settings, argv: Sequence[str] | None, commit: str, start: float) -> int:
+    """``--against REV``: this checkout's commands against those of ``commit``."""
+    if dirty := worktrees.uncommitted():
+        print(f"bandits.bench: note: this checkout has uncommitted changes: its side runs "
+              f"them, {args.against}'s does not", file=sys.stderr)
+    return _written(args, argv, "against", against(args.against, args.rounds, commit=commit),
+                    start, commit=commit, uncommitted_changes=dirty,
+                    timed=[shlex.join(["python", "-m", *c]) for c in AB_COMMANDS.values()])
+
+
+def _with_workers(args: Settings, argv: Sequence[str] | None, start: float) -> int:
+    """``--default-command``, ``--mnist-workers`` or ``--scaling``: a command end to end
+    with 1, 2, ... workers, up to the cores."""
+    workers = list(range(1, available_cores() + 1))
+    if args.mnist_workers:
+        return _written(args, argv, "mnist_workers", mnist_workers(workers, args.rounds),
+                        start, timed=shlex.join(["python", "-m", *MNIST_WORKERS_COMMAND]))
+    if args.default_command:
+        return _written(args, argv, "default_command", default_command(workers, args.rounds),
+                        start, preset="quick (the default)")
+    df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
+    return _written(args, argv, "scaling", df, start, args.device, device=args.device,
+                    preset="paper (4 agents x 5 seeds, 64 updates)")
+
+
+def _agents_per_step(args: Settings, argv: Sequence[str] | None, start: float) -> int:
+    """``--agents-per-step``: one step of every agent alone."""
+    df = agents_per_step(args.runs, args.updates, args.rounds, args.device,
+                         papers_setup=args.papers_setup)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(df, args.out / "agents_per_step.csv")
+    write_json({"command": _command(argv), "device": args.device,
+                "device_name": machine(args.device),
+                "threads": torch.get_num_threads(), "runs_per_agent": args.runs,
+                "updates_per_step": args.updates, "rounds": args.rounds,
+                "setup": "papers" if args.papers_setup else "this project's defaults",
+                "left_out": refused(list(SPECS), args.papers_setup),
+                "wall_seconds": round(time.perf_counter() - start, 1),
+                "versions": package_versions()}, args.out / "agents_per_step.json")
+    print(df.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def _fused_against_loop(args: Settings, argv: Sequence[str] | None, start: float) -> int:
+    """The default timing: the fused step against the per-agent loop
+    (:mod:`bandits.tools.bench_fused`), with the speed-ups and the paper protocol's
+    projected minutes."""
     df = measure(args.runs, args.updates, args.rounds, args.device)
     t = dict(zip(df["variant"], df["seconds_per_update"]))
     before, now = t["per-agent loop (all agents)"], t["fused (all agents)"]

@@ -76,50 +76,71 @@ def agents_per_step(runs: int, updates: int, rounds: int, device: str,
 
 def _agents_per_step(runs: int, updates: int, rounds: int, device: str, names: Sequence[str],
                      context_dim: int, n_actions: int, papers_setup: bool) -> pd.DataFrame:
-    rng = np.random.default_rng(0)
+    steps = _Steps(runs, context_dim, n_actions, papers_setup, device)
     cfg = settings(papers_setup)
     left_out = refused(names, papers_setup, context_dim, n_actions)
-    names = [name for name in names if name not in left_out]
-    capacity = PAPERS_BUFFER if papers_setup else MNIST_BUFFER
-
-    def contexts_now() -> np.ndarray:
-        lit = rng.random((runs, context_dim)) < 0.2
-        c = lit * rng.integers(1, 256, (runs, context_dim)) / 126
-        if papers_setup:
-            c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
-        return c.astype(np.float32)
-
-    lanes = []
-    for name in names:
-        agent = make_agent(name, context_dim, n_actions, runs, 0, cfg, device)
-        buf = ReplayBuffer(capacity, runs, context_dim, device=device)
-        for _ in range(PAPERS_HELD if papers_setup else 0):
-            buf.add(contexts_now(), torch.as_tensor(rng.integers(0, n_actions, runs)),
-                    (rng.random(runs) < 0.1) * 1.0)
-        lanes.append((name, agent, buf))
-
-    def step(agent, buf) -> tuple[float, float]:
-        contexts = contexts_now()
-        sync(device)
-        tic = time.perf_counter()
-        actions = agent.act(contexts)
-        actions_np = actions.cpu().numpy()
-        sync(device)
-        act = time.perf_counter() - tic
-        buf.add(contexts, actions, (actions_np == rng.integers(0, n_actions, runs)) * 1.0)
-        tic = time.perf_counter()
-        if agent.learns:
-            agent.update(buf, updates)
-        sync(device)
-        return act, time.perf_counter() - tic
-
-    for _, agent, buf in lanes:
+    lanes = [(name, make_agent(name, context_dim, n_actions, runs, 0, cfg, device),
+              steps.buffer()) for name in names if name not in left_out]
+    for _, agent, buf in lanes:  # the warm-up
         for _ in range(2):
-            step(agent, buf)
+            steps.step(agent, buf, updates)
     times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in lanes}
     for _ in range(rounds):
         for name, agent, buf in lanes:
-            times[name].append(step(agent, buf))
+            times[name].append(steps.step(agent, buf, updates))
+    return _table(times, runs, context_dim, n_actions, updates, papers_setup)
+
+
+class _Steps:
+    """The steps timed: random contexts and rewards (from one generator, in the order the
+    timing draws them), the buffer each agent starts with and one step of an agent."""
+
+    def __init__(self, runs: int, context_dim: int, n_actions: int, papers_setup: bool,
+                 device: str) -> None:
+        self.rng = np.random.default_rng(0)
+        self.runs, self.context_dim, self.n_actions = runs, context_dim, n_actions
+        self.papers_setup, self.device = papers_setup, device
+
+    def contexts(self) -> np.ndarray:
+        rng, shape = self.rng, (self.runs, self.context_dim)
+        lit = rng.random(shape) < 0.2
+        c = lit * rng.integers(1, 256, shape) / 126
+        if self.papers_setup:
+            c = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+        return c.astype(np.float32)
+
+    def buffer(self) -> ReplayBuffer:
+        """Empty, like a run's; under the papers' set-up holding their first rounds."""
+        capacity = PAPERS_BUFFER if self.papers_setup else MNIST_BUFFER
+        buf = ReplayBuffer(capacity, self.runs, self.context_dim, device=self.device)
+        for _ in range(PAPERS_HELD if self.papers_setup else 0):
+            buf.add(self.contexts(),
+                    torch.as_tensor(self.rng.integers(0, self.n_actions, self.runs)),
+                    (self.rng.random(self.runs) < 0.1) * 1.0)
+        return buf
+
+    def step(self, agent, buf: ReplayBuffer, updates: int) -> tuple[float, float]:
+        """The seconds of one ``act`` and of the ``updates`` that follow it."""
+        contexts = self.contexts()
+        sync(self.device)
+        tic = time.perf_counter()
+        actions = agent.act(contexts)
+        actions_np = actions.cpu().numpy()
+        sync(self.device)
+        act = time.perf_counter() - tic
+        buf.add(contexts, actions,
+                (actions_np == self.rng.integers(0, self.n_actions, self.runs)) * 1.0)
+        tic = time.perf_counter()
+        if agent.learns:
+            agent.update(buf, updates)
+        sync(self.device)
+        return act, time.perf_counter() - tic
+
+
+def _table(times: dict[str, list[tuple[float, float]]], runs: int, context_dim: int,
+           n_actions: int, updates: int, papers_setup: bool) -> pd.DataFrame:
+    """A row per agent: the medians of its act, update and step times, and the minutes
+    they project."""
     rows = []
     for name, t in times.items():
         act, update = np.array(t).T

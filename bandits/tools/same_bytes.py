@@ -258,9 +258,8 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
                mkl_cbwr: str | None = None, native: bool = True) -> list[dict]:
     """Each check (of ``checks``, else :data:`CHECKS`) on this processor (prefix ``[]``)
     and on ``emulated``, pinned (and unpinned where it says so, unless ``native`` is
-    false): a row per processor,
-    kernels and file, compared with the shipped file where the check has one, and the
-    emulated processor's file with this one's."""
+    false): a row per processor, kernels and file, compared with the shipped file where
+    the check has one, and the emulated processor's file with this one's."""
     checks = CHECKS if checks is None else checks
     rows = []
     base = {**os.environ, "BANDITS_WORKERS": "1"}
@@ -268,40 +267,53 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
         base.pop(name, None)
     if data_dir:  # the commands run from the repository's root
         base["BANDITS_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
+    pinned = (("pinned", {kernels.EXACT: "1"}) if mkl_cbwr is None
+              else (f"MKL_CBWR={mkl_cbwr}", {kernels.EXACT: "1", "MKL_CBWR": mkl_cbwr}))
     with tempfile.TemporaryDirectory() as tmp:
         on_stop(functools.partial(shutil.rmtree, tmp, True))  # SIGTERM: no folder left
         for name in names:
             check = checks[name]
             if check.shipped is not None:
                 shipped_ok(check.shipped)
-            pinned = (("pinned", {kernels.EXACT: "1"}) if mkl_cbwr is None
-                      else (f"MKL_CBWR={mkl_cbwr}", {kernels.EXACT: "1", "MKL_CBWR": mkl_cbwr}))
-            modes = [pinned, *([("native", {})]
-                               if check.unpinned and native else [])]
-            for mode, extra in modes:
-                outs = {}
-                for where, prefix in (("this", []), ("emulated", emulated)):
-                    out = Path(tmp) / f"{name}-{mode}-{where}"
-                    seconds = _run(prefix, check.argv(out), {**base, **extra})
-                    _ran_as_asked(out, mode != "native", mkl_cbwr)
-                    outs[where] = (out, seconds)
-                    if check.keep and keep is not None:
-                        kept = keep / f"{name}-{mode.replace('=', '-').lower()}-{where}"
-                        kept.mkdir(parents=True, exist_ok=True)
-                        for f in check.files:
-                            shutil.copyfile(out / f, kept / f)
-                pairs = [("emulated", "this processor", outs["this"][0])]
-                if check.shipped is not None and mode == "pinned":
-                    pairs = [("this", "shipped", check.shipped),
-                             ("emulated", "shipped", check.shipped), *pairs]
-                for where, what, folder in pairs:
-                    out, seconds = outs[where]
-                    for f in check.files:
-                        rows.append({"check": name, "processor": where, "kernels": mode,
-                                     "file": f, "compared_with": what,
-                                     "same": _read(out / f) == _read(folder / f),
-                                     "seconds": round(seconds, 1)})
+            for mode, extra in [pinned, *([("native", {})] if check.unpinned and native
+                                          else [])]:
+                outs = _on_both(name, check, mode, {**base, **extra}, emulated, Path(tmp),
+                                keep, mkl_cbwr)
+                rows += _compared(name, check, mode, outs)
     return rows
+
+
+def _on_both(name: str, check: Check, mode: str, env: dict[str, str], emulated: list[str],
+             tmp: Path, keep: Path | None, mkl_cbwr: str | None) -> dict[str, tuple[Path, float]]:
+    """The check ``name``'s command in the kernels ``mode`` (its variables in ``env``) on
+    this processor and on the emulated one: each one's output folder and seconds (its
+    files copied under ``keep`` where the check keeps them)."""
+    outs = {}
+    for where, prefix in (("this", []), ("emulated", emulated)):
+        out = tmp / f"{name}-{mode}-{where}"
+        seconds = _run(prefix, check.argv(out), env)
+        _ran_as_asked(out, mode != "native", mkl_cbwr)
+        outs[where] = (out, seconds)
+        if check.keep and keep is not None:
+            kept = keep / f"{name}-{mode.replace('=', '-').lower()}-{where}"
+            kept.mkdir(parents=True, exist_ok=True)
+            for f in check.files:
+                shutil.copyfile(out / f, kept / f)
+    return outs
+
+
+def _compared(name: str, check: Check, mode: str, outs: dict[str, tuple[Path, float]]
+              ) -> list[dict]:
+    """A row per processor and file of ``outs``: the emulated processor's compared with this
+    one's, and in the pinned mode of a check with a shipped result, both with its files."""
+    pairs = [("emulated", "this processor", outs["this"][0])]
+    if check.shipped is not None and mode == "pinned":
+        pairs = [("this", "shipped", check.shipped), ("emulated", "shipped", check.shipped),
+                 *pairs]
+    return [{"check": name, "processor": where, "kernels": mode, "file": f,
+             "compared_with": what, "same": _read(outs[where][0] / f) == _read(folder / f),
+             "seconds": round(outs[where][1], 1)}
+            for where, what, folder in pairs for f in check.files]
 
 
 def _read(file: Path) -> bytes:
