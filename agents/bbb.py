@@ -83,7 +83,7 @@ class BBBAgent(NeuralAgent):
             prior = GaussianPrior(c.prior_sigma)
         else:
             raise ValueError(f"prior must be 'mixture' or 'gaussian', got {c.prior!r}")
-        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
+        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs,
                         prior=prior, init_sigma=c.init_sigma)
 
     def decoupled_decay(self) -> float:

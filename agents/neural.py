@@ -6,7 +6,7 @@ all actions of a context is one forward call over ``n_actions`` rows.
 
 **The training step** (:meth:`NeuralAgent.update`) does ``updates`` minibatch updates
 of every run of the population without waiting for the device once: minibatch
-indices are drawn on the device from each member's generator and the buffer's
+indices are drawn on the device from the agent's generator and the buffer's
 on-device length, the gradients of the per-weight terms are computed in a few
 whole-tensor operations on the flat parameters (:mod:`bandits.bayes.flat`), the
 optimiser steps them (torch's SGD with ``--optimizer sgd``; otherwise torch's fused AdamW
@@ -88,17 +88,13 @@ class NeuralAgent(Agent):
         super().__init__(*args, **kwargs)
         self._compile = compile
         self._compiled: dict = {}
-        # Initial weights come from each member's own seed, not torch's global state:
-        # a member starts from exactly the weights it would have alone.
-        models = []
+        # Initial weights come from the agent's own seed, not torch's global state
         disjoint = self.config.encoding == "disjoint"  # see bandits.bayes.flat.FlatMLP
-        for seed in self._init_seeds:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                models.append(self.build_model(self.context_dim * self.n_actions
-                                               if disjoint else
-                                               self.context_dim + self.n_actions))
-        self.model = FlatMLP(models, arms=self.n_actions if disjoint else 0).to(self.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self._init_seed)
+            model = self.build_model(self.context_dim * self.n_actions if disjoint else
+                                     self.context_dim + self.n_actions)
+        self.model = FlatMLP([model], arms=self.n_actions if disjoint else 0).to(self.device)
         cuda = self.device.type == "cuda"
         # fused: one kernel for all parameters (CPU and CUDA); capturable: its step
         # counter lives on the device, so the update can be captured in a CUDA graph.
@@ -138,7 +134,7 @@ class NeuralAgent(Agent):
 
     @abc.abstractmethod
     def build_model(self, in_features: int) -> MLP:
-        """One member's reward network with ``runs_per_member`` copies (on the CPU)."""
+        """The reward network with ``runs`` copies (on the CPU)."""
 
     @torch.no_grad()
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
@@ -295,8 +291,8 @@ def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tens
     """Shuffled passes over each run's whole buffer in minibatches of ``batch_size``, each
     run until the mean loss of one of its epochs is at most ``fit_tolerance`` (it then
     stops: its weights stay as they are) or ``max_steps`` steps are taken in all (as
-    NeuralUCB's reference trains, with minibatches of one). Each run shuffles with its
-    member's generator, so a run draws as it would alone. Returns each run's last
+    NeuralUCB's reference trains, with minibatches of one). The runs shuffle with the
+    agent's generator. Returns each run's last
     epoch's mean loss (of the epoch cut short, if the steps ran out first)."""
     n, size = len(buffer), agent.config.batch_size
     active = torch.ones(agent.runs, dtype=torch.bool, device=agent.device)

@@ -107,26 +107,25 @@ class Probe:
         for population in populations:
             agent = population.agent
             g = torch.Generator(device=self.device)
-            g.manual_seed(zlib.crc32(f"{step}:{','.join(agent.names)}".encode()))
+            g.manual_seed(zlib.crc32(f"{step}:{agent.name}".encode()))
             pred = agent.predict_samples(torch.as_tensor(self.contexts, device=self.device),
                                          self.SAMPLES, g)
             if pred is None:  # no reward model to look at
                 continue
             pred = pred.cpu().numpy()  # (runs, S, N, A)
             first = pred.argmax(-1)  # (runs, S, N)
-            for k, name in enumerate(agent.names):
-                for i, r in enumerate(range(*agent.member_runs(k).indices(agent.runs))):
-                    for b in np.unique(self.best):
-                        sel = self.best == b
-                        for a in range(pred.shape[-1]):
-                            p = pred[r][:, sel, a]  # (S, contexts with best action b)
-                            self.rows.append({
-                                "agent": name, "seed": seeds[i], "step": step,
-                                "best_action": int(b), "action": a,
-                                "expected_reward": float(self.expected[sel, a].mean()),
-                                "predicted_mean": float(p.mean()),
-                                "predicted_std": float(p.std(0).mean()),
-                                "chosen_share": float((first[r][:, sel] == a).mean())})
+            for r in range(agent.runs):
+                for b in np.unique(self.best):
+                    sel = self.best == b
+                    for a in range(pred.shape[-1]):
+                        p = pred[r][:, sel, a]  # (S, contexts with best action b)
+                        self.rows.append({
+                            "agent": agent.name, "seed": seeds[r], "step": step,
+                            "best_action": int(b), "action": a,
+                            "expected_reward": float(self.expected[sel, a].mean()),
+                            "predicted_mean": float(p.mean()),
+                            "predicted_std": float(p.std(0).mean()),
+                            "chosen_share": float((first[r][:, sel] == a).mean())})
 
     def frame(self) -> pd.DataFrame:
         """The rows agent by agent (in the run's order), then seed, step: the same bytes
@@ -146,10 +145,9 @@ def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[
     found = []
     for pop in populations:
         at = pop.diverged_at.cpu()
-        for k, name in enumerate(pop.agent.names):
-            for i, step in enumerate(at[pop.agent.member_runs(k)].tolist()):
-                if step >= 0:
-                    found.append({"step": step, "agent": name, "seed": seeds[i]})
+        for i, step in enumerate(at.tolist()):
+            if step >= 0:
+                found.append({"step": step, "agent": pop.agent.name, "seed": seeds[i]})
     return sorted(found, key=lambda d: (d["step"], d["agent"], d["seed"]))
 
 

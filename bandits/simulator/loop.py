@@ -61,7 +61,7 @@ from bandits.simulator.settings import (
 def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[str, float],
              index: dict[str, int]) -> None:
     """Step ``t`` of one population: act on its contexts, step its environments, store
-    the interactions, train, and record the regret of every member."""
+    the interactions, train, and record the agent's regret."""
     tic = time.perf_counter()
     actions = pop.agent.act(pop.context)  # on the device
     actions_np = actions.cpu().numpy()  # the one copy to the host per step
@@ -76,17 +76,15 @@ def interact(pop: Population, t: int, cfg: Config, log: RegretLog, wall: dict[st
             pop.diverged_at.masked_fill_(bad, t + 1)
     elapsed = time.perf_counter() - tic
     values = ({c: v.cpu().numpy() for c, v in pop.agent.step_values().items()}
-              if any(pop.member_columns) else {})
-    for k, name in enumerate(pop.agent.names):
-        runs = pop.agent.member_runs(k)
-        wall[name] += elapsed / len(pop.agent.members)
-        record = {key: info[key][runs] for key in
-                  ("regret", "expected_regret", "optimal_action")}
-        if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
-            record["item"] = info[pop.item_key][runs]
-        record.update({c: info[c][runs] for c in pop.env_columns})  # the specs' columns
-        record.update({c: values[c][runs] for c in pop.member_columns[k]})
-        log.record(index[name], t, actions_np[runs], rewards[runs], record)
+              if pop.agent_columns else {})
+    name = pop.agent.name
+    wall[name] += elapsed
+    record = {key: info[key] for key in ("regret", "expected_regret", "optimal_action")}
+    if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
+        record["item"] = info[pop.item_key]
+    record.update({c: info[c] for c in pop.env_columns})  # the specs' columns
+    record.update({c: values[c] for c in pop.agent_columns})
+    log.record(index[name], t, actions_np, rewards, record)
     pop.context = next_context
 
 
@@ -288,8 +286,8 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
     built = []
     for agent in agents:
         env = envs.make_vec(run.env, agent.runs, **env_kwargs)
-        # every member's run r sees seed + r: common random numbers across agents
-        context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
+        # every agent's run r sees seed + r: common random numbers across agents
+        context, _ = env.reset(seed=seeds)
         item_key = envs.SPECS[run.env].item_key
         problem = getattr(env.unwrapped, "problem", None)
         table = problem.item_features() if item_key and problem is not None else None
@@ -299,7 +297,7 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
                                 diverged_at=torch.full((agent.runs,), -1, device=run.device),
                                 item_key=item_key,
                                 env_columns=envs.SPECS[run.env].columns,
-                                member_columns=[SPECS[n].columns for n in agent.names]))
+                                agent_columns=SPECS[agent.name].columns))
     return built, seeds
 
 
@@ -308,7 +306,7 @@ def snapshot(populations: list[Population], log: RegretLog, wall: dict[str, floa
     """The state of a run at the end of step ``log.done``, for a checkpoint."""
     return {"steps_done": log.done, "log": log.state_dict(), "wall": dict(wall),
             "probes": list(probe.rows),
-            "populations": [{"agents": pop.agent.names, "agent": pop.agent.state_dict(),
+            "populations": [{"agents": [pop.agent.name], "agent": pop.agent.state_dict(),
                              "buffer": pop.buffer.state_dict(), "loss": pop.loss,
                              "context": torch.from_numpy(np.array(pop.context))}
                             for pop in populations]}
@@ -322,7 +320,7 @@ def restore(populations: list[Population], log: RegretLog, wall: dict[str, float
     seeds and the step only, never on the actions) and checked against the saved contexts.
     """
     saved = state["populations"]
-    if [pop.agent.names for pop in populations] != [s["agents"] for s in saved]:
+    if [[pop.agent.name] for pop in populations] != [s["agents"] for s in saved]:
         raise CheckpointError("the checkpoint's agents do not match config.json")
     log.load_state_dict(state["log"])
     wall.update(state["wall"])
@@ -356,9 +354,8 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
     """Each agent's mean training loss over its runs, at its last update."""
     losses = {}
     for pop in populations:
-        for k, name in enumerate(pop.agent.names):
-            if pop.loss is not None:
-                losses[name] = float(pop.loss[pop.agent.member_runs(k)].mean())
+        if pop.loss is not None:
+            losses[pop.agent.name] = float(pop.loss.mean())
     return losses
 
 
