@@ -10,7 +10,7 @@ the raw context (Li et al. 2010); ``neuralucb``, ``neuralts``: NeuralUCB (Zhou e
 online-bootstrap ensemble; ``neurallinear``: a linear posterior on the greedy
 network's last hidden layer; ``uniform``: random actions.
 
-:func:`make_agents` builds the populations a run trains: one per agent, so that an
+:func:`make_agents` builds the agents a run trains, each on its own, so that an
 agent's numbers never depend on the agents beside it (alone, beside any others, in any
 order, with any number of workers: the same bytes; ``tests/test_neighbours.py``).
 """
@@ -33,7 +33,7 @@ from agents import (
     neural_ucb,
     uniform,
 )
-from agents.base import Agent, AgentSpec, CommonSettings, Member
+from agents.base import Agent, AgentSpec, CommonSettings
 from agents.graph_capture import capture_updates
 from agents.neural import NeuralAgent
 from bandits.core.config import compose
@@ -61,20 +61,10 @@ else:
         :meth:`AgentSpec.own`).""", module=__name__)
 
 
-def _member(name: str, seed, config: AgentConfig | None) -> tuple[type[Agent], Member]:
+def _spec(name: str) -> AgentSpec:
     if name not in SPECS:
         raise ValueError(f"unknown agent {name!r}; choose from {', '.join(SPECS)}")
-    spec = SPECS[name]
-    return spec.cls, Member(name, seed, spec.own(config or AgentConfig()))
-
-
-def _build(cls: type[Agent], members: list[Member], context_dim: int, n_actions: int,
-           runs: int, device, cuda_graph: bool, compile: bool) -> Agent:
-    kwargs = {"compile": compile} if issubclass(cls, NeuralAgent) else {}
-    agent = cls(context_dim, n_actions, runs, members, device, **kwargs)
-    if cuda_graph:
-        capture_updates(agent)  # on CUDA, where its fit allows: agents.graph_capture
-    return agent
+    return SPECS[name]
 
 
 def make_agent(
@@ -94,8 +84,13 @@ def make_agent(
     training step is replayed as a CUDA graph unless ``cuda_graph`` is false; ``compile``
     fuses the BBB step's per-weight work with ``torch.compile``.
     """
-    cls, member = _member(name, seed, config)
-    return _build(cls, [member], context_dim, n_actions, runs, device, cuda_graph, compile)
+    spec = _spec(name)
+    kwargs = {"compile": compile} if issubclass(spec.cls, NeuralAgent) else {}
+    agent = spec.cls(context_dim, n_actions, runs, name, seed,
+                     spec.own(config or AgentConfig()), device, **kwargs)
+    if cuda_graph:
+        capture_updates(agent)  # on CUDA, where its fit allows: agents.graph_capture
+    return agent
 
 
 def make_agents(
@@ -109,25 +104,16 @@ def make_agents(
     cuda_graph: bool = True,
     compile: bool = False,
 ) -> list[Agent]:
-    """The populations that train ``names``, one per agent (in the order given), each
-    with ``runs`` runs; ``seed(name)`` is each agent's entropy. Each acts and learns
-    exactly, to the byte, as :func:`make_agent` alone would make it."""
+    """The agents ``names``, one each (in the order given), each with ``runs`` runs;
+    ``seed(name)`` is each agent's entropy. Each acts and learns exactly, to the byte, as
+    :func:`make_agent` alone would make it: agents are independent of each other, so they
+    may run in different processes, and none changes another's numbers."""
+    for name in names:  # an unknown name is refused before any agent is built
+        _spec(name)
     return [make_agent(name, context_dim, n_actions, runs, seed(name), config, device,
                        cuda_graph, compile)
-            for group in population_groups(names, config) for name in group]
+            for name in names]
 
 
-def population_groups(names: Sequence[str], config: AgentConfig | None = None
-                      ) -> list[list[str]]:
-    """The agents of each population :func:`make_agents` builds, in its order: one agent
-    each (an unknown name is refused here). Populations are independent of each other, so
-    they may run in different processes, and none changes another's numbers. (Agents
-    that differ only in how they act, the epsilon-greedy ones, once shared a population;
-    its batched kernels then summed a member's runs in another order beside others.)"""
-    for name in names:
-        _member(name, 0, config)
-    return [[name] for name in names]
-
-
-__all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "Member",
-           "make_agent", "make_agents", "population_groups"]
+__all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "make_agent",
+           "make_agents"]

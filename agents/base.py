@@ -10,14 +10,9 @@ has two methods (as in bsuite's baselines):
   run. It is the only place learning happens; the runner decides how often to call it.
   It returns the loss per run as a device tensor and never waits for the device.
 
-**Members.** A population may hold several agents that train the same way and differ
-only in how they act (greedy, 1 % and 5 % greedy): each is a *member* with its own
-seeds' runs (``runs_per_member`` of them, consecutive), its own settings and its own
-generators, so every member draws exactly the random numbers it would draw alone. Its
-arithmetic is the same only up to rounding: the batched kernels may sum a member's runs
-in another order when they start at another offset of the population. So a run builds
-one population per agent (:func:`agents.make_agents`), a population of one member, the
-plain single agent, and an agent's bytes never depend on its neighbours.
+Every run of an agent has its own seed and its own settings are the agent's; its
+generators are its own, so an agent's numbers depend only on its seeds and settings, never
+on the agents beside it (:func:`agents.make_agents` builds one agent per name).
 """
 
 from __future__ import annotations
@@ -101,7 +96,7 @@ class CommonSettings:
 
 AgentSettings = Any
 """An agent's settings as its spec passes them around (to ``networks``, ``check`` and a
-:class:`Member`): an instance of that spec's ``config``. Each agent class names its own
+:class:`Agent`): an instance of that spec's ``config``. Each agent class names its own
 type (``config: Config``), so a type checker sees every field an agent reads."""
 
 
@@ -186,78 +181,49 @@ class AgentSpec:
         return self.config(**{**values, **self.overrides})
 
 
-@dataclass(frozen=True)
-class Member:
-    """One agent of a population: its name, the entropy of its generators, its settings."""
-
-    name: str
-    seed: int | Sequence[int]
-    config: AgentSettings  # an instance of its spec's ``config``: nothing else
-
-
 class Agent(abc.ABC):
-    """A population of ``runs`` learners choosing among ``n_actions`` actions.
+    """``runs`` learners (one per seed) choosing among ``n_actions`` actions.
 
     Args:
         context_dim: Size of a context vector.
         n_actions: Number of actions.
-        runs_per_member: Runs (seeds) of each member; ``runs = len(members) * runs_per_member``.
-        members: The agents held (see the module docstring); one for a plain agent.
+        runs: Runs (seeds), advanced in lockstep.
+        name: The name it is registered as (``eps1``; the registry's key).
+        seed: The entropy of its generators (an int or a sequence of ints).
+        config: Its settings: an instance of its spec's ``config``.
         device: Torch device of the model and of the actions ``act`` returns.
     """
 
-    name = "agent"
+    name = "agent"  # the kind; an instance's is the name it is registered as
     learns = True
-    config: AgentSettings  # the first member's: each agent class names its own type
+    config: AgentSettings  # each agent class names its own type
 
     def __init__(
         self,
         context_dim: int,
         n_actions: int,
-        runs_per_member: int,
-        members: Sequence[Member],
+        runs: int,
+        name: str,
+        seed: int | Sequence[int],
+        config: AgentSettings,
         device: torch.device | str = "cpu",
     ) -> None:
-        if not members:
-            raise ValueError("an agent needs at least one member")
-        self.context_dim, self.n_actions = context_dim, n_actions
-        self.members = list(members)
-        self.runs_per_member = runs_per_member
-        self.runs = runs_per_member * len(self.members)
-        self.config = self.members[0].config  # the settings the members share
-        for m in self.members:  # every range where it is declared (the command checks the
-            check_ranges(m.config, ValueError)  # same before it builds anything)
-        self.device = torch.device(device)
-        self.rngs: list[np.random.Generator] = []
-        self.generators: list[torch.Generator] = []
-        self._init_seeds: list[int] = []
-        for m in self.members:
-            np_seed, torch_seed, init_seed = np.random.SeedSequence(m.seed).generate_state(3)
-            self.rngs.append(np.random.default_rng(int(np_seed)))
-            g = torch.Generator(device=self.device)
-            g.manual_seed(int(torch_seed))
-            self.generators.append(g)
-            self._init_seeds.append(int(init_seed))
-
-    @property
-    def names(self) -> list[str]:
-        return [m.name for m in self.members]
-
-    def member_runs(self, k: int) -> slice:
-        """The runs of member ``k``."""
-        return slice(k * self.runs_per_member, (k + 1) * self.runs_per_member)
+        self.context_dim, self.n_actions, self.runs = context_dim, n_actions, runs
+        self.name, self.config = name, config
+        check_ranges(config, ValueError)  # every range where it is declared (the command
+        self.device = torch.device(device)  # checks the same before it builds anything)
+        np_seed, torch_seed, init_seed = np.random.SeedSequence(seed).generate_state(3)
+        self.rng = np.random.default_rng(int(np_seed))
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(int(torch_seed))
+        self._init_seed = int(init_seed)
 
     def fill_random_(self, out: Tensor, distribution: str) -> Tensor:
-        """Fill ``out (runs, ...)`` in place with random numbers from each member's
-        generator, member by member: ``distribution`` is ``"normal"`` (N(0, 1)) or
-        ``"uniform"`` (U[0, 1))."""
-        for k, g in enumerate(self.generators):
-            part = out[self.member_runs(k)]
-            if distribution == "normal":
-                part.normal_(generator=g)
-            else:
-                part.uniform_(generator=g)
-        return out
+        """Fill ``out (runs, ...)`` in place with random numbers from the agent's
+        generator: ``distribution`` is ``"normal"`` (N(0, 1)) or ``"uniform"`` (U[0, 1))."""
+        if distribution == "normal":
+            return out.normal_(generator=self.generator)
+        return out.uniform_(generator=self.generator)
 
     @abc.abstractmethod
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
@@ -269,18 +235,17 @@ class Agent(abc.ABC):
         return {}
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything that changes as the agent acts and learns (for checkpoints)."""
-        return {"generators": [g.get_state() for g in self.generators],
-                "rngs": [rng.bit_generator.state for rng in self.rngs]}
+        """Everything that changes as the agent acts and learns (for checkpoints). The
+        generators' states are lists of one, as checkpoints have always held them."""
+        return {"generators": [self.generator.get_state()],
+                "rngs": [self.rng.bit_generator.state]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned (same agent, same settings)."""
-        if len(state["generators"]) != len(self.generators):
-            raise ValueError("the state holds another number of members than this agent")
-        for g, s in zip(self.generators, state["generators"]):
-            g.set_state(s)
-        for rng, s in zip(self.rngs, state["rngs"]):
-            rng.bit_generator.state = s
+        if len(state["generators"]) != 1 or len(state["rngs"]) != 1:
+            raise ValueError("the state holds the generators of several agents, not this one's")
+        self.generator.set_state(state["generators"][0])
+        self.rng.bit_generator.state = state["rngs"][0]
 
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:
         """``updates`` gradient steps on fresh minibatches; the loss per run (``None``: none)."""

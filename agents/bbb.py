@@ -83,7 +83,7 @@ class BBBAgent(NeuralAgent):
             prior = GaussianPrior(c.prior_sigma)
         else:
             raise ValueError(f"prior must be 'mixture' or 'gaussian', got {c.prior!r}")
-        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs_per_member,
+        return make_mlp(in_features, c.hidden, self.n_outputs, runs=self.runs,
                         prior=prior, init_sigma=c.init_sigma)
 
     def decoupled_decay(self) -> float:
@@ -97,6 +97,12 @@ class BBBAgent(NeuralAgent):
         for the whole history, so the posterior keeps narrowing as data accumulate)."""
         return buffer.seen if self.config.kl_scale == "seen" else buffer.size
 
+    @property
+    def drawn(self) -> Tensor:
+        """Where a drawn weight sample is written, ``(runs, P)``: kept by the network, so
+        that its layers' views are made once (a sample lives only until the next)."""
+        return self.model.work_buffer("drawn")
+
     def weight_noise(self) -> Tensor:
         """A fresh ``eps ~ N(0, 1)`` for every parameter of every run, ``(runs, P)``."""
         eps = torch.empty(self.runs, self.model.n_params, device=self.device)
@@ -106,9 +112,10 @@ class BBBAgent(NeuralAgent):
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
         x = self.all_action_inputs(contexts)  # (runs, n_actions, in)
         # One weight sample per run, shared by all actions.
-        scores = self.model(x, self.model.sample(self.weight_noise()))
+        scores = self.model(x, self.model.sample(self.weight_noise(), out=self.drawn))
         for _ in range(self.config.act_samples - 1):
-            scores = scores + self.model(x, self.model.sample(self.weight_noise()))
+            scores = scores + self.model(x, self.model.sample(self.weight_noise(),
+                                                              out=self.drawn))
         return self.means(scores).argmax(dim=1)  # (runs,)
 
     @torch.no_grad()
@@ -133,7 +140,10 @@ class BBBAgent(NeuralAgent):
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model
         eps = self.weight_noise()  # (runs, P)
-        sigma, w = self.maybe_compiled(sample_weights)(m.mu, m.rho, eps)  # a sample per run
+        if self._compile:  # a sample per run
+            sigma, w = self.maybe_compiled(sample_weights)(m.mu, m.rho, eps)
+        else:
+            sigma, w = sample_weights(m.mu, m.rho, eps, out=self.drawn)
         scale = 0.5 / self.config.noise_sigma**2
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
         if self.config.lrt:

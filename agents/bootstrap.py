@@ -43,7 +43,7 @@ class BootstrapAgent(NeuralAgent):
         if self.config.heads < 1:
             raise ValueError(f"heads must be >= 1, got {self.config.heads!r}")
         return make_mlp(in_features, self.config.hidden, self.n_outputs,
-                        runs=self.runs_per_member * self.config.heads, bayesian=False)
+                        runs=self.runs * self.config.heads, bayesian=False)
 
     @torch.no_grad()
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
@@ -60,10 +60,9 @@ class BootstrapAgent(NeuralAgent):
         if self.weights is None:
             self.weights = torch.zeros(self.runs, self.config.heads, buffer.capacity,
                                        device=self.device)
-        ones = torch.ones(self.runs_per_member, self.config.heads, device=self.device)
+        ones = torch.ones(self.runs, self.config.heads, device=self.device)
         for pos in buffer.positions_since(self._seen, self.name):
-            for k, g in enumerate(self.generators):
-                self.weights[self.member_runs(k), :, pos] = torch.poisson(ones, generator=g)
+            self.weights[:, :, pos] = torch.poisson(ones, generator=self.generator)
         self._seen = buffer.added
 
     def update(self, buffer: ReplayBuffer, updates: int = 1) -> Tensor | None:

@@ -29,7 +29,7 @@ class DropoutAgent(NeuralAgent):
     def build_model(self, in_features: int) -> MLP:
         if not 0.0 < self.config.dropout < 1.0:
             raise ValueError(f"dropout must be in (0, 1), got {self.config.dropout!r}")
-        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs_per_member,
+        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs,
                         bayesian=False)
 
     def masks(self, rows: int) -> list[Tensor]:

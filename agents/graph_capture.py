@@ -83,4 +83,4 @@ def capture_updates(agent: Any) -> None:
     """Replay ``agent``'s updates from a CUDA graph from now on, if it can be
     (:func:`can_capture`); else leave it as it is."""
     if can_capture(agent):
-        agent.captured = CapturedUpdates(agent._updates, agent.generators, agent.device)
+        agent.captured = CapturedUpdates(agent._updates, [agent.generator], agent.device)

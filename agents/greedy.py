@@ -4,9 +4,7 @@ The same network shape, buffer and training schedule as the Bayes-by-Backprop
 agent, trained on squared error. With probability ``epsilon`` the agent acts
 uniformly at random, else greedily on its reward estimates. ``greedy``,
 ``eps1`` and ``eps5`` are epsilon = 0, 0.01, 0.05 (Blundell et al. 2015, Fig. 6).
-They differ in nothing else; each trains as a population of its own (one class can hold
-several members, each with its own epsilon, but a run never groups them: a member's
-batched sums would round otherwise beside others).
+They differ in nothing else; each is an agent of its own.
 """
 
 from __future__ import annotations
@@ -32,14 +30,12 @@ class EpsilonGreedyAgent(NeuralAgent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # NeuralAgent's arguments
         super().__init__(*args, **kwargs)
-        eps = torch.tensor([m.config.epsilon for m in self.members], device=self.device)
-        self._epsilon = eps.repeat_interleave(self.runs_per_member)  # (runs,)
+        self._epsilon = torch.full((self.runs,), self.config.epsilon, device=self.device)
 
     def build_model(self, in_features: int) -> MLP:
-        for m in self.members:
-            if not 0.0 <= m.config.epsilon <= 1.0:
-                raise ValueError(f"epsilon must be in [0, 1], got {m.config.epsilon!r}")
-        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs_per_member,
+        if not 0.0 <= self.config.epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {self.config.epsilon!r}")
+        return make_mlp(in_features, self.config.hidden, self.n_outputs, runs=self.runs,
                         bayesian=False)
 
     @torch.no_grad()

@@ -261,12 +261,10 @@ class BayesLinearRegression:
 
 
 def thompson_draw(agent: Agent, post: BayesLinearRegression) -> Tensor:
-    """One ``beta (runs, actions, dim)`` from the posterior, drawn with the agent's members'
+    """One ``beta (runs, actions, dim)`` from the posterior, drawn with the agent's
     generators (numpy for the gamma variates, torch for the normal ones)."""
     a, _ = post.inverse_gamma(post.mean())
-    gamma = torch.as_tensor(np.concatenate([
-        rng.standard_gamma(a[agent.member_runs(k)].cpu().numpy())
-        for k, rng in enumerate(agent.rngs)]), device=agent.device)
+    gamma = torch.as_tensor(agent.rng.standard_gamma(a.cpu().numpy()), device=agent.device)
     normal = torch.empty(agent.runs, agent.n_actions, post.dim, dtype=torch.float64,
                          device=agent.device)
     return post.sample(gamma, agent.fill_random_(normal, "normal"))

@@ -28,7 +28,7 @@ Gaussian negative log-likelihood (:func:`agents.neural.gaussian_nll_output_grads
 is then the mean output and ``g_a`` that output's gradient. The design takes each
 chosen action's gradient at the next ``act`` or training call, whichever comes first, so
 it never lags, however seldom the network trains (as in the reference code, which adds
-it at once). Every run is independent and draws from its member's generator: a batch of
+it at once). Every run is independent and draws from the agent's generator: a batch of
 runs equals each run alone.
 """
 
@@ -86,7 +86,7 @@ class NeuralUCBAgent(NeuralAgent):
 
     def build_model(self, in_features: int) -> MLP:
         return make_mlp(in_features, self.config.hidden, self.n_outputs,
-                        runs=self.runs_per_member, bayesian=False)
+                        runs=self.runs, bayesian=False)
 
     @staticmethod
     def mean_output(out: Tensor) -> Tensor:

@@ -16,8 +16,8 @@ class UniformAgent(Agent):
     learns = False
 
     def act(self, contexts: np.ndarray | Tensor) -> Tensor:
-        draws = [rng.integers(self.n_actions, size=self.runs_per_member) for rng in self.rngs]
-        return torch.as_tensor(np.concatenate(draws), device=self.device)
+        return torch.as_tensor(self.rng.integers(self.n_actions, size=self.runs),
+                               device=self.device)
 
 
 SPECS = (AgentSpec("uniform", UniformAgent, "uniform", "#888888", linestyle=":", neural=False),)

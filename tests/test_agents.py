@@ -230,7 +230,7 @@ def test_every_agent_is_declared_once_by_its_own_module_and_read_from_its_spec()
         assert spec.cls.__module__ == f"agents.{spec.cls.__module__.rsplit('.', 1)[-1]}"
         assert figures.COLORS[name] == spec.color and figures.LABELS[name] == spec.label
     # the workers balance by each spec's cost; the memory estimate counts its networks
-    assert parallel.assign([["bootstrap"], ["greedy"], ["eps1"]], 2) == [
+    assert parallel.assign(["bootstrap", "greedy", "eps1"], 2) == [
         ["bootstrap"], ["greedy", "eps1"]]
     cfg = settings.config_from({"agent": ["bootstrap"], "heads": 10, "steps": 10})
     one = settings.config_from({"agent": ["greedy"], "steps": 10})

@@ -477,17 +477,6 @@ def test_round5_flags_that_were_taken_are_one_line(argv, said, tmp_path):
     assert done.returncode == 2 and err.count("\n") == 0 and said in err, err
 
 
-@pytest.mark.parametrize("value", ["maybe", "TRUEISH"])
-def test_a_malformed_native_switch_is_one_line(value, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "BANDITS_EXACT"}
-    done = subprocess.run([sys.executable, "-m", "bandits.run", "--agent", "greedy"],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**env, "BANDITS_NATIVE_KERNELS": value,
-                               "PYTHONPATH": str(Path(__file__).parents[1])})
-    err = done.stderr.strip()
-    assert done.returncode == 2 and err.count("\n") == 0 and "BANDITS_NATIVE_KERNELS" in err
-
-
 def test_simulate_resumes_a_run_it_is_given(tmp_path, monkeypatch):
     import json
 

@@ -141,7 +141,7 @@ def _pinned_or_skip(shipped: Path) -> None:
 
     if not kernels.applies():
         pytest.skip("the same bytes are promised under the pinned kernels on x86-64 only "
-                    f"({kernels.NATIVE} set, or another processor)")
+                    "(not in exact mode, or another processor)")
     if not _has_avx2():
         pytest.skip("the same bytes are promised on x86-64 processors with AVX2; this one "
                     "has none")

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-import agents as agents_registry
 from agents import AgentConfig, make_agent, make_agents
 from bandits.bayes import FlatMLP, GaussianPrior, ScaleMixturePrior, make_mlp
 from bandits.bayes.flat import ArmGroups, block_outer_sums
@@ -76,42 +75,11 @@ def test_flat_mlp_rejects_what_it_cannot_hold():
         FlatMLP([make_mlp(3, [4], 1)])
 
 
-def _trajectory(names, agent_name, steps=12, updates=3):
-    """Actions and final parameters of ``agent_name`` trained in a population of ``names``."""
-    cfg = AgentConfig(hidden=(16,), batch_size=8)
-    # a population of several members, built by hand (a run never builds one: each
-    # agent is its own population); its members still draw their own random numbers
-    members = [agents_registry._member(n, [0, R, len(n)], cfg) for n in names]
-    pop = agents_registry._build(members[0][0], [m for _, m in members], D, A, R, "cpu",
-                                 cuda_graph=False, compile=False)
-    k = pop.names.index(agent_name)
-    buf = ReplayBuffer(32, pop.runs, D)
-    rng = np.random.default_rng(1)
-    actions = []
-    for _ in range(steps):
-        c = np.tile(rng.random((R, D), dtype=np.float32), (len(pop.members), 1))
-        a = pop.act(c)
-        buf.add(c, a, torch.as_tensor(rng.normal(size=R)).repeat(len(pop.members)))
-        pop.update(buf, updates)
-        actions.append(a[pop.member_runs(k)].numpy())
-    params = [p.detach()[pop.member_runs(k)].clone() for p in pop.model.parameters()]
-    return np.stack(actions), params
-
-
-@pytest.mark.parametrize("name", ["eps1", "eps5"])
-def test_a_member_of_a_population_learns_exactly_as_alone(name):
-    alone_a, alone_p = _trajectory([name], name)
-    pop_a, pop_p = _trajectory(["greedy", "eps1", "eps5"], name)
-    assert np.array_equal(alone_a, pop_a)
-    for a, b in zip(alone_p, pop_p):
-        torch.testing.assert_close(a, b, rtol=0, atol=0)
-
-
-def test_a_run_builds_one_population_per_agent():
-    # neighbour-free agents: even agents that train alike never share a population
+def test_a_run_builds_one_agent_per_name():
+    # neighbour-free agents: even agents that train alike are built each on its own
     pops = make_agents(["eps5", "bbb", "greedy", "uniform", "eps1"], D, A, R,
                        lambda n: 0, AgentConfig(hidden=(4,)))
-    assert [p.names for p in pops] == [["eps5"], ["bbb"], ["greedy"], ["uniform"], ["eps1"]]
+    assert [p.name for p in pops] == ["eps5", "bbb", "greedy", "uniform", "eps1"]
     assert all(p.runs == R for p in pops)
 
 

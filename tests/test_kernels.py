@@ -25,7 +25,7 @@ x86 = pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"),
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k not in (*kernels.PIN, kernels.NATIVE, kernels.EXACT)}
+           if k not in (*kernels.PIN, kernels.RETIRED, kernels.EXACT)}
     return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
@@ -65,11 +65,19 @@ def test_a_malformed_switch_is_one_line(value):
     assert done.stderr.strip().count("\n") == 0 and "BANDITS_EXACT" in done.stderr
 
 
-def test_exact_mode_and_native_kernels_together_are_refused():
-    done = subprocess.run([sys.executable, "-m", "bandits.run", "--exact"],
-                          env=_env(BANDITS_NATIVE_KERNELS="1"), capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 2 and "opposite" in done.stderr
+@pytest.mark.parametrize("value", ["1", "maybe"])
+def test_the_retired_native_switch_is_said_once_and_read_no_more(value):
+    # exact mode is what --exact says, whatever the old variable holds; the processes a
+    # command starts say nothing more
+    code = ("from bandits.core import kernels; import subprocess, sys; "
+            "print(kernels.requested(['--exact'])); "
+            "subprocess.run([sys.executable, '-c', "
+            "'from bandits.core import kernels; print(kernels.requested([]))'])")
+    done = subprocess.run([sys.executable, "-c", code], env=_env(BANDITS_NATIVE_KERNELS=value),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "False"]
+    (line,) = done.stderr.strip().splitlines()
+    assert "BANDITS_NATIVE_KERNELS is no longer read" in line and "--exact" in line
 
 
 def test_the_record_names_the_processor():
@@ -87,8 +95,8 @@ def test_the_record_names_the_processor():
 
 
 @x86
-def test_native_kernels_leave_the_choice_to_the_libraries():
-    got = _probe(BANDITS_NATIVE_KERNELS="1")
+def test_the_default_leaves_the_choice_to_the_libraries():
+    got = _probe()
     assert got["pinned"] is False
     assert all(got[k] is None for k in kernels.PIN)
 

@@ -77,8 +77,8 @@ def _torch_cpu(run: str) -> str:
 
 
 def _worker(run: str, agent: str) -> str:
-    """The seconds of the worker that ran ``agent``: the wall time of its population, which
-    the run records split evenly over the population's members."""
+    """The seconds of the worker that ran ``agent``: the wall time of its agents (runs made
+    when agents shared a population split its time evenly over them)."""
     c = _config(run)
     wall = c["wall_seconds_per_agent"]
     part = next((p["agents"] for p in c.get("parts", []) if agent in p["agents"]), [agent])

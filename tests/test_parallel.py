@@ -42,13 +42,13 @@ def test_the_same_bytes_for_every_number_of_workers(one_worker, tmp_path, worker
     assert (out / "regret.png").is_file()
 
 
-def test_populations_are_balanced_and_kept_whole():
-    groups = [["bbb"], ["greedy", "eps1", "eps5"], ["uniform"], ["linfullpost"]]
-    bins = parallel.assign(groups, 2)
-    assert sorted(map(tuple, bins)) == [("bbb", "uniform", "linfullpost"),
-                                        ("greedy", "eps1", "eps5")] or len(bins) == 2
-    for b in bins:  # the epsilon-greedy population is never split
-        assert {"greedy", "eps1", "eps5"} <= set(b) or not {"greedy", "eps1", "eps5"} & set(b)
+def test_agents_are_balanced_over_the_workers_in_the_runs_order():
+    names = ["bbb", "greedy", "eps1", "eps5", "uniform", "linfullpost"]
+    bins = parallel.assign(names, 2)
+    assert len(bins) == 2 and sorted(a for b in bins for a in b) == sorted(names)
+    for b in bins:  # each worker's agents in the run's order
+        assert b == sorted(b, key=names.index)
+    assert parallel.assign(names, 10) == [[a] for a in names]
 
 
 def test_the_default_is_the_cores_at_most_one_per_population(monkeypatch):
@@ -197,7 +197,7 @@ class StepCounter:
     def after_step(self, populations, log, stopping):
         self.seen += 1
         if log.done == self.steps:
-            names = [n for pop in populations for n in pop.agent.names]
+            names = [pop.agent.name for pop in populations]
             (self.out / "hook.json").write_text(json.dumps({"seen": self.seen,
                                                             "agents": names}))
 '''

@@ -152,11 +152,11 @@ def _poison_eps5_seed1_at_step_30(monkeypatch) -> None:
 
     def gradients(self, *args):
         grads, loss = original(self, *args)
-        if "eps5" not in self.names:
+        if self.name != "eps5":
             return grads, loss
         calls["n"] += 1
         if calls["n"] == 2 * 29 + 1:
-            grads[0][self.member_runs(self.names.index("eps5"))][1] = float("nan")
+            grads[0][1] = float("nan")
         return grads, loss
 
     monkeypatch.setattr(agents.greedy.EpsilonGreedyAgent, "gradients", gradients)

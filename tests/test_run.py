@@ -319,7 +319,7 @@ def test_a_users_hook_looks_after_every_step_and_changes_nothing(tmp_path):
         def after_step(self, populations, log, stopping):
             for pop in populations:
                 if pop.loss is not None:
-                    self.rows.append((log.done, pop.agent.names[0], float(pop.loss.mean())))
+                    self.rows.append((log.done, pop.agent.name, float(pop.loss.mean())))
 
     argv = [*TINY, "--agent", "bbb", "greedy"]
     plain = tmp_path / "plain"

@@ -71,7 +71,7 @@ def test_a_check_that_cannot_be_made_is_one_clear_error(body, match):
 
 def test_a_run_with_other_kernels_than_asked_is_refused(monkeypatch):
     # the user's own variables are cleared: a pinned run is pinned whatever the parent has
-    monkeypatch.setenv("BANDITS_NATIVE_KERNELS", "1")
+    monkeypatch.setenv("BANDITS_EXACT", "1")
     rows = run_checks(["x"], [], None, {"x": _check("x", STEADY, unpinned=True)})
     assert [r["kernels"] for r in rows] == ["pinned", "native"]
     liar = "(p / 'config.json').write_text(json.dumps({'versions': {'kernels': {'pinned': " \

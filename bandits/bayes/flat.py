@@ -98,9 +98,13 @@ class FlatMLP(nn.Module):
             self.mu = nn.Parameter(self._stack(models, "weight", "bias", arms))
             self.rho = None
         self.runs = self.mu.shape[0]
+        self._work: dict[str, Tensor] = {}  # work_buffer's tensors
+        self._views: dict[int, tuple[Tensor, int, list[tuple[Tensor, Tensor]]]] = {}  # split's
 
     def _apply(self, fn, *args, **kwargs):  # .to(device) etc. move per-run prior columns too
         super()._apply(fn, *args, **kwargs)
+        self._work = {k: fn(b) for k, b in self._work.items()}
+        self._views = {}  # the views were of the tensors before
         if self.bayesian:
             self.prior_consts = map_consts(self.prior_consts, fn)
         return self
@@ -128,10 +132,27 @@ class FlatMLP(nn.Module):
         return F.softplus(self.rho)
 
     def split(self, flat: Tensor) -> list[tuple[Tensor, Tensor]]:
-        """Views ``(weight (R, out, in), bias (R, out))`` of each layer in ``flat (R, P)``."""
+        """Views ``(weight (R, out, in), bias (R, out))`` of each layer in ``flat (R, P)``:
+        made once for the network's own tensors (``mu``, ``rho`` and its
+        :meth:`work_buffer`), whose storage stays, and afresh for any other."""
+        kept = self._views.get(id(flat))
+        if kept is not None and kept[0] is flat and kept[1] == flat.data_ptr():
+            return kept[2]
         r = flat.shape[0]
-        return [(flat[:, ow:ob].view(r, wo, wi), flat[:, ob:ob + o])
-                for wo, wi, ow, ob, o in self.layout]
+        views = [(flat[:, ow:ob].view(r, wo, wi), flat[:, ob:ob + o])
+                 for wo, wi, ow, ob, o in self.layout]
+        if flat is self.mu or flat is self.rho or any(flat is b for b in self._work.values()):
+            self._views[id(flat)] = (flat, flat.data_ptr(), views)
+        return views
+
+    def work_buffer(self, name: str) -> Tensor:
+        """The tensor ``name``, shaped as the parameters, ``(R, P)``, that the network
+        keeps (made on first use) for weights written afresh at every update, such as a
+        drawn sample: its layers' views are made once."""
+        buf = self._work.get(name)
+        if buf is None:
+            buf = self._work[name] = torch.empty_like(self.mu.detach())
+        return buf
 
     def first_layer(self, x: Tensor, layer: tuple[Tensor, Tensor],
                     linear: Callable[[Tensor, Any], Tensor] = _affine) -> Tensor:
@@ -246,9 +267,10 @@ class FlatMLP(nn.Module):
         """``x (R, N, in)`` through the weights ``flat`` (default: the means) -> ``(R, N, out)``."""
         return self.apply_layers(x, self.split(self.mu if flat is None else flat))
 
-    def sample(self, eps: Tensor) -> Tensor:
-        """Weights ``mu + sigma * eps`` for noise ``eps (R, P)`` (Bayesian networks)."""
-        return torch.addcmul(self.mu, self.sigma, eps)
+    def sample(self, eps: Tensor, out: Tensor | None = None) -> Tensor:
+        """Weights ``mu + sigma * eps`` for noise ``eps (R, P)`` (Bayesian networks), into
+        ``out`` if given (a :meth:`work_buffer`: its views are made once)."""
+        return torch.addcmul(self.mu, self.sigma, eps, out=out)
 
 
 class ArmGroups:
@@ -318,7 +340,9 @@ def block_outer_sums(u: Tensor, x: Tensor, groups: ArmGroups, out: Tensor) -> Te
     return out
 
 
-def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor) -> tuple[Tensor, Tensor]:
-    """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps``."""
+def sample_weights(mu: Tensor, rho: Tensor, eps: Tensor, out: Tensor | None = None
+                   ) -> tuple[Tensor, Tensor]:
+    """``sigma = softplus(rho)`` and the weights ``w = mu + sigma * eps`` (into ``out``
+    if given: the same kernel, the same bytes)."""
     sigma = F.softplus(rho)
-    return sigma, torch.addcmul(mu, sigma, eps)
+    return sigma, torch.addcmul(mu, sigma, eps, out=out)

@@ -33,8 +33,8 @@ it is refused in one line (:func:`problem`).
 ``config.json`` records what ran (:func:`record`): the mode, torch's kernel set, the
 variables, the mode MKL reports it ran in (``MKL_VERBOSE``'s ``CNR``: a mode MKL ignores,
 such as ``AVX2`` on an AMD processor, shows as ``AUTO``) and the processor.
-``BANDITS_NATIVE_KERNELS=1`` (the way out of the old default pin) is still accepted and
-means the default.
+``BANDITS_NATIVE_KERNELS`` (the way out of an old default pin) is no longer read: where it
+is set, one line on stderr says so and the command goes on (:func:`requested`).
 
 This module imports only the standard library.
 """
@@ -59,8 +59,10 @@ EXACT = "BANDITS_EXACT"
 FLAG = "--exact"
 """The flag every command that computes results takes for exact mode."""
 
-NATIVE = "BANDITS_NATIVE_KERNELS"
-"""Set to 1 for the libraries' own kernels: the default (kept for old scripts)."""
+RETIRED = "BANDITS_NATIVE_KERNELS"
+"""No longer read (the libraries' own kernels are the default): where it is set, one line
+on stderr says so (once per process tree: it is then taken out of this process's
+environment, so the processes it starts say nothing)."""
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
@@ -85,15 +87,13 @@ def x86_64() -> bool:
 
 def requested(argv: list[str] | None = None) -> bool:
     """Whether exact mode is asked for: ``--exact`` in ``argv`` (default: this process's
-    arguments) or ``BANDITS_EXACT`` on. Both it and ``BANDITS_NATIVE_KERNELS`` on is one
-    line (:class:`ValueError`)."""
+    arguments) or ``BANDITS_EXACT`` on (a malformed one is a :class:`ValueError`, one
+    line). A :data:`RETIRED` variable is said to be no longer read."""
+    if os.environ.pop(RETIRED, None) is not None:
+        print(f"warning: {RETIRED} is no longer read (the libraries' own kernels are the "
+              f"default; {FLAG} or {EXACT}=1 pins them); going on", file=sys.stderr, flush=True)
     argv = sys.argv[1:] if argv is None else argv
-    exact = FLAG in argv or _switch(EXACT)
-    if _switch(NATIVE) and exact:  # a malformed BANDITS_NATIVE_KERNELS is refused too
-        raise ValueError(f"exact mode ({FLAG} or {EXACT}) and {NATIVE}=1 ask for opposite "
-                         f"kernels; unset {NATIVE} (the libraries' own kernels are the "
-                         f"default)")
-    return exact
+    return FLAG in argv or _switch(EXACT)
 
 
 def applies() -> bool:

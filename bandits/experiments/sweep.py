@@ -99,7 +99,7 @@ def _ray(points: list[Point], address: str | None, workers: int, cpus: float, gp
     # max_retries: Ray runs a task again when its worker dies; the point then resumes.
     # runtime_env: each worker process starts with the kernels pinned as this one is
     # (bandits.core.kernels), on this machine or a cluster's.
-    pinned = {k: os.environ[k] for k in (*kernels.PIN, kernels.NATIVE, kernels.EXACT)
+    pinned = {k: os.environ[k] for k in (*kernels.PIN, kernels.EXACT)
               if k in os.environ}
     task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries,
                       runtime_env={"env_vars": pinned})(run_point)

@@ -71,17 +71,15 @@ class Recorder:
         """Step ``t`` (0-based) of ``pop``: its ``actions`` and ``rewards``, the
         environment's ``info``, ``elapsed`` seconds of work."""
         values = ({c: v.cpu().numpy() for c, v in pop.agent.step_values().items()}
-                  if any(pop.member_columns) else {})
-        for k, name in enumerate(pop.agent.names):
-            runs = pop.agent.member_runs(k)
-            self.wall[name] += elapsed / len(pop.agent.members)
-            record = {key: info[key][runs] for key in
-                      ("regret", "expected_regret", "optimal_action")}
-            if pop.item_key is not None:  # the data item shown (memory.csv), where named
-                record["item"] = info[pop.item_key][runs]
-            record.update({c: info[c][runs] for c in pop.env_columns})  # the specs' columns
-            record.update({c: values[c][runs] for c in pop.member_columns[k]})
-            self.log.record(self.index[name], t, actions[runs], rewards[runs], record)
+                  if pop.agent_columns else {})
+        name = pop.agent.name
+        self.wall[name] += elapsed
+        record = {key: info[key] for key in ("regret", "expected_regret", "optimal_action")}
+        if pop.item_key is not None:  # the data item shown (memory.csv), where the env names it
+            record["item"] = info[pop.item_key]
+        record.update({c: info[c] for c in pop.env_columns})  # the specs' columns
+        record.update({c: values[c] for c in pop.agent_columns})
+        self.log.record(self.index[name], t, actions, rewards, record)
 
 
 class MemoryRecord:
@@ -140,26 +138,25 @@ class Probe:
         for population in populations:
             agent = population.agent
             g = torch.Generator(device=self.device)
-            g.manual_seed(zlib.crc32(f"{step}:{','.join(agent.names)}".encode()))
+            g.manual_seed(zlib.crc32(f"{step}:{agent.name}".encode()))
             pred = agent.predict_samples(torch.as_tensor(self.contexts, device=self.device),
                                          self.SAMPLES, g)
             if pred is None:  # no reward model to look at
                 continue
             pred = pred.cpu().numpy()  # (runs, S, N, A)
             first = pred.argmax(-1)  # (runs, S, N)
-            for k, name in enumerate(agent.names):
-                for i, r in enumerate(range(*agent.member_runs(k).indices(agent.runs))):
-                    for b in np.unique(self.best):
-                        sel = self.best == b
-                        for a in range(pred.shape[-1]):
-                            p = pred[r][:, sel, a]  # (S, contexts with best action b)
-                            self.rows.append({
-                                "agent": name, "seed": seeds[i], "step": step,
-                                "best_action": int(b), "action": a,
-                                "expected_reward": float(self.expected[sel, a].mean()),
-                                "predicted_mean": float(p.mean()),
-                                "predicted_std": float(p.std(0).mean()),
-                                "chosen_share": float((first[r][:, sel] == a).mean())})
+            for r in range(agent.runs):
+                for b in np.unique(self.best):
+                    sel = self.best == b
+                    for a in range(pred.shape[-1]):
+                        p = pred[r][:, sel, a]  # (S, contexts with best action b)
+                        self.rows.append({
+                            "agent": agent.name, "seed": seeds[r], "step": step,
+                            "best_action": int(b), "action": a,
+                            "expected_reward": float(self.expected[sel, a].mean()),
+                            "predicted_mean": float(p.mean()),
+                            "predicted_std": float(p.std(0).mean()),
+                            "chosen_share": float((first[r][:, sel] == a).mean())})
 
     def frame(self) -> pd.DataFrame:
         """The rows agent by agent (in the run's order), then seed, step: the same bytes
@@ -179,10 +176,9 @@ def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[
     found = []
     for pop in populations:
         at = pop.diverged_at.cpu()
-        for k, name in enumerate(pop.agent.names):
-            for i, step in enumerate(at[pop.agent.member_runs(k)].tolist()):
-                if step >= 0:
-                    found.append({"step": step, "agent": name, "seed": seeds[i]})
+        for i, step in enumerate(at.tolist()):
+            if step >= 0:
+                found.append({"step": step, "agent": pop.agent.name, "seed": seeds[i]})
     return sorted(found, key=lambda d: (d["step"], d["agent"], d["seed"]))
 
 

@@ -290,8 +290,8 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
     built = []
     for agent in agents:
         env = envs.make_vec(run.env, agent.runs, **env_kwargs)
-        # every member's run r sees seed + r: common random numbers across agents
-        context, _ = env.reset(seed=[s for _ in agent.members for s in seeds])
+        # every agent's run r sees seed + r: common random numbers across agents
+        context, _ = env.reset(seed=seeds)
         item_key = envs.SPECS[run.env].item_key
         problem = getattr(env.unwrapped, "problem", None)
         table = problem.item_features() if item_key and problem is not None else None
@@ -301,7 +301,7 @@ def build(cfg: Config) -> tuple[list[Population], list[int]]:
                                 diverged_at=torch.full((agent.runs,), -1, device=run.device),
                                 item_key=item_key,
                                 env_columns=envs.SPECS[run.env].columns,
-                                member_columns=[SPECS[n].columns for n in agent.names]))
+                                agent_columns=SPECS[agent.name].columns))
     return built, seeds
 
 
@@ -310,7 +310,7 @@ def snapshot(populations: list[Population], log: RegretLog, wall: dict[str, floa
     """The state of a run at the end of step ``log.done``, for a checkpoint."""
     return {"steps_done": log.done, "log": log.state_dict(), "wall": dict(wall),
             "probes": list(probe.rows),
-            "populations": [{"agents": pop.agent.names, "agent": pop.agent.state_dict(),
+            "populations": [{"agents": [pop.agent.name], "agent": pop.agent.state_dict(),
                              "buffer": pop.buffer.state_dict(), "loss": pop.loss,
                              "context": torch.from_numpy(np.array(pop.context))}
                             for pop in populations]}
@@ -324,7 +324,7 @@ def restore(populations: list[Population], log: RegretLog, wall: dict[str, float
     seeds and the step only, never on the actions) and checked against the saved contexts.
     """
     saved = state["populations"]
-    if [pop.agent.names for pop in populations] != [s["agents"] for s in saved]:
+    if [[pop.agent.name] for pop in populations] != [s["agents"] for s in saved]:
         raise CheckpointError("the checkpoint's agents do not match config.json")
     log.load_state_dict(state["log"])
     wall.update(state["wall"])
@@ -358,9 +358,8 @@ def last_losses(populations: list[Population]) -> dict[str, float]:
     """Each agent's mean training loss over its runs, at its last update."""
     losses = {}
     for pop in populations:
-        for k, name in enumerate(pop.agent.names):
-            if pop.loss is not None:
-                losses[name] = float(pop.loss[pop.agent.member_runs(k)].mean())
+        if pop.loss is not None:
+            losses[pop.agent.name] = float(pop.loss.mean())
     return losses
 
 

@@ -1,6 +1,6 @@
 """Populations side by side: one ``bandits.run`` in several worker processes.
 
-A run's populations (see :func:`agents.population_groups`) are independent: each has
+A run's agents (one population each: :func:`agents.make_agents`) are independent: each has
 its own models, generators, buffer and environment copies, and every agent's numbers
 depend only on its own seeds. So ``--workers N`` splits the populations over N worker
 processes, each an ordinary ``bandits.run`` of some of the agents in
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 import envs
-from agents import SPECS, population_groups
+from agents import SPECS
 from bandits.core.config import UsageError
 from bandits.core.files import package_versions, utc_now, write_atomic, write_json
 from bandits.core.processes import (
@@ -67,25 +67,22 @@ def worker_count(cfg: Config) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
     process may use; never more than the run's populations. One for a data set registered
     in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
-    workers = worker_count_of(cfg.output.workers, len(population_groups(cfg.run.agent)),
+    workers = worker_count_of(cfg.output.workers, len(cfg.run.agent),
                               available_cores())
     return workers if cfg.run.env in envs.BUILT_IN else 1
 
 
-def assign(groups: list[list[str]], workers: int) -> list[list[str]]:
-    """The agents of each worker: populations placed largest first on the least loaded
-    worker (a population's cost: its agents' runs, each weighted by its spec's ``cost``).
-    Each worker's agents keep the run's order."""
-    order = [a for g in groups for a in g]
-    cost = [sum(SPECS[a].cost if a in SPECS else 1.0 for a in g) + (0.5 * (len(g) - 1))
-            for g in groups]
+def assign(names: list[str], workers: int) -> list[list[str]]:
+    """The agents of each worker: agents placed largest first on the least loaded worker
+    (an agent's cost: its spec's ``cost``). Each worker's agents keep the run's order."""
+    cost = [SPECS[a].cost if a in SPECS else 1.0 for a in names]
     loads = [0.0] * workers
     bins: list[list[str]] = [[] for _ in range(workers)]
-    for i in sorted(range(len(groups)), key=lambda i: -cost[i]):
+    for i in sorted(range(len(names)), key=lambda i: -cost[i]):
         k = loads.index(min(loads))
         loads[k] += cost[i]
-        bins[k] += groups[i]
-    return [sorted(b, key=order.index) for b in bins if b]
+        bins[k].append(names[i])
+    return [sorted(b, key=names.index) for b in bins if b]
 
 
 def is_parallel_run(out: Path) -> bool:
@@ -101,8 +98,7 @@ def is_parallel_run(out: Path) -> bool:
 def run(cfg: Config, out: Path, command: str):
     """Run ``cfg`` in :func:`worker_count` workers and gather the outputs into ``out``."""
     check_data(cfg)  # missing or malformed data: one line before any worker starts
-    groups = population_groups(cfg.run.agent)
-    bins = assign(groups, worker_count(cfg))
+    bins = assign(list(cfg.run.agent), worker_count(cfg))
     own = per_process(Flags)
     settings = {k: v for k, v in cfg.flat().items() if k not in own}
     try:

@@ -1,11 +1,11 @@
-"""One population of a bandit run: the agents whose runs are batched in one
-:class:`agents.Agent`, with their environment copies, their replay buffer and where they
-stand. The loop (:mod:`bandits.simulator.loop`) steps it; the hooks
-(:mod:`bandits.simulator.hooks`) look at it."""
+"""One population of a bandit run: one :class:`agents.Agent` (its runs batched), with
+its environment copies, its replay buffer and where it stands. The loop
+(:mod:`bandits.simulator.loop`) steps it; the hooks (:mod:`bandits.simulator.hooks`) look
+at it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,8 +17,8 @@ from bandits.core.buffer import ReplayBuffer
 
 @dataclass
 class Population:
-    """One population of agents (their runs batched in one :class:`agents.Agent`) with
-    its environment copies, its replay buffer and where it stands."""
+    """One agent (its runs batched) with its environment copies, its replay buffer and
+    where it stands."""
 
     agent: Agent
     env: Any  # a vector env of agent.runs copies
@@ -28,4 +28,4 @@ class Population:
     diverged_at: torch.Tensor | None = None  # (runs,) first step with a non-finite loss, or -1
     item_key: str | None = None  # the info key naming the data item shown (its env's spec)
     env_columns: tuple[str, ...] = ()  # info keys recorded every step (its env's spec)
-    member_columns: list[tuple[str, ...]] = field(default_factory=list)  # each member's spec's
+    agent_columns: tuple[str, ...] = ()  # per-step quantities of the agent (its spec's)

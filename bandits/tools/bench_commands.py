@@ -158,7 +158,7 @@ def kernels_cost(rounds: int, extra: Sequence[str] = (),
     to the default command (tests)."""
     modes = list(dict.fromkeys(["pinned", "native", *modes]))
     native_env = {k: v for k, v in os.environ.items()
-                  if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE)}
+                  if k not in (*kernels.PIN, kernels.EXACT)}
     envs = {m: {**native_env, **KERNEL_MODES[m]} for m in modes}
     files = ["metrics.csv", "summary.csv", "phases.csv"]
     run_times: dict[str, list[float]] = {m: [] for m in modes}
@@ -282,7 +282,7 @@ def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None,
     commands = AB_COMMANDS if commands is None else commands
     commit = worktrees.resolve(rev, repo) if commit is None else commit
     clean = {k: v for k, v in os.environ.items()
-             if k not in (*kernels.PIN, kernels.EXACT, kernels.NATIVE, "PYTHONPATH")}
+             if k not in (*kernels.PIN, kernels.EXACT, "PYTHONPATH")}
     times: dict[tuple[str, str], list[float]] = {}
     made_runs = itertools.count()
     try:

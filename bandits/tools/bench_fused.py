@@ -65,13 +65,13 @@ def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[],
 
 def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
                ) -> dict[str, Callable[[], None]]:
-    """``updates`` updates of each population of the four agents, as ``bandits.run`` does."""
+    """``updates`` updates of each of the four agents, as ``bandits.run`` does."""
     pops = make_agents(PAPER_AGENTS, CONTEXT_DIM, N_ACTIONS, runs, lambda n: [0, len(n)],
                        AgentConfig(), device, cuda_graph=cuda_graph)
     steps = {}
     for pop in pops:
         buf = full_buffer(pop.runs, device)
-        steps["+".join(pop.names)] = (lambda p=pop, b=buf: p.update(b, updates))
+        steps[pop.name] = (lambda p=pop, b=buf: p.update(b, updates))
     return steps
 
 

@@ -9,7 +9,7 @@ an Intel vendor, for which MKL chooses its own code paths), and compares the byt
 files each check names. The checks:
 
 * ``bandit``: 400 steps of BBB and greedy, one seed, under the pin and with the libraries'
-  own kernels (``BANDITS_NATIVE_KERNELS=1``): whether the pinned runs are the same bytes;
+  own kernels (the default): whether the pinned runs are the same bytes;
   the unpinned pair says whether the emulated processor takes other kernel paths at all (if it
   gives the same bytes too, the check shows nothing);
 * ``agents``: 200 steps of every other agent (BBB with the local reparameterisation
@@ -183,7 +183,7 @@ class Config:
         "MKL's AVX2 code; one of " + ", ".join(MKL_MODES) + ", each optionally with "
         "',STRICT'); the kernels mode is then named 'MKL_CBWR=VALUE'", type=str)
     no_native: bool = setting(False, "skip the runs with the libraries' own kernels "
-                              "(BANDITS_NATIVE_KERNELS=1) of the bandit and ops checks")
+                              "(the default, unpinned) of the bandit and ops checks")
     overwrite: bool = setting(False, "replace this command's outputs in --out")
 
 
@@ -263,7 +263,7 @@ def run_checks(names: Sequence[str], emulated: list[str], data_dir: str | None,
     checks = CHECKS if checks is None else checks
     rows = []
     base = {**os.environ, "BANDITS_WORKERS": "1"}
-    for name in [*kernels.PIN, kernels.NATIVE, kernels.EXACT]:  # each run's own mode
+    for name in [*kernels.PIN, kernels.EXACT]:  # each run's own mode
         base.pop(name, None)
     if data_dir:  # the commands run from the repository's root
         base["BANDITS_DATA_DIR"] = str(Path(data_dir).expanduser().resolve())
