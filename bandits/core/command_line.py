@@ -146,7 +146,8 @@ def build_parser(cls, prog: str, description: str,
             p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
                            **({} if suppress else {"default": True}))
             continue
-        stated = "(default:" in help_  # the help says the default in its own words
+        # the help says the default in its own words, or the presets give it
+        stated = "(default:" in help_ or bool(in_presets)
         if isinstance(f.default, bool):
             p.add_argument(flag(f.name), action=Switch,
                            help=help_ + ("" if stated else " (default: off)"),
