@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,6 @@ from bandits.core.config import (
 )
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
-from bandits.simulator.given import read_settings_file
 from bandits.simulator.parts import (
     PRESETS,
     OutputSettings,
@@ -130,6 +130,26 @@ PART_CLASSES: dict[str, type] = {
 lists their flags."""
 
 
+def per_process(cls: type) -> frozenset[str]:
+    """The settings of the dataclass ``cls`` that each process has of its own (declared
+    ``per_process=True``): a worker's own command line gives them; every other setting
+    comes from the run's settings file (``--settings-file``)."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("per_process"))
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """The run's settings in the JSON file ``path`` (written by
+    :mod:`bandits.simulator.parallel`; all but those :func:`per_process` names), converted
+    as the command line converts them; one line (:class:`UsageError`) where it cannot be
+    read."""
+    try:
+        saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--settings-file {path}: cannot be read ({e})") from None
+    own = per_process(Flags)
+    return convert(Flags, {k: v for k, v in saved.items() if k not in own and v is not None})
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m bandits.run``: it gives the settings the command line
     names, and no other (the defaults and the preset fill the rest: :func:`parse_config`)."""
@@ -143,7 +163,7 @@ def parse_config(argv: Sequence[str] | None = None, parsed: dict | None = None) 
     (``--settings-file``) takes the run's settings from that file, as they are."""
     given = dict(parsed) if parsed is not None else vars(build_parser().parse_args(argv))
     if given.get("settings_file") is not None:
-        given.update(read_settings_file(given["settings_file"], Flags))
+        given.update(read_settings_file(given["settings_file"]))
     return _complete(given)
 
 
@@ -249,11 +269,8 @@ def memory_estimate(cfg: Config) -> float:
 
 def agent_config(cfg: Config) -> AgentConfig:
     """The agents' settings given on the command line (each agent adds its own overrides)."""
-    values = {**dataclasses.asdict(cfg.network), **dataclasses.asdict(cfg.agents)}
-    agent_cfg = AgentConfig(**{f.name: values[f.name] for f in dataclasses.fields(AgentConfig)
-                               if f.metadata.get("cli", True)})  # the flags; a name sets the rest
-    agent_cfg.hidden = tuple(cfg.network.hidden)
-    return agent_cfg
+    return AgentConfig(**{**dataclasses.asdict(cfg.network), **dataclasses.asdict(cfg.agents),
+                          "hidden": tuple(cfg.network.hidden)})  # a name sets the rest
 
 
 def env_options(cfg: Config) -> dict[str, Any]:
