@@ -82,8 +82,9 @@ def test_the_settings_are_declared_in_source_once():
     # every agent's own settings with a flag are the agents' part, each class once
     own = [p for p in settings.AGENT_SETTINGS
            if all(f.metadata.get("cli", True) for f in dataclasses.fields(p))]
-    assert {f.name for f in dataclasses.fields(Agents)} == {
-        f.name for p in own for f in dataclasses.fields(p)}
+    declared = [f.name for p in own for f in dataclasses.fields(p)]
+    assert len(set(declared)) == len(declared)  # no setting declared by two agents' classes
+    assert {f.name for f in dataclasses.fields(Agents)} == set(declared)
     assert {f.name for f in dataclasses.fields(AgentConfig)} == {
         f.name for spec in SPECS.values() for p in spec.settings
         for f in dataclasses.fields(p)} | {f.name for f in dataclasses.fields(CommonSettings)}
