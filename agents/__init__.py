@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
@@ -36,29 +35,39 @@ from agents import (
 from agents.base import Agent, AgentSpec, CommonSettings
 from agents.graph_capture import capture_updates
 from agents.neural import NeuralAgent
-from bandits.core.config import compose
 
 # The registry: every agent's spec, declared in its own module (a new agent: its module,
-# with its SPECS, and one line here), in the order --help lists them.
+# with its SPECS, here, and its settings class named by Agents), in the order --help
+# lists them.
 SPECS: dict[str, AgentSpec] = {
     spec.name: spec
     for module in (bbb, greedy, linear, neural_ucb, dropout, bootstrap, neural_linear, uniform)
     for spec in module.SPECS
 }
-if TYPE_CHECKING:  # what a type checker sees: the built-in agents' settings, every field
-    @dataclass
-    class AgentConfig(bbb.Settings, greedy.Settings, linear.PosteriorSettings,
-                      linear.UCBSettings, neural_ucb.Settings, dropout.Settings,
-                      bootstrap.Settings, neural_linear.Settings, CommonSettings):
-        """Every agent's settings (the static view of the class composed below)."""
-else:
-    AgentConfig = compose(
-        "AgentConfig",
-        [CommonSettings, *(part for spec in SPECS.values() for part in spec.settings)],
-        """Every agent's settings: :class:`CommonSettings` and each registered agent's
-        own (its spec's ``settings``), one dataclass: ``AgentConfig(hidden=(16,),
-        heads=3)``. Each agent receives only its own part of it (its spec's ``config``:
-        :meth:`AgentSpec.own`).""", module=__name__)
+
+
+@dataclass
+class Agents(neural_linear.Settings, bootstrap.Settings, dropout.Settings, neural_ucb.Settings,
+             linear.UCBSettings, linear.PosteriorSettings, bbb.Settings):
+    """Every registered agent's own settings that a flag gives (each declared once, in its
+    agent's module): the agents' part of a run's record. A new agent's settings class is
+    named here, first (a dataclass takes its bases' fields last base first, so the
+    fields stay in the registry's order)."""
+
+
+@dataclass
+class AgentConfig(Agents, greedy.Settings, CommonSettings):
+    """Every agent's settings: :class:`CommonSettings`, every agent's own and those its
+    name sets (epsilon-greedy's ``epsilon``), one dataclass: ``AgentConfig(hidden=(16,),
+    heads=3)``. Each agent receives only its own part of it (its spec's ``config``:
+    :meth:`AgentSpec.own`)."""
+
+
+for _spec_ in SPECS.values():  # every agent's own settings are named above
+    for _part in _spec_.settings:
+        if _part not in AgentConfig.__mro__:
+            raise TypeError(f"agent {_spec_.name!r}: its settings {_part.__qualname__} are "
+                            "not named by agents.Agents (list the class among its bases)")
 
 
 def _spec(name: str) -> AgentSpec:
@@ -115,5 +124,5 @@ def make_agents(
             for name in names]
 
 
-__all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "CommonSettings", "make_agent",
-           "make_agents"]
+__all__ = ["SPECS", "Agent", "AgentConfig", "AgentSpec", "Agents", "CommonSettings",
+           "make_agent", "make_agents"]

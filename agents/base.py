@@ -29,14 +29,14 @@ import torch
 from torch import Tensor
 
 from bandits.core.buffer import ReplayBuffer
-from bandits.core.config import COUNT, OPEN, check_ranges, compose, setting
+from bandits.core.config import COUNT, OPEN, check_ranges, setting
 
 
 @dataclass
 class CommonSettings:
     """The settings every neural agent reads (its own: each agent module's ``Settings``,
-    named in its spec). :data:`agents.AgentConfig` puts them together with every
-    registered agent's own; ``python -m bandits.run`` offers each as a flag."""
+    named in its spec). :class:`agents.AgentConfig` holds them with every registered
+    agent's own; ``python -m bandits.run`` offers each as a flag."""
 
     hidden: tuple[int, ...] = setting(
         (100, 100), "hidden layer sizes of the reward network", range=(1, 100_000), nargs="+")
@@ -94,6 +94,11 @@ class CommonSettings:
         range=(0, 10.0))
 
 
+@dataclass
+class NoSettings:
+    """The settings of an agent that reads none (``uniform``)."""
+
+
 AgentSettings = Any
 """An agent's settings as its spec passes them around (to ``networks``, ``check`` and a
 :class:`Agent`): an instance of that spec's ``config``. Each agent class names its own
@@ -134,9 +139,9 @@ class AgentSpec:
             ``bbb-lrt``); each setting has one owner.
         config: The dataclass its agents receive as their settings: :class:`CommonSettings`
             where it is ``neural``, and its ``settings``, nothing else (checked when the
-            spec is made; by default composed from them). An agent module declares it
-            (``class Config(Settings, CommonSettings)``) so that its class can name it
-            (``config: Config``) and a type checker sees every field it reads.
+            spec is made; :class:`NoSettings` for an agent that reads none). An agent
+            module declares it (``class Config(Settings, CommonSettings)``) so that its
+            class can name it (``config: Config``) and a type checker sees every field.
         columns: Per-step quantities of the agent (:meth:`Agent.step_values` gives them),
             each a column of ``metrics.csv`` after the regret's.
         neural: Whether it holds a network, and so reads :class:`CommonSettings`: a run
@@ -154,18 +159,13 @@ class AgentSpec:
     networks: Callable[[AgentSettings], int] = _one_network
     check: Callable[[AgentSettings, int, int], str | None] = _no_check
     settings: tuple[type, ...] = ()
-    config: type | None = None
+    config: type = NoSettings
     columns: tuple[str, ...] = ()
     neural: bool = True
     linestyle: str = "-"
 
     def __post_init__(self) -> None:
         parts = [*((CommonSettings,) if self.neural else ()), *self.settings]
-        if self.config is None:
-            object.__setattr__(self, "config", compose(
-                f"{self.cls.__name__}Settings", parts, f"What {self.name} reads.",
-                module=self.cls.__module__))
-        assert self.config is not None  # for a type checker: set just above
         own = {f.name for part in parts for f in dataclasses.fields(part)}
         given = {f.name for f in dataclasses.fields(self.config)}
         if given != own:
@@ -176,7 +176,6 @@ class AgentSpec:
     def own(self, settings: Any) -> AgentSettings:
         """This agent's settings from ``settings`` (any object with at least its fields:
         :data:`agents.AgentConfig`, a run's settings), with its ``overrides``."""
-        assert self.config is not None  # __post_init__ set it
         values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(self.config)}
         return self.config(**{**values, **self.overrides})
 

@@ -147,7 +147,8 @@ def _add_field(p: argparse.ArgumentParser, f: dataclasses.Field, presets: dict[s
         p.add_argument(option(f), dest=f.name, action=Switch, const=False, help=help_,
                        **_default(True, suppress))
         return
-    stated = "(default:" in help_  # the help says the default in its own words
+    # the help says the default in its own words, or the presets give it
+    stated = "(default:" in help_ or any(f.name in values for values in presets.values())
     if isinstance(f.default, bool):
         p.add_argument(flag(f.name), action=Switch,
                        help=help_ + ("" if stated else " (default: off)"),

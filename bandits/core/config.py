@@ -2,18 +2,17 @@
 
 A setting is a dataclass field made with :func:`setting`: its default, its help text,
 for numbers its allowed range, and its own properties (whether it decides results,
-whether each process has its own, under which other setting it acts). :func:`compose`
-puts the parts of a command's settings together, :func:`check_ranges` and
-:func:`check_choices` check values against their declarations, and :func:`convert` takes
-values given in a file or in code as the command line would. The command line made from
-such a dataclass: :mod:`bandits.core.command_line`.
+whether each process has its own, under which other setting it acts). A command's
+settings are plain dataclasses declared in source, grouped by their owner.
+:func:`check_ranges` and :func:`check_choices` check values against their declarations,
+and :func:`convert` takes values given in a file or in code as the command line would.
+The command line made from such a dataclass: :mod:`bandits.core.command_line`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
 from typing import Any
 
 
@@ -41,7 +40,7 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
     ``grid``: the setting takes one or more values (a model per value). ``positional``:
     an argument named by its place, not by a flag (``DIR``; with ``nargs="+"``, one or
     more). ``cli=False``: a setting that code sets and no flag gives (left out of a
-    command's settings by :func:`compose`). ``option``: the keyword an environment
+    command's settings). ``option``: the keyword an environment
     takes the setting as, where it differs from the setting's name. A list default is
     copied for every instance. The setting's own properties, declared here and read from
     its metadata by what needs them: ``resume=True``, it may be given beside ``--resume``
@@ -59,39 +58,6 @@ def setting(default, help: str, range: tuple | None = None,  # noqa: A002
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
-
-
-def compose(name: str, parts: Sequence[type], doc: str, module: str,
-            filled_later: Collection[str] = (), cli_only: bool = False) -> type:
-    """One settings dataclass made of the fields of the dataclasses ``parts``, in their
-    order: how a command's settings are put together from the run's own, the
-    environments' and the agents' (each declared where it belongs). A part listed twice
-    counts once; a setting declared by two parts is a mistake, named at import.
-    ``filled_later``: settings whose default becomes ``None`` (a preset fills them).
-    ``cli_only``: leave out the settings declared with ``cli=False``. The class is named
-    ``name`` in ``module`` (where it must be importable by that name)."""
-    fields, owner = [], {}
-    for part in dict.fromkeys(parts):
-        for f in dataclasses.fields(part):
-            if cli_only and not f.metadata.get("cli", True):
-                continue
-            if f.name in owner:
-                raise TypeError(f"the setting {f.name!r} is declared by both "
-                                f"{owner[f.name].__qualname__} and {part.__qualname__}")
-            owner[f.name] = part
-            if f.name in filled_later:
-                default = (f.default if f.default_factory is dataclasses.MISSING
-                           else f.default_factory())
-                meta = {**f.metadata, "type": f.metadata.get("type", type(default))}
-                new = dataclasses.field(default=None, metadata=meta)
-            elif f.default_factory is not dataclasses.MISSING:
-                new = dataclasses.field(default_factory=f.default_factory, metadata=f.metadata)
-            else:
-                new = dataclasses.field(default=f.default, metadata=f.metadata)
-            fields.append((f.name, f.type, new))
-    cls = dataclasses.make_dataclass(name, fields)
-    cls.__doc__, cls.__module__ = doc, module
-    return cls
 
 
 def flag(name: str) -> str:

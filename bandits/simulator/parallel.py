@@ -53,10 +53,15 @@ from bandits.core.runner import DIVERGED_STATUS
 from bandits.core.runner import worker_count as worker_count_of
 from bandits.records.figures import draw_run
 from bandits.records.regret import METRICS_COLUMNS
-from bandits.simulator.given import per_process
 from bandits.simulator.loop import Outcome
 from bandits.simulator.resume import PARTS, RUN, identity, resume_config
-from bandits.simulator.settings import Config, Flags, check_data, recorded_columns
+from bandits.simulator.settings import (
+    Config,
+    Flags,
+    check_data,
+    per_process,
+    recorded_columns,
+)
 
 SETTINGS_FILE = f"{PARTS}/settings.json"
 """The run's settings as the workers receive them (every one but those of their own

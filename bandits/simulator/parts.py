@@ -17,11 +17,13 @@ from agents import SPECS
 from bandits.core import kernels
 from bandits.core.config import BIG, COUNT, setting
 
-# Preset values fill every setting the command line leaves unset (the agents' own defaults
-# come from AgentConfig). The learner with a memory (results/mushroom/memory-20k,
-# memory-decay-0.3): every neural agent with decoupled weight decay 0.3 (BBB's on its
-# posterior means) and a buffer of 50,000 items; the paper's protocol (Blundell et al.
-# 2015, section 5.3): no decay and a buffer of 4,096.
+# Preset values fill every setting the command line leaves unset, before the record is made
+# (an agent's own setting only in a run of an agent that reads it); the run's and the
+# training's settings that every preset gives default to the default preset's values.
+# The learner with a memory (results/mushroom/memory-20k, memory-decay-0.3): every neural
+# agent with decoupled weight decay 0.3 (BBB's on its posterior means) and a buffer of
+# 50,000 items; the paper's protocol (Blundell et al. 2015, section 5.3): no decay and a
+# buffer of 4,096.
 MEMORY = {"buffer_size": 50_000, "weight_decay": 0.3, "mean_decay": 0.3}
 PAPER_LEARNER = {"buffer_size": 4096, "weight_decay": 0.0, "mean_decay": 0.0}
 FIGURE6 = {"agent": ["bbb", "greedy", "eps1", "eps5"], "batch_size": 64}  # its agents
@@ -41,6 +43,7 @@ PRESETS: dict[str, dict] = {
     "long": {**FIGURE6, "seeds": 10, "steps": 50_000, "updates_per_step": 8,
              "act_samples": 2, **PAPER_LEARNER},
 }
+DEFAULT = "quick"  # the preset of a command line that names none
 
 
 @dataclass
@@ -48,20 +51,20 @@ class RunSettings:
     """What a run compares, on what, and where: a run record's ``run`` part
     (:class:`bandits.simulator.settings.Config`)."""
 
-    agent: list[str] | None = setting(
-        None, "agents to compare, from: " + ", ".join(SPECS), nargs="+",
+    agent: list[str] = setting(
+        list(PRESETS[DEFAULT]["agent"]), "agents to compare, from: " + ", ".join(SPECS), nargs="+",
         type=str, per_process=True)
     env: str = setting(
         "mushroom", "bandit environment",
         choices=envs.ENV_IDS)  # the registry itself: data sets registered later count too
     preset: str = setting(
-        "quick", "defaults for every unset setting", choices=sorted(PRESETS))
-    seeds: int | None = setting(
-        None, "number of seeds (runs) per agent", range=COUNT, type=int)
+        DEFAULT, "defaults for every unset setting", choices=sorted(PRESETS))
+    seeds: int = setting(
+        PRESETS[DEFAULT]["seeds"], "number of seeds (runs) per agent", range=COUNT, type=int)
     seed: int = setting(
         0, "first seed; the runs use seed, seed+1, ...", range=(0, 2**63 - 1))
-    steps: int | None = setting(
-        None, "interactions per run", range=COUNT, type=int, resume=True)
+    steps: int = setting(
+        PRESETS[DEFAULT]["steps"], "interactions per run", range=COUNT, type=int, resume=True)
     device: str = setting(
         "cpu", "torch device of the models", choices=["cpu", "cuda"])
     no_cuda_graph: bool = setting(
@@ -91,11 +94,11 @@ class RunSettings:
 class TrainingSettings:
     """How often the agents train, and on what."""
 
-    buffer_size: int | None = setting(
-        None, "replay buffer capacity (last N interactions)",
+    buffer_size: int = setting(
+        PRESETS[DEFAULT]["buffer_size"], "replay buffer capacity (last N interactions)",
         range=COUNT, type=int)
-    updates_per_step: int | None = setting(
-        None, "minibatch updates after each interaction",
+    updates_per_step: int = setting(
+        PRESETS[DEFAULT]["updates_per_step"], "minibatch updates after each interaction",
         range=COUNT, type=int)
     train_every: int = setting(
         1, "train after every k-th interaction (k=1: every step)",

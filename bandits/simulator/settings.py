@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 import envs
-from agents import SPECS, AgentConfig, CommonSettings
+from agents import SPECS, AgentConfig, Agents, CommonSettings
 from agents.neural import epochs_need_sgd
 from bandits.core import kernels
 from bandits.core.command_line import build_parser as build_settings_parser
@@ -28,20 +29,19 @@ from bandits.core.config import (
     UsageError,
     check_choices,
     check_ranges,
-    compose,
     convert,
     flag,
 )
 from bandits.core.data import DataError
 from bandits.core.files import machine_memory
 from bandits.core.import_path import hook_problem
-from bandits.simulator.given import read_settings_file
 from bandits.simulator.parts import (
     PRESETS,
     OutputSettings,
     RunSettings,
     TrainingSettings,
 )
+from envs import ClassificationSettings, WheelSettings
 
 CHECKPOINT_KIND = "bandits.run"
 """The kind of checkpoint a run writes (:mod:`bandits.core.checkpoint` refuses another's)."""
@@ -57,55 +57,23 @@ one)."""
 AGENT_SETTINGS = tuple(dict.fromkeys(part for spec in SPECS.values() for part in spec.settings))
 """The agents' own settings classes, each once, in the registry's order."""
 
-GROUPS: dict[str, tuple[type, ...]] = {
-    "run": (RunSettings,), "environment": ENV_SETTINGS, "network": (CommonSettings,),
-    "training": (TrainingSettings,), "agents": AGENT_SETTINGS, "output": (OutputSettings,)}
-"""The parts of a run's record by their owner, in the order ``--help`` lists their flags."""
 
-FILLED = frozenset(k for preset in PRESETS.values() for k in preset)  # a preset fills these
+@dataclass
+class Environment(ClassificationSettings, WheelSettings):
+    """Every environment's own settings (its spec's ``settings``): the environment's part
+    of a run's record."""
 
-if TYPE_CHECKING:  # what a type checker sees: every built-in part, every field typed
-    from agents import bbb, bootstrap, dropout, linear, neural_linear, neural_ucb
-    from envs import ClassificationSettings, WheelSettings
 
-    Run = RunSettings
-    Network = CommonSettings
-    Training = TrainingSettings
-    Output = OutputSettings
+if missing := [p.__qualname__ for p in ENV_SETTINGS if p not in Environment.__mro__]:
+    raise TypeError(f"the environments' settings {', '.join(missing)} are not named by "
+                    "Environment (list each among its bases)")
 
-    @dataclass
-    class Environment(ClassificationSettings, WheelSettings):
-        """Every environment's own settings."""
 
-    @dataclass
-    class Agents(neural_linear.Settings, bootstrap.Settings, dropout.Settings,
-                 neural_ucb.Settings, linear.UCBSettings, linear.PosteriorSettings,
-                 bbb.Settings):
-        """Every agent's own settings."""
-
-    @dataclass
-    class Flags(Output, Agents, Training, Network, Environment, Run):
-        """One field per flag of ``python -m bandits.run``."""
-
-else:
-    def _part(name: str, parts: Sequence[type], doc: str) -> type:
-        return compose(name, parts, doc, module=__name__, filled_later=FILLED, cli_only=True)
-
-    Run = _part("Run", GROUPS["run"], "What a run compares, on what, and where.")
-    Environment = _part("Environment", GROUPS["environment"],
-                        "Every environment's own settings (its spec's ``settings``).")
-    Network = _part("Network", GROUPS["network"],
-                    "The settings every agent's network shares (:class:`agents.CommonSettings`).")
-    Training = _part("Training", GROUPS["training"], "How often the agents train, and on what.")
-    Agents = _part("Agents", GROUPS["agents"],
-                   "Every registered agent's own settings (its spec's ``settings``).")
-    Output = _part("Output", GROUPS["output"], "What a run records and shows, and how it is "
-                   "run and continued.")
-    Flags = _part("Flags", [part for parts in GROUPS.values() for part in parts],
-                  """One field per flag of ``python -m bandits.run`` (``--kebab-case``), in the
-                  order of :data:`GROUPS`: the command line's parser, and a flat view of a
-                  :class:`Config`. The settings a preset gives default to None: the preset
-                  fills them (:func:`parse_config`).""")
+@dataclass
+class Flags(OutputSettings, Agents, TrainingSettings, CommonSettings, Environment, RunSettings):
+    """One field per flag of ``python -m bandits.run`` (``--kebab-case``), in the order of
+    the record's parts (a dataclass takes its bases' fields last base first): the command
+    line's parser, and a flat view of a :class:`Config`."""
 
 
 @dataclass
@@ -117,12 +85,12 @@ class Config:
     own (:func:`env_options`). ``config.json`` and a worker's settings file hold it flat
     (:meth:`flat`), one key per flag."""
 
-    run: Run
+    run: RunSettings
     environment: Environment
-    network: Network
-    training: Training
+    network: CommonSettings
+    training: TrainingSettings
     agents: Agents
-    output: Output
+    output: OutputSettings
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Config:
@@ -156,50 +124,76 @@ class Config:
         return {k: v for part in self.parts() for k, v in dataclasses.asdict(part).items()}
 
 
-PART_CLASSES: dict[str, type] = dict(zip(GROUPS, (Run, Environment, Network, Training, Agents,
-                                                  Output)))
-"""The class of each part of :class:`Config`, by the part's name."""
+PART_CLASSES: dict[str, type] = {
+    "run": RunSettings, "environment": Environment, "network": CommonSettings,
+    "training": TrainingSettings, "agents": Agents, "output": OutputSettings}
+"""The class of each part of :class:`Config`, by the part's name, in the order ``--help``
+lists their flags."""
 
 
-OWN_DEFAULTS: dict[str, tuple[set, Any]] = {
-    f.name: ({other for other in AGENT_SETTINGS if f in dataclasses.fields(other)}, f.default)
-    for part in AGENT_SETTINGS for f in dataclasses.fields(part)
-    if f.name in FILLED and not f.metadata.get("preset_everywhere")}
-"""An agent's own setting that a preset gives: the settings classes that declare it and its
-own default, which a run listing none of the agents that read it keeps (but where the
-setting is declared ``preset_everywhere``)."""
+def per_process(cls: type) -> frozenset[str]:
+    """The settings of the dataclass ``cls`` that each process has of its own (declared
+    ``per_process=True``): a worker's own command line gives them; every other setting
+    comes from the run's settings file (``--settings-file``)."""
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.metadata.get("per_process"))
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """The run's settings in the JSON file ``path`` (written by
+    :mod:`bandits.simulator.parallel`; all but those :func:`per_process` names), converted
+    as the command line converts them; one line (:class:`UsageError`) where it cannot be
+    read."""
+    try:
+        saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--settings-file {path}: cannot be read ({e})") from None
+    own = per_process(Flags)
+    return convert(Flags, {k: v for k, v in saved.items() if k not in own and v is not None})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return build_settings_parser(Flags, "python -m bandits.run", DESCRIPTION, PRESETS)
+    """The parser of ``python -m bandits.run``: it gives the settings the command line
+    names, and no other (the defaults and the preset fill the rest: :func:`parse_config`)."""
+    return build_settings_parser(Flags, "python -m bandits.run", DESCRIPTION, PRESETS,
+                                 argument_default=argparse.SUPPRESS)
 
 
 def parse_config(argv: Sequence[str] | None = None, parsed: dict | None = None) -> Config:
-    """Parse the command line (or take ``parsed``, its parse), fill unset settings from the
-    preset, and validate. A worker's (``--settings-file``) takes the run's settings from
-    that file, as they are."""
-    values = dict(parsed) if parsed is not None else vars(build_parser().parse_args(argv))
-    if values["settings_file"] is not None:
-        values.update(read_settings_file(values["settings_file"], Flags))
-    return _complete(values)
+    """Parse the command line (or take ``parsed``, the settings it named), fill the
+    others from the preset and the defaults, and validate. A worker's
+    (``--settings-file``) takes the run's settings from that file, as they are."""
+    given = dict(parsed) if parsed is not None else vars(build_parser().parse_args(argv))
+    if given.get("settings_file") is not None:
+        given.update(read_settings_file(given["settings_file"]))
+    return _complete(given)
 
 
 def config_from(settings: dict[str, Any]) -> Config:
     """The record of ``settings`` (by the names of the flags, values as a TOML file or
     code gives them), with the defaults and the preset filling the rest, validated as
     :func:`parse_config` validates a command line."""
-    values = {f.name: f.default for f in dataclasses.fields(Flags)}
-    values.update(convert(Flags, settings))
-    return _complete(values)
+    return _complete(convert(Flags, settings))
 
 
-def _complete(values: dict[str, Any]) -> Config:
-    listed = {part for name in values["agent"] or PRESETS[values["preset"]]["agent"]
-              if name in SPECS for part in SPECS[name].settings}
-    for k, v in PRESETS[values["preset"]].items():  # the preset fills what was not given
-        if values[k] is None:  # (an agent's own setting only where a listed agent reads it)
-            values[k] = v if k not in OWN_DEFAULTS or OWN_DEFAULTS[k][0] & listed \
-                else OWN_DEFAULTS[k][1]
+def preset_values(preset: str, agents: Sequence[str]) -> dict[str, Any]:
+    """What the preset ``preset`` gives a run of ``agents`` (empty: the preset's): each of
+    its values, but an agent's own setting only where a listed agent reads it (or where it
+    is declared ``preset_everywhere``); a run without such an agent keeps its default."""
+    values = PRESETS[preset]
+    read = {f.name for name in agents or values["agent"] if name in SPECS
+            for part in SPECS[name].settings for f in dataclasses.fields(part)}
+    own = {f.name: f for part in AGENT_SETTINGS for f in dataclasses.fields(part)}
+    return {k: v for k, v in values.items()
+            if k not in own or k in read or own[k].metadata.get("preset_everywhere")}
+
+
+def _complete(given: dict[str, Any]) -> Config:
+    """The record of the settings ``given``: each default, then the preset's values, then
+    what was given."""
+    values = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
+              for f in dataclasses.fields(Flags)}
+    preset = given.get("preset", values["preset"])
+    values.update({**preset_values(preset, given.get("agent") or []), **given})
     if kernels.in_force():  # BANDITS_EXACT=1 (or --exact) pinned this process
         values["exact"] = True
     cfg = Config.of(values)
@@ -276,11 +270,8 @@ def memory_estimate(cfg: Config) -> float:
 
 def agent_config(cfg: Config) -> AgentConfig:
     """The agents' settings given on the command line (each agent adds its own overrides)."""
-    values = {**dataclasses.asdict(cfg.network), **dataclasses.asdict(cfg.agents)}
-    agent_cfg = AgentConfig(**{f.name: values[f.name] for f in dataclasses.fields(AgentConfig)
-                               if f.metadata.get("cli", True)})  # the flags; a name sets the rest
-    agent_cfg.hidden = tuple(cfg.network.hidden)
-    return agent_cfg
+    return AgentConfig(**{**dataclasses.asdict(cfg.network), **dataclasses.asdict(cfg.agents),
+                          "hidden": tuple(cfg.network.hidden)})  # a name sets the rest
 
 
 def env_options(cfg: Config) -> dict[str, Any]:
@@ -314,7 +305,7 @@ def refuse_other_agents_settings(cfg: Config) -> None:
     owned = {part for name in cfg.run.agent for part in SPECS[name].settings}
     if any(SPECS[name].neural for name in cfg.run.agent):
         owned.add(CommonSettings)
-    values = cfg.flat()
+    values, preset = cfg.flat(), preset_values(cfg.run.preset, cfg.run.agent)
     for part in (CommonSettings, *AGENT_SETTINGS):
         if part in owned:
             continue
@@ -322,8 +313,7 @@ def refuse_other_agents_settings(cfg: Config) -> None:
             if f.name not in values:
                 continue  # set by an agent's name (eps1's epsilon), not a flag
             value = values[f.name]  # against what an unlisted agent's setting gets
-            default = (f.default if f.name in OWN_DEFAULTS  # (see _complete)
-                       else PRESETS[cfg.run.preset].get(f.name, f.default))
+            default = preset.get(f.name, f.default)
             if isinstance(default, tuple) and isinstance(value, list):
                 value = tuple(value)
             if value == default:
