@@ -33,6 +33,11 @@ projected minutes of a 10,000-round run of their training schedule.
 checkout (native and exact) against commit ``REV``, interleaved, and writes
 ``against.csv`` and ``against.json``.
 
+``--floor`` measures the distance to the floor (:mod:`bandits.tools.bench_floor`): one
+update of BBB and of greedy at 1 and 3 runs against its own matrix products replayed
+alone, and the default command's CPU seconds against its products' FLOP at the measured
+rate, and writes ``floor.csv`` and ``floor.json``.
+
 ``--kernels`` times what the pinned kernels (:mod:`bandits.core.kernels`) cost: the default
 command and the fused step, each under the pin and with the libraries' own kernels,
 interleaved over ``--rounds``, and writes ``kernels.csv`` and ``kernels.json``.
@@ -79,6 +84,7 @@ from bandits.tools.bench_commands import (
     scaling,
     threads_under_load,
 )
+from bandits.tools.bench_floor import DEFAULT_JOB, floor
 from bandits.tools.bench_fused import PAPER_AGENTS, PAPER_UPDATES, measure
 
 # the flags' ranges: beyond them a run of the benchmark would not fit in memory (every run
@@ -139,6 +145,12 @@ class Settings:
     kernels: bool = setting(False, "instead: time what the pinned math kernels cost, the "
                             "default command and the fused step each with and without the pin "
                             "(bandits.core.kernels), interleaved over --rounds")
+    floor: bool = setting(False, "instead: the distance to the floor, on the CPU: one update "
+                          "of BBB and of greedy (1 and 3 runs) against its own matrix products "
+                          "replayed alone at the same shapes, and the default `python -m "
+                          "bandits.run` end to end against its products' FLOP at the measured "
+                          "rate, in CPU time, interleaved over --rounds; writes floor.csv and "
+                          ".json")
     kernel_modes: list[str] = setting(
         ["pinned", "native"], "with --kernels: the kernel modes timed (pinned: exact mode; "
         "native: the libraries' own; mkl_strict: the pin with MKL_CBWR=AVX2,STRICT; "
@@ -230,6 +242,9 @@ def _main(p: argparse.ArgumentParser, args: Settings, argv: Sequence[str] | None
         return _written(args, argv, "kernels",
                         kernels_cost(args.rounds, modes=args.kernel_modes), start,
                         pin=kernels.PIN, modes={m: KERNEL_MODES[m] for m in args.kernel_modes})
+    if args.floor:
+        return _written(args, argv, "floor", floor(args.rounds), start, threads=1,
+                        timed=shlex.join(["python", *DEFAULT_JOB]))
     if commit is not None:  # resolved before the folder was made
         return _against(args, argv, commit, start)
     if args.threads_under_load:

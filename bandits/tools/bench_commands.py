@@ -321,7 +321,7 @@ def against(rev: str, rounds: int, commands: dict[str, list[str]] | None = None,
 # what bench writes into --out, each mode its own two files (an --overwrite replaces the
 # files of the mode run, nothing else: another mode's results in the same --out stay)
 MODES = ("bench", "scaling", "default_command", "mnist_workers", "agents_per_step", "kernels",
-         "threads_under_load", "against")
+         "threads_under_load", "floor", "against")
 OUTPUTS = tuple(f"{mode}.{ext}" for mode in MODES for ext in ("csv", "json"))
 
 
