@@ -28,6 +28,9 @@ SETUPS = {
     "quick": {"my run": "results/mushroom/quick"},
     "wheel": {"my run": "results/wheel/heldout/runs/eps1-d0.5"},
     "mnist": {"my report/models.jsonl": "results/mnist/2x400/models.jsonl"},
+    "users": {"my runs/bbb-10": "results/mushroom/heldout/runs/bbb-10",
+              "my runs/greedy-10": "results/mushroom/heldout/runs/greedy-10",
+              "users/tables.md": "README.md"},  # a user's own tables.md where --out goes
     "docs": {},  # the files doc_tables reads, copied by the test (test_doc_tables._copy)
 }
 
@@ -116,9 +119,11 @@ def confirm_cases() -> list[Case]:
     for flag, value in [("--steps", "0"), ("--steps", "-5"), ("--steps", "abc"),
                         ("--steps", "1.5"), ("--steps", "40000"), ("--late-from", "0"),
                         ("--late-from", "60000"), ("--late-from", "x"), ("--flips", "5"),
-                        ("--flips", "1000000000"), ("--flips", "abc"),
-                        ("--reference", "nosuchagent"), ("--reference", "")]:
+                        ("--flips", "1000000000"), ("--flips", "abc")]:
         cases.append(_flag(c, (*runs, *out, flag, value), (flag,), "heldout"))
+    for value in ("nosuchagent", ""):
+        cases.append(_flag(c, (*runs, *out, "--reference", value),
+                           (f"reference agent {value!r}",), "heldout"))
     cases += [
         _flag(c, (*runs, *out, "--frobnicate"), ("--frobnicate",), "heldout"),
         _flag(c, ("--out", "{tmp}/out"), ("dirs",), tag="no-dirs"),
@@ -131,8 +136,10 @@ def confirm_cases() -> list[Case]:
               "heldout", tag="out-is-a-file"),
         _flag(c, (*runs, "--out", "{tmp}/my runs"), ("my runs",), "heldout",
               tag="out-holds-users-files"),
-        _flag(c, (*runs, "--out", "{tmp}/my runs", "--overwrite"), ("my runs",), "heldout",
-              tag="overwrite-a-folder-of-runs"),
+        _flag(c, (*runs, "--out", "{tmp}/users", "--overwrite"), ("tables.md",), "users",
+              tag="overwrite-keeps-a-users-tables"),
+        _flag(c, (*runs, "--out", "{tmp}/users/tables.md/x"), ("tables.md",), "users",
+              tag="out-below-a-file"),
     ]
     return cases
 
@@ -268,12 +275,12 @@ def other_cases() -> list[Case]:
                        (("--mkl-cbwr", ""), "--mkl-cbwr"),
                        (("--frobnicate",), "--frobnicate")]:
         cases.append(_flag(s, (*argv, "--out", "{tmp}/o"), (says,)))
+    # refused for the missing emulator first where there is none (the words: either's)
     cases += [
-        _flag(s, ("--out", "{tmp}/my run/config.json"), ("config.json",), "quick",
-              tag="out-is-a-file"),
-        _flag(s, ("--out", "{tmp}/my run"), ("my run",), "quick", tag="out-holds-users-files"),
+        _flag(s, ("--out", "{tmp}/my run/config.json"), (), "quick", tag="out-is-a-file"),
+        _flag(s, ("--out", "{tmp}/my run"), (), "quick", tag="out-holds-users-files"),
         _flag(s, ("--data-dir", "{tmp}/no such data", "--checks", "bandit", "--out",
-                  "{tmp}/o"), ("no such data",), tag="data-dir-missing"),
+                  "{tmp}/o"), (), tag="data-dir-missing"),
     ]
     for rev in ["HEAD:README.md", "HEAD:bandits", "results", "HEAD..HEAD~1",
                 "refs/heads/no-such-branch", "HEAD@{100000}", "a b", "\n", "--all", "-p",
