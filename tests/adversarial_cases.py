@@ -333,6 +333,11 @@ XFAIL: dict[str, str] = {
     "figures-flags---frobnicate": USAGE,
     "figures-flags-positional": USAGE,
     "figures-flags-check-with-a-value": USAGE,
+    "diagnose-my run/probes.csv-seeds-renumbered": "probes.csv's seeds not the run's: "
+                                                   "diagnosed anyway (exit 0)",
+    "diagnose-my run/probes.csv-agent-renamed-bbb": "probes.csv's agent not one of the "
+                                                    "run's: diagnosed anyway (exit 0)",
+    "report-no-final": "a model's record without its final results is taken (exit 0)",
     "report-line-empty": "a model's line emptied is skipped: the tables are built without "
                          "that model (exit 0)",
     "report-error-negative": "a test error of -5% is taken as a number (exit 0)",

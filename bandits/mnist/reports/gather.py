@@ -71,7 +71,8 @@ def read_models(root: Path) -> list[dict[str, Any]]:
         except ValueError:
             record = None
         if (not isinstance(record, dict) or not isinstance(record.get("model"), str)
-                or not isinstance(record.get("settings"), dict)):
+                or not isinstance(record.get("settings"), dict)
+                or "seed" not in record["settings"]):
             raise ValueError(f"{path}, line {n}: not a model's record (a line cut short or "
                              "edited?); run report on the models' directories to rewrite it")
         name = record["model"]
