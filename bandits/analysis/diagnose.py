@@ -235,8 +235,8 @@ def _draw_probes(c, d, probes: pd.DataFrame, env: str | None, names_of: dict[str
                         label=label)
 
 
-PROBE_COLUMNS = ["agent", "seed", "step", "best_action", "action", "predicted_std",
-                 "chosen_share"]
+PROBE_COLUMNS = ["agent", "seed", "step", "best_action", "action", "predicted_mean",
+                 "predicted_std", "chosen_share"]
 
 
 def _optional(path: Path) -> bool:
@@ -267,8 +267,9 @@ def read_probes(run_dir: Path) -> pd.DataFrame | None:
     if _optional(path):
         return None
     return read_run_table(path, PROBE_COLUMNS,
-                          numeric=["step", "best_action", "action", "predicted_std",
-                                   "chosen_share"], grid=["step"], every_agent=False)
+                          numeric=["step", "best_action", "action", "predicted_mean",
+                                   "predicted_std", "chosen_share"], grid=["step"],
+                          every_agent=False)
 
 
 def read_phases(run_dir: Path) -> pd.DataFrame:

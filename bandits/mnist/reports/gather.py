@@ -58,14 +58,21 @@ def read_models(root: Path) -> list[dict[str, Any]]:
         return []
     records: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a text file of models' records; run report on the "
+                         "models' directories to rewrite it") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except ValueError:
             record = None
-        if not isinstance(record, dict) or not isinstance(record.get("model"), str):
+        if (not isinstance(record, dict) or not isinstance(record.get("model"), str)
+                or not isinstance(record.get("settings"), dict)
+                or "seed" not in record["settings"]):
             raise ValueError(f"{path}, line {n}: not a model's record (a line cut short or "
                              "edited?); run report on the models' directories to rewrite it")
         name = record["model"]
