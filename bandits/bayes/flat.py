@@ -1,7 +1,7 @@
 """``R`` independent MLPs with every parameter in one flat tensor, trained without autograd.
 
-A population holds ``R`` independent MLPs (one per run: seeds, settings of a grid, and
-bandit agents that differ only in how they act). Their parameters live in ``(R, P)``
+A population holds ``R`` independent MLPs, one per run (the seeds of one agent, or the
+settings of a grid). Their parameters live in ``(R, P)``
 tensors, one row per run, each row the layers' weights and biases one after another:
 the per-weight work of a training step (sampling ``w = mu + sigma * eps`` with
 :func:`sample_weights`, the softplus, the complexity cost's gradient with
