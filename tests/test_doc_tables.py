@@ -40,7 +40,8 @@ NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
             sorted((REPO / "results/wheel/heldout/analysis").glob("*/seeds.csv"))),
           *(str(p.relative_to(REPO)) for p in
             sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))),
-          "results/bench/against/against.csv", "results/bench/against/against.json")
+          "results/bench/against/against.csv", "results/bench/against/against.json",
+          "results/bench/floor/floor.csv", "results/bench/floor/floor.json")
 RECORDS = tuple(sorted({str(Path(p).parent / "config.json") for p in NEEDED
                         if Path(p).name in ("phases.csv", "metrics.csv", "summary.csv",
                                             "diagnosis_seeds.csv")}))
