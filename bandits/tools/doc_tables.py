@@ -33,7 +33,13 @@ from bandits.mnist.reports.tables import PAPER_TABLE1 as PAPER
 from bandits.mnist.reports.tables import PAPER_TABLE2 as PAPER_PRUNED
 from bandits.records import reader
 from bandits.records.regret import ranking, summary_text
-from bandits.tools import bench_tables, heldout_tables, memory_tables, neural_tables
+from bandits.tools import (
+    bench_tables,
+    heldout_tables,
+    memory_tables,
+    neural_tables,
+    protocol_tables,
+)
 from bandits.tools.table_cells import (
     NAMES,
     TableError,
@@ -291,7 +297,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "quick-output": quick_output,
     "table2": table2, **neural_tables.GENERATORS, **memory_tables.GENERATORS,
-    **heldout_tables.GENERATORS, **bench_tables.GENERATORS,
+    **heldout_tables.GENERATORS, **bench_tables.GENERATORS, **protocol_tables.GENERATORS,
 }
 
 
