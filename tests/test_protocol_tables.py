@@ -55,6 +55,14 @@ def test_the_table_holds_each_agent_over_uniform_and_bbb_paired(run):
     assert text.count("| BBB - ") == 5 and "at 400" in text and "at 200" in text
 
 
+def test_figure6_at_the_paper_protocol_is_the_figure6_table_of_its_run(tmp_path):
+    bandits.simulate(tmp_path / "run", preset="paper", seeds=2, steps=300,
+                     updates_per_step=1, workers=1)
+    text = protocol_tables.figure6_paper_protocol(tmp_path, "run", late=100)
+    assert text.startswith("| Final cumulative regret, mean +- s.e. (median) |")
+    assert "| the paper's protocol, 2 seeds |" in text and "steps 201-300" in text
+
+
 def test_an_early_step_that_ends_no_phase_is_refused(run):
     with pytest.raises(TableError, match="no phase ends at step 250"):
         protocol_tables.wheel_showdown_protocol(run, "run", early=250)

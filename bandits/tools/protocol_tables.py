@@ -1,6 +1,8 @@
 """The generated tables (:mod:`bandits.tools.doc_tables`) of the runs at the papers' own
-protocols: the Wheel at the Showdown's (``wheel-showdown-protocol``, the analysis its
-page pre-registered, from the run's exact per-phase records).
+protocols: Figure 6 at Blundell et al.'s (``figure6-paper-protocol``, the ``paper`` preset
+to 50,000 steps, as every other Figure 6 table) and the Wheel at the Showdown's
+(``wheel-showdown-protocol``, the analysis its page pre-registered), each from its run's
+exact per-phase records.
 
 Each agent's cumulative regret is divided by the uniform agent's on the same seed (as
 Riquelme et al. 2018 report it), at the run's end and at an early step; BBB is compared
@@ -17,9 +19,11 @@ import pandas as pd
 
 from bandits.mnist.reports.rows import t975
 from bandits.records import reader
-from bandits.tools.memory_tables import p_text
+from bandits.tools.memory_tables import figure6_memory, p_text
 from bandits.tools.table_cells import NAMES, TableError, mean_se
 
+PAPER_RUN = "results/mushroom/paper-protocol"
+"""Figure 6 at the paper's protocol: the ``paper`` preset's run to 50,000 steps."""
 SHOWDOWN_RUN = "results/wheel/showdown-protocol/run"
 """The Wheel at the Showdown's protocol: the run's ``phases.csv`` and ``config.json``."""
 SHOWDOWN_AGENTS = ("uniform", "greedy", "eps1", "bbb", "linfullpost", "neurallinear")
@@ -28,6 +32,11 @@ SHOWDOWN_EARLY = 5000
 2,000 steps (the horizon of the project's other Wheel runs), but at 80,000 steps a phase
 of ``phases.csv`` is 5,000 steps long, so no exact record ends at 2,000 (its deviation,
 stated on the page before the run finished)."""
+
+
+def figure6_paper_protocol(root: Path, run: str = PAPER_RUN, late: int = 10_000) -> str:
+    """:func:`bandits.tools.memory_tables.figure6_memory` of the ``paper`` preset's run."""
+    return figure6_memory(root, run, late, label="the paper's protocol")
 
 
 def two_sided_p(d: np.ndarray) -> float:
@@ -104,4 +113,5 @@ def wheel_showdown_protocol(root: Path, run: str = SHOWDOWN_RUN,
     return "\n".join(lines) + "\n"
 
 
-GENERATORS = {"wheel-showdown-protocol": wheel_showdown_protocol}
+GENERATORS = {"figure6-paper-protocol": figure6_paper_protocol,
+              "wheel-showdown-protocol": wheel_showdown_protocol}
