@@ -13,8 +13,8 @@ parent), but first say so in one line. A signal the command was started with ign
 (``nohup`` ignores SIGHUP) stays ignored. This module imports only the standard
 library (and :mod:`bandits.core.kernels` and :mod:`bandits.core.version`, which do too).
 :func:`start` does both things an entry point does first: the signals, and the kernels
-pinned before torch loads. A command started with ``--version`` first answers at once,
-without its slow imports.
+pinned before torch loads. A command started with ``--version`` or ``--help`` alone first
+answers at once, without its slow imports (:func:`stored_help`).
 """
 
 import importlib
@@ -90,11 +90,29 @@ class Command:
         if sys.argv[1:2] == ["--version"]:  # no torch for it: the answer is known here
             print(VERSION_LINE)
             sys.exit(0)
+        if sys.argv[1:] in (["--help"], ["-h"]) and (text := stored_help(self.prog)):
+            sys.stdout.write(text)  # no torch for it either: the parser's text, stored
+            sys.exit(0)
         sys.exit(self.main())
 
     def entries(self):
         """``(main, cli)``: the two ways in, for the entry module's namespace."""
         return self.main, self.cli
+
+
+HELP = os.path.join(os.path.dirname(__file__), "help")
+"""The ``--help`` text of each command, ``PROG.txt``, as its parser prints it 80 columns
+wide: written and checked against the parsers by :mod:`bandits.tools.help_text`, so that
+``--help`` alone answers at once, as ``--version`` does, without the command's imports."""
+
+
+def stored_help(prog: str) -> str | None:
+    """The stored ``--help`` text of the command ``prog``, or None where none is stored."""
+    try:
+        with open(os.path.join(HELP, f"{prog}.txt"), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def refused(prog: str, error: Exception) -> int:
