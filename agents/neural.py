@@ -20,6 +20,7 @@ updates is one launch from Python.
 from __future__ import annotations
 
 import abc
+import sys
 from typing import Any
 
 import numpy as np
@@ -105,6 +106,8 @@ class NeuralAgent(Agent):
         why = epochs_need_sgd(self.config.fit, self.config.optimizer)
         if why is not None:
             raise ValueError(why)
+        if not compile:
+            skip_dynamo_import()
         params = [{"params": [self.model.mu], "weight_decay": decay}]
         if self.model.bayesian:
             params.append({"params": [self.model.rho], "weight_decay": 0.0})
@@ -287,16 +290,38 @@ class NeuralAgent(Agent):
         return self._updates(buffer, updates)
 
 
+_DYNAMO_DISABLED = (torch.optim.Optimizer.add_param_group, torch.optim.Optimizer.state_dict,
+                    torch.optim.Optimizer.load_state_dict, torch.optim.Optimizer.zero_grad)
+"""The optimiser's methods torch wraps in ``torch._disable_dynamo``: each imports
+``torch._dynamo`` on its first call (about 3 s of CPU), to keep ``torch.compile`` from
+tracing into it."""
+
+
+def skip_dynamo_import() -> None:
+    """Keep :data:`_DYNAMO_DISABLED` from importing ``torch._dynamo`` in a process that
+    compiles nothing: each wrapper caches the function it calls on that function's
+    ``__dynamo_disable`` attribute, and here that is the method itself (what the wrapper
+    would call outside ``torch.compile`` anyway). Nothing where ``torch._dynamo`` is
+    already loaded, or where a torch release no longer wraps them so."""
+    if "torch._dynamo" in sys.modules:
+        return
+    for wrapper in _DYNAMO_DISABLED:
+        method = getattr(wrapper, "__wrapped__", None)
+        if method is not None and getattr(method, "__dynamo_disable", None) is None:
+            setattr(method, "__dynamo_disable", method)
+
+
 @torch.no_grad()
 def fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
     """The step of torch's fused Adam or AdamW without ``Optimizer.step``'s Python around
     it: per parameter group, the two kernels that step calls (the step counts'
     ``_foreach_add_``, then ``_fused_adam_`` or ``_fused_adamw_``) with the same
     arguments, so the same bytes, at a third of the time of a small network's step (and
-    without the first step's import of ``torch._dynamo``: seconds of a short run's start).
-    False, with nothing done, for another optimiser, options this does not take (amsgrad,
-    maximize, capturable), a parameter without a gradient or before the optimiser's state
-    is made (its first step): the caller then steps it the usual way."""
+    without ``Optimizer.step``'s import of ``torch._dynamo``: seconds of a short run's
+    start). A parameter's state is made on its first step as that step makes it (a zero
+    step count and zero moments). False, with nothing done, for another optimiser,
+    options this does not take (amsgrad, maximize, capturable) or a parameter without a
+    gradient: the caller then steps it the usual way."""
     if type(optimizer) not in (torch.optim.Adam, torch.optim.AdamW):
         return False
     work = []
@@ -305,11 +330,11 @@ def fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
                 or group["capturable"] or group["differentiable"]):
             return False
         params = group["params"]
-        states = [optimizer.state.get(p) for p in params]
-        if not all(states) or any(p.grad is None for p in params):
+        if any(p.grad is None for p in params):
             return False
-        work.append((group, params, states))
-    for group, params, states in work:
+        work.append((group, params))
+    for group, params in work:
+        states = [optimizer.state[p] or _first_state(optimizer, p) for p in params]
         steps = [s["step"] for s in states]
         torch._foreach_add_(steps, 1)
         kernel = torch._fused_adamw_ if group["decoupled_weight_decay"] else torch._fused_adam_
@@ -319,6 +344,16 @@ def fused_adam_step(optimizer: torch.optim.Optimizer) -> bool:
                beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
                eps=group["eps"], maximize=False, grad_scale=None, found_inf=None)
     return True
+
+
+def _first_state(optimizer: torch.optim.Optimizer, p: Tensor) -> dict[str, Tensor]:
+    """A fused Adam's state of ``p`` before its first step, as ``Optimizer.step`` makes it
+    (the same keys in the same order, so the same checkpoint)."""
+    optimizer.state[p] = {
+        "step": torch.zeros((), dtype=torch.float32, device=p.device),
+        "exp_avg": torch.zeros_like(p, memory_format=torch.preserve_format),
+        "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format)}
+    return optimizer.state[p]
 
 
 @torch.no_grad()

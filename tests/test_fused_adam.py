@@ -34,11 +34,29 @@ def test_it_steps_to_the_same_bytes_as_the_optimiser(cls, group):
         took.append(fused_adam_step(direct))
         if not took[-1]:
             direct.step()
-    assert took == [False] + [True] * 39  # the first step makes the state
+    assert took == [True] * 40  # the first step too: it makes the state as step() does
     for p, q in zip(a, b):
         assert torch.equal(p, q)
+        assert list(usual.state[p]) == list(direct.state[q]) == ["step", "exp_avg", "exp_avg_sq"]
         for key in ("step", "exp_avg", "exp_avg_sq"):
-            assert torch.equal(usual.state[p][key], direct.state[q][key])
+            s, d = usual.state[p][key], direct.state[q][key]
+            assert torch.equal(s, d)
+            assert (s.dtype, s.device, s.shape) == (d.dtype, d.device, d.shape)
+    saved, mine = usual.state_dict(), direct.state_dict()
+    assert saved["param_groups"] == mine["param_groups"]
+    assert saved["state"].keys() == mine["state"].keys()
+
+
+def test_a_run_that_compiles_nothing_never_imports_dynamo(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys, torch\nfrom agents.neural import skip_dynamo_import\n"
+            "skip_dynamo_import()\np = torch.nn.Parameter(torch.ones(3))\n"
+            "opt = torch.optim.Adam([p], fused=True)\nopt.zero_grad()\n"
+            "opt.load_state_dict(opt.state_dict())\nprint('torch._dynamo' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_it_leaves_other_optimisers_and_options_to_the_usual_step():
