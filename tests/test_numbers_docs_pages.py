@@ -195,6 +195,11 @@ def _sweep_counts() -> str:
             "mean +-")
 
 
+def _worker_pays() -> int:
+    """The updates below which a run starts no worker (bandits.simulator.parallel)."""
+    from bandits.simulator.parallel import WORKER_PAYS
+    return WORKER_PAYS
+
 def _sweep_points() -> str:
     _, s, meta = _sweep()
     assert meta["points"] == len(s) and meta["failed"] == 0, meta
@@ -296,6 +301,7 @@ QUOTES = [  # (the page, the text it must hold, built from the shipped files or 
         lambda: f"MNIST pixels / {_pixel_scale()}",
         lambda: f"(disjoint inputs:\n{_disjoint_mnist_weights()} weights per run)",
         lambda: f"Mushroom (2 x {_mushroom_features()} inputs) {_mushroom_reference()}",
+        lambda: f"A run of fewer than {_worker_pays():,} network updates",
     )),
     *(("docs/sweeps.md", text) for text in (
         _sweep_grid,

@@ -66,6 +66,26 @@ def test_the_default_is_the_cores_at_most_one_per_population(monkeypatch):
                                                "linfullpost"])) == 3
 
 
+def test_a_run_too_short_to_pay_a_worker_runs_in_one_process(monkeypatch):
+    from bandits.simulator.run import parse_config
+
+    monkeypatch.delenv("BANDITS_WORKERS")
+    monkeypatch.setattr(parallel, "available_cores", lambda: 8)
+    # 100 steps x 16 updates x 3 seeds x 4 agents = 19,200 updates: one process
+    short = parse_config(["--steps", "100"])
+    assert parallel.training_updates(short) == 19_200 < parallel.WORKER_PAYS
+    assert parallel.worker_count(short) == 1
+    assert parallel.worker_count(parse_config(["--steps", "105"])) == 4  # 20,160
+    # training every 4th step after training at every one of the first 10
+    sparse = parse_config(["--steps", "100", "--train-every", "4", "--train-always-until",
+                           "10"])
+    assert parallel.training_updates(sparse) == (25 + 10 - 2) * 16 * 3 * 4
+    # what is asked for is run as asked
+    assert parallel.worker_count(parse_config(["--steps", "1", "--workers", "2"])) == 2
+    monkeypatch.setenv("BANDITS_WORKERS", "2")
+    assert parallel.worker_count(short) == 2
+
+
 def _start(out: Path, steps: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "bandits.run", *TINY, "--steps", str(steps), "--workers", "2",
            "--checkpoint-every", "0", "--out", str(out)]

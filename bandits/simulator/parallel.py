@@ -68,12 +68,30 @@ SETTINGS_FILE = f"{PARTS}/settings.json"
 command line, the settings declared ``per_process``), as JSON."""
 
 
+WORKER_PAYS = 20_000
+"""The network updates (over every agent and seed) below which a run is too short for a
+worker to pay its start: a fresh process imports torch and the rest (a few CPU seconds,
+more than 20,000 updates of these networks split between two cores save)."""
+
+
+def training_updates(cfg: Config) -> int:
+    """The network updates of a run of ``cfg``, over every agent and seed: each step that
+    trains (every ``--train-every``-th, and every one up to ``--train-always-until``)
+    makes ``--updates-per-step`` updates."""
+    run, training = cfg.run, cfg.training
+    steps = (run.steps // training.train_every
+             + min(training.train_always_until, run.steps)
+             - min(training.train_always_until, run.steps) // training.train_every)
+    return steps * training.updates_per_step * run.seeds * len(run.agent)
+
+
 def worker_count(cfg: Config) -> int:
     """Workers for ``cfg``: ``--workers``, else ``$BANDITS_WORKERS``, else the cores this
-    process may use; never more than the run's populations. One for a data set registered
-    in this process (:func:`envs.register_dataset`): a fresh worker would not know it."""
-    workers = worker_count_of(cfg.output.workers, len(cfg.run.agent),
-                              available_cores())
+    process may use (one for a run of fewer than :data:`WORKER_PAYS` updates); never more
+    than the run's populations. One for a data set registered in this process
+    (:func:`envs.register_dataset`): a fresh worker would not know it."""
+    cores = available_cores() if training_updates(cfg) >= WORKER_PAYS else 1
+    workers = worker_count_of(cfg.output.workers, len(cfg.run.agent), cores)
     return workers if cfg.run.env in envs.BUILT_IN else 1
 
 

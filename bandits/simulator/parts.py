@@ -137,7 +137,8 @@ class OutputSettings:
         "torch thread each unless --threads says otherwise; the "
         "results are the same bytes for every value (default: "
         "$BANDITS_WORKERS, else the cores this process may use, at "
-        "most one per population)", range=(1, 1024), type=int, resume=True, per_process=True)
+        "most one per population, and one for a run too short to pay a "
+        "worker's start)", range=(1, 1024), type=int, resume=True, per_process=True)
     hook: list[str] | None = setting(
         None, "objects that look on after every step, each as MODULE:CALLABLE: called "
         "with the run's settings and output directory, it returns an object with "
