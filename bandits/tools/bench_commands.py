@@ -267,7 +267,9 @@ def threads_under_load(busy: Sequence[int], rounds: int, extra: Sequence[str] = 
 
 
 AB_COMMANDS = {"python -m bandits.run (the default command)": ["bandits.run", "--no-progress"],
-               "python -m bandits.mnist --quick": ["bandits.mnist", "--quick", "--no-progress"]}
+               "python -m bandits.mnist --quick": ["bandits.mnist", "--quick", "--no-progress"],
+               "python -m bandits.run --steps 1 (the fixed cost)": [
+                   "bandits.run", "--steps", "1", "--no-progress"]}
 """What ``--against`` times at both commits, each with its own defaults."""
 
 
