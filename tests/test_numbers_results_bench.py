@@ -668,6 +668,7 @@ SETTINGS = {
     f"{H200}/README.md": set(),
     f"{KERNELS}/README.md": {"2.13", "AVX-512"},
     f"{BENCH}/floor/README.md": set(),  # its numbers are all in its generated table
+    f"{BENCH}/one-exp/README.md": {"the 2 x 100 network", "rounds of 2000 calls"},
     f"{GC}/README.md": {"150 steps", "every 50,000 allocations instead of 700",
                         "to 400 steps", "over 3 rounds", "2-core"},
     f"{REGRESSION}/README.md": {"2.13", "500 held-out points", "and 500 outside",
