@@ -19,6 +19,13 @@ from bandits.core.startup import HELP, Command
 
 WIDTH = "80"
 """The columns the stored texts are formatted for (argparse reads ``COLUMNS``)."""
+PYTHON_FILE = "python.txt"
+"""The Python (``3.11``) whose argparse formatted the stored texts: another formats some
+lines differently, so the texts are checked only under that one."""
+
+
+def python_version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def commands() -> list[Command]:
@@ -59,6 +66,9 @@ def stale() -> dict[str, str]:
     """Per command whose stored text is missing or differs from its parser's: the
     parser's text."""
     found = {}
+    version = Path(HELP) / PYTHON_FILE
+    if not version.is_file() or version.read_text(encoding="utf-8").strip() != python_version():
+        found[PYTHON_FILE] = python_version() + "\n"
     for command in commands():
         text, path = parser_help(command), Path(HELP) / f"{command.prog}.txt"
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -79,8 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
         return 1 if found else 0
     Path(HELP).mkdir(exist_ok=True)
-    for prog, text in found.items():
-        (Path(HELP) / f"{prog}.txt").write_text(text, encoding="utf-8")
+    for name, text in found.items():
+        file = name if name == PYTHON_FILE else f"{name}.txt"
+        (Path(HELP) / file).write_text(text, encoding="utf-8")
     print(f"bandits.tools.help_text: written: {', '.join(found) or 'none (all current)'}")
     return 0
 
