@@ -185,8 +185,10 @@ otherwise is not its own: never overwritten)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.confirm``; a bad flag raises
+    :class:`bandits.core.config.UsageError` (one line, exit status 2)."""
     return build_settings_parser(Settings, "python -m bandits.confirm",
-                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__))
 
 
 def check_out(out: Path, overwrite: bool) -> None:

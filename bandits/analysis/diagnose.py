@@ -326,10 +326,10 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m bandits.diagnose``; its errors are argparse's (the usage,
-    one line, exit status 2)."""
+    """The parser of ``python -m bandits.diagnose``; a bad flag raises
+    :class:`bandits.core.config.UsageError` (one line, exit status 2)."""
     return build_settings_parser(Settings, "python -m bandits.diagnose",
-                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
