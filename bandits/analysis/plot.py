@@ -134,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
+    if args.titles is not None and not args.panels:  # else nothing would show them
+        return _error("--titles are the titles of the panels of --panels; give --panels "
+                      "too, or leave out --titles")
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
     try:  # each checked as its run wrote it (bandits.records.reader): a damaged file is one line
         frames = [reader.read(d / "metrics.csv", by_itself=True) for d in args.dirs]

@@ -1,7 +1,8 @@
 """Reading a run's result files back, each checked against what its writer wrote.
 
 A ``bandits.run`` folder holds ``phases.csv``, ``metrics.csv`` and ``summary.csv``
-(:mod:`bandits.records.regret`), maybe ``diagnosis_seeds.csv`` (``bandits.diagnose``),
+(:mod:`bandits.records.regret`), maybe ``probes.csv`` (what the models predicted) and
+``diagnosis_seeds.csv`` (``bandits.diagnose``),
 and ``config.json``, the run's record: its environment, agents, seeds and the steps it
 ran (:func:`run_of`). ``bandits.confirm`` writes ``seeds.csv``. :func:`read` checks one
 file against its :data:`SCHEMAS`: the columns; numbers where numbers were written,
@@ -52,6 +53,9 @@ class Schema:
     grid: str = ""
     """A column whose values every seed of an agent has alike (the steps a ``metrics.csv``
     logged: a row lost from the middle of the file is refused too)."""
+    every_agent: bool = True
+    """Every agent of the run has rows (not so in ``probes.csv``: only the agents with a
+    model to probe have)."""
 
 
 SCHEMAS = {
@@ -69,6 +73,10 @@ SCHEMAS = {
                                   ("cumulative_regret", "cumulative_expected_regret",
                                    "expected_regret_per_step_last")),
     "seeds.csv": Schema(("agent", "seed"), ("seed",), ("final", "late"), run=False),
+    "probes.csv": Schema(("agent", "seed", "step", "best_action", "action"),
+                         ("seed", "step", "best_action", "action"),
+                         ("predicted_mean", "predicted_std", "chosen_share"), grid="step",
+                         every_agent=False),
 }
 """Each result file this module reads, by name, and its writer's columns."""
 
@@ -98,10 +106,7 @@ def run_of(folder: Path) -> Run:
         raise TableError(f"{folder}: no such folder; give the output folder of a bandits.run")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-        agents = tuple(str(a) for a in config["agent"])
-        seeds = config.get("seed_list") or range(config["seed"], config["seed"] + config["seeds"])
-        steps = int(config.get("steps_completed", config["steps"]))
-        most = int(config["steps"]) if config.get("parts") else steps
+        agents, seeds, steps, most = _recorded(config)
         spec = envs.SPECS[config["env"]]
         own = [f.name for s in spec.settings for f in dataclasses.fields(s)]
     except FileNotFoundError:
@@ -110,9 +115,38 @@ def run_of(folder: Path) -> Run:
                          ) from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise TableError(f"{path}: not the record of a bandits.run ({type(e).__name__}: "
-                         f"{e})") from None
+                         f"{e}); put back the config.json the run wrote") from None
     env = config["env"] + (f" ({', '.join(f'{n} {config.get(n)}' for n in own)})" if own else "")
-    return Run(folder, env, agents, tuple(int(s) for s in seeds), steps, most, config)
+    return Run(folder, env, agents, seeds, steps, most, config)
+
+
+def _whole(config: dict, key: str, least: int) -> int:
+    """The record's ``key``, a whole number of at least ``least`` (ValueError if not)."""
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{key} is {value!r}, not a whole number of at least {least}")
+    return value
+
+
+def _recorded(config: dict) -> tuple[tuple[str, ...], tuple[int, ...], int, int]:
+    """A run record's agents, seeds, the steps every agent ran and the most an agent may
+    have run (:class:`Run`), each as the run wrote it: ValueError (or KeyError, TypeError)
+    where one is missing, of the wrong kind, or at odds with another."""
+    agents = config["agent"]
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise TypeError(f"agent is {agents!r}, not a list of agents' names")
+    count, first = _whole(config, "seeds", 1), _whole(config, "seed", 0)
+    seeds = config.get("seed_list") or list(range(first, first + count))
+    if (not isinstance(seeds, list) or len(seeds) != count
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+        raise ValueError(f"seed_list is {seeds!r}, not a list of the {count} seeds of seeds")
+    asked = _whole(config, "steps", 1)
+    steps = _whole(config, "steps_completed", 0) if "steps_completed" in config else asked
+    # a run stops at its steps, and one that finished ran all of them (bandits.simulator.loop)
+    if steps > asked or (config.get("finished_utc") and steps != asked):
+        raise ValueError(f"steps is {asked} but steps_completed {steps}: a run that "
+                         f"{'ran past' if steps > asked else 'finished short of'} its steps")
+    return tuple(agents), tuple(seeds), steps, asked if config.get("parts") else steps
 
 
 def read(path: Path, run: Run | None = None, by_itself: bool = False) -> pd.DataFrame:
@@ -257,7 +291,7 @@ def _as_run(path: Path, table: pd.DataFrame, run: Run) -> None:
                  lambda i: f"agent {table['agent'].iloc[i]} is not one of the agents of "
                            f"{record}: {', '.join(run.agents)}")
     absent = [a for a in run.agents if a not in set(table["agent"])]
-    if absent:
+    if absent and SCHEMAS[path.name].every_agent:
         raise TableError(f"{path}: no rows of agent {absent[0]}, one of the agents of {record}")
     if "seed" in table:
         _refuse_rows(path, ~table["seed"].isin(run.seeds),
