@@ -298,12 +298,5 @@ def other_cases() -> list[Case]:
 CASES = [*confirm_cases(), *plot_cases(), *diagnose_cases(), *report_cases(), *docs_cases(),
          *other_cases()]
 
-XFAIL: dict[str, str] = {
-    "doc_tables-results/mushroom/heldout/runs/bbb-10/phases.csv-missing": "a held-out "
-        "run's phases.csv deleted: the one line lists other runs, not the missing file",
-    "report-no-final": "a model's record without its final results is taken (exit 0)",
-    "report-line-empty": "a model's line emptied is skipped: the tables are built without "
-                         "that model (exit 0)",
-    "report-error-negative": "a test error of -5% is taken as a number (exit 0)",
-}
+XFAIL: dict[str, str] = {}
 """The cases that fail today, by id: what goes wrong, in one line (for the next round)."""

@@ -236,7 +236,7 @@ def _load(path: Path) -> pd.DataFrame:
     try:
         table = pd.read_csv(path)
     except FileNotFoundError:
-        raise TableError(f"{path}: no such file") from None
+        raise TableError(f"{path}: no such file; put back the file its run wrote") from None
     except UnicodeDecodeError:
         raise TableError(f"{path}: not a CSV text file") from None
     except (OSError, ValueError) as e:  # pandas' parser errors are ValueErrors
