@@ -50,9 +50,10 @@ class Schema:
     """A pattern of the names of more whole-number columns (``phases.csv``'s ``a0_best1``)."""
     run: bool = True
     """Written into a run's folder, checked against its ``config.json``."""
-    grid: str = ""
-    """A column whose values every seed of an agent has alike (the steps a ``metrics.csv``
-    logged: a row lost from the middle of the file is refused too)."""
+    grid: tuple[str, ...] = ()
+    """Columns whose values every seed of an agent has alike (the steps a ``metrics.csv``
+    logged; a ``probes.csv``'s steps, best actions and actions: a row lost from the
+    middle of the file is refused too)."""
     every_agent: bool = True
     """Every agent of the run has rows (not so in ``probes.csv``: only the agents with a
     model to probe have)."""
@@ -63,7 +64,7 @@ SCHEMAS = {
                          ("regret", "expected_regret"), more_counts=r"a\d+_best\d+"),
     "metrics.csv": Schema(("agent", "seed", "step"), ("seed", "step", "action"),
                           ("reward", "regret", "expected_regret", "cumulative_regret",
-                           "cumulative_expected_regret"), grid="step"),
+                           "cumulative_expected_regret"), grid=("step",)),
     "summary.csv": Schema(("agent",), ("steps", "seeds"),
                           ("cumulative_regret_mean", "cumulative_regret_min",
                            "cumulative_regret_max", "cumulative_expected_regret_mean"),
@@ -75,7 +76,8 @@ SCHEMAS = {
     "seeds.csv": Schema(("agent", "seed"), ("seed",), ("final", "late"), run=False),
     "probes.csv": Schema(("agent", "seed", "step", "best_action", "action"),
                          ("seed", "step", "best_action", "action"),
-                         ("predicted_mean", "predicted_std", "chosen_share"), grid="step",
+                         ("predicted_mean", "predicted_std", "chosen_share"),
+                         grid=("step", "best_action", "action"),
                          every_agent=False),
 }
 """Each result file this module reads, by name, and its writer's columns."""
@@ -320,17 +322,19 @@ def _as_run(path: Path, table: pd.DataFrame, run: Run) -> None:
                                f"{len(run.seeds)} seeds of {record}")
 
 
-def _same_grid(path: Path, table: pd.DataFrame, column: str) -> None:
-    """Every seed of an agent has rows at the same values of ``column``."""
-    for agent, rows in table.groupby("agent", sort=False):
-        per_seed = rows.groupby("seed", sort=False)[column].agg(frozenset)
+def _same_grid(path: Path, table: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    """Every seed of an agent has rows at the same values of ``columns``."""
+    cells = pd.Series(list(zip(*(table[c] for c in columns))), index=table.index)
+    for agent, rows in cells.groupby(table["agent"], sort=False):
+        per_seed = rows.groupby(table["seed"], sort=False).agg(frozenset)
         first, seed0 = per_seed.iloc[0], per_seed.index[0]
         for seed, values in per_seed.items():
             if values != first:
                 lost = min(first ^ values)
                 has, lacks = (seed0, seed) if lost in first else (seed, seed0)
-                raise TableError(f"{path}: agent {agent}, seed {lacks} has no row at {column} "
-                                 f"{lost}, seed {has} has one: a row lost (or added by hand)")
+                at = ", ".join(f"{c} {v}" for c, v in zip(columns, lost))
+                raise TableError(f"{path}: agent {agent}, seed {lacks} has no row at {at}, "
+                                 f"seed {has} has one: a row lost (or added by hand)")
 
 
 def _by_itself(path: Path, table: pd.DataFrame) -> None:
