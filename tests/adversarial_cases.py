@@ -298,48 +298,5 @@ def other_cases() -> list[Case]:
 CASES = [*confirm_cases(), *plot_cases(), *diagnose_cases(), *report_cases(), *docs_cases(),
          *other_cases()]
 
-USAGE = "argparse's own error: its usage (several lines) is printed before the error line"
-RUNS = "my runs/bbb-10 my runs/greedy-10 --out out"
-XFAIL: dict[str, str] = {
-    **{f"confirm-my runs/bbb-10/config.json-{k}": f"config.json {what}: the tables are "
-       "built anyway (exit 0)" for k, what in [
-           ("no-seeds", "without seeds"), ("steps-a-string", "with steps 'many'"),
-           ("seeds-a-string", "with seeds 'ten'"),
-           ("steps-mismatched", "saying 40,000 steps of a run of 50,000")]},
-    **{f"confirm-flags-{RUNS} {f}": USAGE for f in ("--steps abc", "--steps 1.5",
-                                                   "--late-from x", "--flips abc",
-                                                   "--frobnicate")},
-    "confirm-flags-no-dirs": USAGE,
-    "confirm-flags-one-agent-only": "runs of the reference agent alone: tables comparing "
-                                    "nothing are written (exit 0)",
-    "plot-my run/config.json-steps-mismatched": "config.json saying 40,000 steps of a run "
-                                                "of another length: drawn anyway (exit 0)",
-    "plot-flags-titles-without-panels": "--titles without --panels is ignored (exit 0)",
-    "plot-flags-my run --frobnicate": USAGE,
-    "plot-flags-no-dirs": USAGE,
-    "diagnose-my run/memory.csv-empty-file": "a memory.csv of 0 bytes is taken as none: "
-                                             "diagnosed without it (exit 0)",
-    "diagnose-my run/config.json-steps-mismatched": "config.json saying 40,000 steps of a "
-                                                    "run of another length: diagnosed "
-                                                    "anyway (exit 0)",
-    "diagnose-flags-my run --last 1000000000": "--last past the run's steps is accepted "
-                                               "(exit 0)",
-    **{f"diagnose-flags-{k}": USAGE for k in ("my run --last abc", "my run --last 1.5",
-                                              "my run --frobnicate", "no-dir", "two-dirs")},
-    "doc_tables-results/mushroom/heldout/runs/bbb-10/phases.csv-missing": "a held-out "
-        "run's phases.csv deleted: the one line lists other runs, not the missing file",
-    "doc_tables-flags---frobnicate": USAGE,
-    "doc_tables-flags-positional": USAGE,
-    "figures-flags---frobnicate": USAGE,
-    "figures-flags-positional": USAGE,
-    "figures-flags-check-with-a-value": USAGE,
-    "diagnose-my run/probes.csv-seeds-renumbered": "probes.csv's seeds not the run's: "
-                                                   "diagnosed anyway (exit 0)",
-    "diagnose-my run/probes.csv-agent-renamed-bbb": "probes.csv's agent not one of the "
-                                                    "run's: diagnosed anyway (exit 0)",
-    "report-no-final": "a model's record without its final results is taken (exit 0)",
-    "report-line-empty": "a model's line emptied is skipped: the tables are built without "
-                         "that model (exit 0)",
-    "report-error-negative": "a test error of -5% is taken as a number (exit 0)",
-}
+XFAIL: dict[str, str] = {}
 """The cases that fail today, by id: what goes wrong, in one line (for the next round)."""

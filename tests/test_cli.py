@@ -1,6 +1,7 @@
 """One CLI style: every entry point declares its settings as a dataclass of
-bandits.core.config.setting fields; sweep, bench, plot and diagnose keep their flags, defaults
-and argparse's own errors."""
+bandits.core.config.setting fields; sweep, bench, plot and diagnose keep their flags and
+defaults; sweep's and bench's errors are argparse's own, plot's and diagnose's one line
+(UsageError, said by bandits.core.startup.handled)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from bandits.analysis import diagnose, plot
 from bandits.core.command_line import build_parser
-from bandits.core.config import setting
+from bandits.core.config import UsageError, setting
 from bandits.experiments import sweep
 from bandits.tools import bench
 
@@ -73,11 +74,14 @@ def test_positional_arguments_and_choices():
     assert plot.build_parser().parse_args(["a", "b"]).dirs == [Path("a"), Path("b")]
     assert diagnose.build_parser().parse_args(["a", "--last", "5"]).last == 5
     assert sweep.build_parser().parse_args(["--workers", "3"]).workers == 3
-    for module, argv in ((plot, []), (diagnose, []), (bench, ["--device", "tpu"]),
-                         (sweep, ["--backend", "slurm"]), (bench, ["--scaling-steps", "1"])):
+    for module, argv in ((bench, ["--device", "tpu"]), (sweep, ["--backend", "slurm"]),
+                         (bench, ["--scaling-steps", "1"])):
         with pytest.raises(SystemExit) as err:
             module.build_parser().parse_args(argv)
         assert err.value.code == 2
+    for module, argv in ((plot, []), (diagnose, []), (diagnose, ["a", "--last", "x"])):
+        with pytest.raises(UsageError, match="required: dirs?|invalid int value"):
+            module.build_parser().parse_args(argv)
 
 
 def test_a_network_setting_in_a_run_without_a_network_is_refused_in_one_line(capsys):

@@ -7,8 +7,8 @@ Each run folder's ``phases.csv`` gives, per agent and seed, the final cumulative
 phases' expected regret from ``--late-from`` on, over the steps there). Folders are joined
 agent by agent (an agent's rows never depend on the agents beside it), each file checked
 against what its run wrote (:mod:`bandits.records.reader`); a damaged file, runs of two
-environments or lengths, a run of other than ``--steps`` or an agent and seed in two
-folders is one line. For every other agent the
+environments or lengths, a run of other than ``--steps``, an agent and seed in two
+folders or runs of the reference agent alone is one line. For every other agent the
 reference agent's paired differences (reference minus other, seed by seed) give the mean,
 its standard error, the wins, ties and losses of the reference, and a one-sided
 sign-flip (randomisation) test of "the reference's mean is lower": exact up to 16 seeds,
@@ -110,10 +110,17 @@ def agents_table(seeds: pd.DataFrame, reference: str = "bbb") -> pd.DataFrame:
 def paired_table(seeds: pd.DataFrame, reference: str, flips: int = 200_000) -> pd.DataFrame:
     """The reference's paired differences to every other agent, per measure: seeds,
     mean and standard error of (reference - other), wins, ties and losses of the
-    reference, the one-sided p-value (:func:`sign_flip_p`) and whether it is below 0.05."""
+    reference, the one-sided p-value (:func:`sign_flip_p`) and whether it is below 0.05.
+    Raises ValueError (one line) where there is no other agent, or the reference's seeds
+    are not another's."""
     wide = {m: seeds.pivot(index="seed", columns="agent", values=m) for m in MEASURES}
     if reference not in wide["final"]:
         raise ValueError(f"no runs of the reference agent {reference!r}; give its folder")
+    if len(wide["final"].columns) < 2:
+        others = ", ".join(a for a in SPECS if a != reference)
+        raise ValueError(f"the runs are of the reference agent {reference} alone: nothing to "
+                         f"compare it with; give also the folders of runs of another agent "
+                         f"(one of {others})")
     rows = []
     for other in _order(seeds, reference)[1:]:
         for measure, table in wide.items():
@@ -185,8 +192,10 @@ otherwise is not its own: never overwritten)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m bandits.confirm``; a bad flag raises
+    :class:`bandits.core.config.UsageError` (one line, exit status 2)."""
     return build_settings_parser(Settings, "python -m bandits.confirm",
-                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__))
 
 
 def check_out(out: Path, overwrite: bool) -> None:

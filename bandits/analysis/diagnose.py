@@ -235,12 +235,14 @@ def _draw_probes(c, d, probes: pd.DataFrame, env: str | None, names_of: dict[str
                         label=label)
 
 
-PROBE_COLUMNS = ["agent", "seed", "step", "best_action", "action", "predicted_mean",
-                 "predicted_std", "chosen_share"]
-
-
-def _optional(path: Path) -> bool:
-    """Whether an optional file is absent or an empty table (nothing to read)."""
+def _optional(path: Path, without: str) -> bool:
+    """Whether an optional file is absent or an empty table (nothing to read; diagnosed
+    ``without`` it). A file of 0 bytes no run writes (an empty table is one line): it was
+    cut."""
+    if path.is_file() and path.stat().st_size == 0:
+        raise ValueError(f"{path} is empty (0 bytes), which no run writes: it was cut or "
+                         "emptied; copy it back from the run, or delete it to diagnose "
+                         f"without {without}")
     try:
         return not path.read_bytes().strip()
     except FileNotFoundError:
@@ -251,25 +253,19 @@ def read_memory(run_dir: Path) -> pd.DataFrame | None:
     """``memory.csv`` of a run, checked whole, or None where the run did not record it (an
     earlier version, or an environment without items)."""
     path = run_dir / "memory.csv"
-    if _optional(path):
+    if _optional(path, "the memorisation table"):
         return None
     return read_run_table(path, MEMORY_COLUMNS, numeric=["start", "end", "shown", "eaten"])
 
 
 def read_probes(run_dir: Path) -> pd.DataFrame | None:
-    """``probes.csv`` checked whole, or None where no model could be probed (a run then
-    writes an empty table: its one line). A file of 0 bytes no run writes: it was cut."""
+    """``probes.csv`` checked as its run wrote it (:func:`bandits.records.reader.read`: its
+    agents, seeds and steps the run's), or None where no model could be probed (a run then
+    writes an empty table: its one line)."""
     path = run_dir / "probes.csv"
-    if path.is_file() and path.stat().st_size == 0:
-        raise ValueError(f"{path} is empty (0 bytes), which no run writes: it was cut or "
-                         "emptied; copy it back from the run, or delete it to diagnose "
-                         "without the probes")
-    if _optional(path):
+    if _optional(path, "the probes"):
         return None
-    return read_run_table(path, PROBE_COLUMNS,
-                          numeric=["step", "best_action", "action", "predicted_mean",
-                                   "predicted_std", "chosen_share"], grid=["step"],
-                          every_agent=False)
+    return reader.read(path, by_itself=True)
 
 
 def read_phases(run_dir: Path) -> pd.DataFrame:
@@ -293,6 +289,8 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
         record = {}
     env = record.get("env") if isinstance(record, dict) else None
     end = int(phases["end"].max())
+    if last is not None and last > end:
+        raise ValueError(f"--last {last} is past the run's {end} steps; give at most {end}")
     last = last or max(end // 5, 1)
     # every table first, then the files: a diagnosis refused halfway writes nothing
     tables = {"diagnosis.csv": phase_table(phases, env)}
@@ -326,10 +324,10 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m bandits.diagnose``; its errors are argparse's (the usage,
-    one line, exit status 2)."""
+    """The parser of ``python -m bandits.diagnose``; a bad flag raises
+    :class:`bandits.core.config.UsageError` (one line, exit status 2)."""
     return build_settings_parser(Settings, "python -m bandits.diagnose",
-                                 first_paragraph(__doc__), parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

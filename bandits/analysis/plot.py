@@ -123,10 +123,9 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m bandits.plot``; its errors are argparse's (the usage, one
-    line, exit status 2)."""
-    return build_settings_parser(Settings, "python -m bandits.plot", first_paragraph(__doc__),
-                                 parser_class=argparse.ArgumentParser)
+    """The parser of ``python -m bandits.plot``; a bad flag raises
+    :class:`bandits.core.config.UsageError` (one line, exit status 2)."""
+    return build_settings_parser(Settings, "python -m bandits.plot", first_paragraph(__doc__))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = Settings(**vars(build_parser().parse_args(argv)))
+    if args.titles is not None and not args.panels:  # else nothing would show them
+        return _error("--titles are the titles of the panels of --panels; give --panels "
+                      "too, or leave out --titles")
     column = "cumulative_expected_regret" if args.expected else "cumulative_regret"
     try:  # each checked as its run wrote it (bandits.records.reader): a damaged file is one line
         frames = [reader.read(d / "metrics.csv", by_itself=True) for d in args.dirs]

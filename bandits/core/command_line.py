@@ -61,7 +61,7 @@ class PlainParser(argparse.ArgumentParser):
 
 class Parser(PlainParser):
     """A :class:`PlainParser` whose errors raise :class:`UsageError` (one line, no usage
-    dump) for the entry point to report."""
+    dump), said as every command says bad input (:func:`bandits.core.startup.handled`)."""
 
     def error(self, message: str):
         raise UsageError(f"{message} (see --help)")

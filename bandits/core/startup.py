@@ -21,9 +21,10 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bandits.core import kernels
+from bandits.core.config import UsageError
 from bandits.core.version import VERSION_LINE
 
 STOPPING = (signal.SIGTERM, signal.SIGHUP)
@@ -58,8 +59,8 @@ class Command:
         main, cli = Command("bandits.run", "bandits.simulator.run").entries()
 
     ``main(argv)`` runs the command in this process as it is (for scripts and tests), a
-    data file missing, malformed or changed said in one line (exit status 2) as every
-    command says it;
+    bad flag or a data file missing, malformed or changed said in one line (exit status 2)
+    as every command says it (:func:`handled`);
     ``cli()`` is the command started from a shell: :func:`start` first (signals, kernels,
     before torch loads), then ``main`` with the process's arguments, exiting with its status;
     a first argument ``--version`` is answered before the command's module loads (as
@@ -71,19 +72,7 @@ class Command:
         self.module = module
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        # the one handler of bad data for every command: a data file missing, malformed or
-        # changed (bandits.core.data.DataError, its message naming the file and what is
-        # wrong) is one line, exit status 2; the command's output folder, claimed or made,
-        # is given up on the way out (bandits.core.command.writing)
-        try:
-            return importlib.import_module(self.module).main(argv)
-        except Exception as e:
-            # not imported here (it loads urllib: --version stays quick); an error is a
-            # DataError only where the module that defines it was loaded
-            data = sys.modules.get("bandits.core.data")
-            if data is None or not isinstance(e, data.DataError):
-                raise
-            return refused(self.prog, e)
+        return handled(self.prog, importlib.import_module(self.module).main, argv)
 
     def cli(self) -> None:
         start(self.prog)
@@ -113,6 +102,28 @@ def stored_help(prog: str) -> str | None:
             return f.read()
     except OSError:
         return None
+
+
+def handled(prog: str, main: Callable[[Sequence[str] | None], int],
+            argv: Sequence[str] | None = None) -> int:
+    """``main(argv)``, the command ``prog``'s body, with the one handler of bad input for
+    every command: a bad flag (:class:`bandits.core.config.UsageError`, as the parser of
+    :mod:`bandits.core.command_line` raises for an unknown flag or a value of the wrong
+    type) or a data file missing, malformed or changed (``bandits.core.data.DataError``,
+    its message naming the file and what is wrong) is one line, exit status 2; the
+    command's output folder, claimed or made, is given up on the way out
+    (:func:`bandits.core.command.writing`)."""
+    try:
+        return main(argv)
+    except UsageError as e:
+        return refused(prog, e)
+    except Exception as e:
+        # not imported here (it loads urllib: --version stays quick); an error is a
+        # DataError only where the module that defines it was loaded
+        data = sys.modules.get("bandits.core.data")
+        if data is None or not isinstance(e, data.DataError):
+            raise
+        return refused(prog, e)
 
 
 def refused(prog: str, error: Exception) -> int:

@@ -1,7 +1,8 @@
 """Reading a run's result files back, each checked against what its writer wrote.
 
 A ``bandits.run`` folder holds ``phases.csv``, ``metrics.csv`` and ``summary.csv``
-(:mod:`bandits.records.regret`), maybe ``diagnosis_seeds.csv`` (``bandits.diagnose``),
+(:mod:`bandits.records.regret`), maybe ``probes.csv`` (what the models predicted) and
+``diagnosis_seeds.csv`` (``bandits.diagnose``),
 and ``config.json``, the run's record: its environment, agents, seeds and the steps it
 ran (:func:`run_of`). ``bandits.confirm`` writes ``seeds.csv``. :func:`read` checks one
 file against its :data:`SCHEMAS`: the columns; numbers where numbers were written,
@@ -49,9 +50,13 @@ class Schema:
     """A pattern of the names of more whole-number columns (``phases.csv``'s ``a0_best1``)."""
     run: bool = True
     """Written into a run's folder, checked against its ``config.json``."""
-    grid: str = ""
-    """A column whose values every seed of an agent has alike (the steps a ``metrics.csv``
-    logged: a row lost from the middle of the file is refused too)."""
+    grid: tuple[str, ...] = ()
+    """Columns whose values every seed of an agent has alike (the steps a ``metrics.csv``
+    logged; a ``probes.csv``'s steps, best actions and actions: a row lost from the
+    middle of the file is refused too)."""
+    every_agent: bool = True
+    """Every agent of the run has rows (not so in ``probes.csv``: only the agents with a
+    model to probe have)."""
 
 
 SCHEMAS = {
@@ -59,7 +64,7 @@ SCHEMAS = {
                          ("regret", "expected_regret"), more_counts=r"a\d+_best\d+"),
     "metrics.csv": Schema(("agent", "seed", "step"), ("seed", "step", "action"),
                           ("reward", "regret", "expected_regret", "cumulative_regret",
-                           "cumulative_expected_regret"), grid="step"),
+                           "cumulative_expected_regret"), grid=("step",)),
     "summary.csv": Schema(("agent",), ("steps", "seeds"),
                           ("cumulative_regret_mean", "cumulative_regret_min",
                            "cumulative_regret_max", "cumulative_expected_regret_mean"),
@@ -69,6 +74,11 @@ SCHEMAS = {
                                   ("cumulative_regret", "cumulative_expected_regret",
                                    "expected_regret_per_step_last")),
     "seeds.csv": Schema(("agent", "seed"), ("seed",), ("final", "late"), run=False),
+    "probes.csv": Schema(("agent", "seed", "step", "best_action", "action"),
+                         ("seed", "step", "best_action", "action"),
+                         ("predicted_mean", "predicted_std", "chosen_share"),
+                         grid=("step", "best_action", "action"),
+                         every_agent=False),
 }
 """Each result file this module reads, by name, and its writer's columns."""
 
@@ -98,10 +108,7 @@ def run_of(folder: Path) -> Run:
         raise TableError(f"{folder}: no such folder; give the output folder of a bandits.run")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-        agents = tuple(str(a) for a in config["agent"])
-        seeds = config.get("seed_list") or range(config["seed"], config["seed"] + config["seeds"])
-        steps = int(config.get("steps_completed", config["steps"]))
-        most = int(config["steps"]) if config.get("parts") else steps
+        agents, seeds, steps, most = _recorded(config)
         spec = envs.SPECS[config["env"]]
         own = [f.name for s in spec.settings for f in dataclasses.fields(s)]
     except FileNotFoundError:
@@ -110,9 +117,38 @@ def run_of(folder: Path) -> Run:
                          ) from None
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise TableError(f"{path}: not the record of a bandits.run ({type(e).__name__}: "
-                         f"{e})") from None
+                         f"{e}); put back the config.json the run wrote") from None
     env = config["env"] + (f" ({', '.join(f'{n} {config.get(n)}' for n in own)})" if own else "")
-    return Run(folder, env, agents, tuple(int(s) for s in seeds), steps, most, config)
+    return Run(folder, env, agents, seeds, steps, most, config)
+
+
+def _whole(config: dict, key: str, least: int) -> int:
+    """The record's ``key``, a whole number of at least ``least`` (ValueError if not)."""
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{key} is {value!r}, not a whole number of at least {least}")
+    return value
+
+
+def _recorded(config: dict) -> tuple[tuple[str, ...], tuple[int, ...], int, int]:
+    """A run record's agents, seeds, the steps every agent ran and the most an agent may
+    have run (:class:`Run`), each as the run wrote it: ValueError (or KeyError, TypeError)
+    where one is missing, of the wrong kind, or at odds with another."""
+    agents = config["agent"]
+    if not isinstance(agents, list) or not all(isinstance(a, str) for a in agents):
+        raise TypeError(f"agent is {agents!r}, not a list of agents' names")
+    count, first = _whole(config, "seeds", 1), _whole(config, "seed", 0)
+    seeds = config.get("seed_list") or list(range(first, first + count))
+    if (not isinstance(seeds, list) or len(seeds) != count
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)):
+        raise ValueError(f"seed_list is {seeds!r}, not a list of the {count} seeds of seeds")
+    asked = _whole(config, "steps", 1)
+    steps = _whole(config, "steps_completed", 0) if "steps_completed" in config else asked
+    # a run stops at its steps, and one that finished ran all of them (bandits.simulator.loop)
+    if steps > asked or (config.get("finished_utc") and steps != asked):
+        raise ValueError(f"steps is {asked} but steps_completed {steps}: a run that "
+                         f"{'ran past' if steps > asked else 'finished short of'} its steps")
+    return tuple(agents), tuple(seeds), steps, asked if config.get("parts") else steps
 
 
 def read(path: Path, run: Run | None = None, by_itself: bool = False) -> pd.DataFrame:
@@ -202,7 +238,7 @@ def _load(path: Path) -> pd.DataFrame:
     try:
         table = pd.read_csv(path)
     except FileNotFoundError:
-        raise TableError(f"{path}: no such file") from None
+        raise TableError(f"{path}: no such file; put back the file its run wrote") from None
     except UnicodeDecodeError:
         raise TableError(f"{path}: not a CSV text file") from None
     except (OSError, ValueError) as e:  # pandas' parser errors are ValueErrors
@@ -257,7 +293,7 @@ def _as_run(path: Path, table: pd.DataFrame, run: Run) -> None:
                  lambda i: f"agent {table['agent'].iloc[i]} is not one of the agents of "
                            f"{record}: {', '.join(run.agents)}")
     absent = [a for a in run.agents if a not in set(table["agent"])]
-    if absent:
+    if absent and SCHEMAS[path.name].every_agent:
         raise TableError(f"{path}: no rows of agent {absent[0]}, one of the agents of {record}")
     if "seed" in table:
         _refuse_rows(path, ~table["seed"].isin(run.seeds),
@@ -286,17 +322,19 @@ def _as_run(path: Path, table: pd.DataFrame, run: Run) -> None:
                                f"{len(run.seeds)} seeds of {record}")
 
 
-def _same_grid(path: Path, table: pd.DataFrame, column: str) -> None:
-    """Every seed of an agent has rows at the same values of ``column``."""
-    for agent, rows in table.groupby("agent", sort=False):
-        per_seed = rows.groupby("seed", sort=False)[column].agg(frozenset)
+def _same_grid(path: Path, table: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    """Every seed of an agent has rows at the same values of ``columns``."""
+    cells = pd.Series(list(zip(*(table[c] for c in columns))), index=table.index)
+    for agent, rows in cells.groupby(table["agent"], sort=False):
+        per_seed = rows.groupby(table["seed"], sort=False).agg(frozenset)
         first, seed0 = per_seed.iloc[0], per_seed.index[0]
         for seed, values in per_seed.items():
             if values != first:
                 lost = min(first ^ values)
                 has, lacks = (seed0, seed) if lost in first else (seed, seed0)
-                raise TableError(f"{path}: agent {agent}, seed {lacks} has no row at {column} "
-                                 f"{lost}, seed {has} has one: a row lost (or added by hand)")
+                at = ", ".join(f"{c} {v}" for c, v in zip(columns, lost))
+                raise TableError(f"{path}: agent {agent}, seed {lacks} has no row at {at}, "
+                                 f"seed {has} has one: a row lost (or added by hand)")
 
 
 def _by_itself(path: Path, table: pd.DataFrame) -> None:

@@ -18,7 +18,6 @@ block differs from what its files give (CI runs it so).
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from bandits.core.command import refused
+from bandits.core.command_line import Parser
 from bandits.core.version import __version__
 from bandits.mnist.reports.tables import PAPER_TABLE1 as PAPER
 from bandits.mnist.reports.tables import PAPER_TABLE2 as PAPER_PRUNED
@@ -357,8 +357,9 @@ def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bandits.doc_tables",
-                                description=__doc__.split("\n\n")[0].replace("\n", " "))
+    # a bad flag raises UsageError: one line, exit 2, as every command says it (Command)
+    p = Parser(prog="python -m bandits.doc_tables",
+               description=__doc__.split("\n\n")[0].replace("\n", " "))
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 when a table differs from its files")
     p.add_argument("--root", type=Path, default=ROOT, help="the repository's root")

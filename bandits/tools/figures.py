@@ -13,7 +13,6 @@ figures of :data:`RERUN` are made again by their (short) commands, and those of
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -23,6 +22,8 @@ import pandas as pd
 
 from bandits.analysis import plot
 from bandits.analysis.diagnose import draw, read_phases, read_probes
+from bandits.core.command_line import Parser
+from bandits.core.startup import handled
 from bandits.core.style import STAMP
 from bandits.experiments.sweep_results import redraw
 from bandits.records import reader
@@ -187,8 +188,12 @@ def stale(root: Path = REPO) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bandits.tools.figures",
-                                     description=__doc__.split("\n\n")[0])
+    """The command: a bad flag is one line, exit status 2, as in every command."""
+    return handled("bandits.tools.figures", _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = Parser(prog="python -m bandits.tools.figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="list the figures not drawn by the current rules; exit 1 if any")
     args = parser.parse_args(argv)

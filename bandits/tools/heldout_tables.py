@@ -30,8 +30,11 @@ def figure6_heldout(root: Path) -> str:
     """:func:`bandits.tools.memory_tables.figure6_memory` of every held-out block joined
     agent by agent (each agent's rows are the bytes it gives alone)."""
     folder = root / HELDOUT_RUNS
+    # a run's folder by its record or its phases: one without its phases.csv is refused
+    # (naming it), never left out of the table
     runs = tuple(sorted(p.relative_to(root).as_posix() for p in folder.iterdir()
-                        if (p / "phases.csv").is_file())) if folder.is_dir() else ()
+                        if (p / "config.json").is_file() or (p / "phases.csv").is_file())
+                 ) if folder.is_dir() else ()
     if not runs:
         raise TableError(f"{folder}: no run folders with a phases.csv")
     return memory_tables.figure6_memory(

@@ -64,36 +64,49 @@ def read_models(root: Path) -> list[dict[str, Any]]:
         raise ValueError(f"{path}: not a text file of models' records; run report on the "
                          "models' directories to rewrite it") from None
     for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if (not isinstance(record, dict) or not isinstance(record.get("model"), str)
-                or not isinstance(record.get("settings"), dict)
-                or "seed" not in record["settings"]):
-            raise ValueError(f"{path}, line {n}: not a model's record (a line cut short or "
-                             "edited?); run report on the models' directories to rewrite it")
+        record = _record(path, n, line)
         name = record["model"]
         if name in seen:
             raise ValueError(f"{path}, line {n}: model {name} again (first on line "
                              f"{seen[name]}); remove the repeated line")
         seen[name] = n
-        bad = [(f"{part}.{k}", v) for part in ("final", "best_validation")
-               for k, v in (record.get(part) or {}).items()
-               if k.endswith(("error_mean", "error_sampled")) and not _finite(v)]
-        if bad:
-            raise ValueError(f"{path}, line {n}: model {name} has {bad[0][0]} "
-                             f"{bad[0][1]!r}, not a number (a diverged model?), as its "
-                             f"{name}/summary.json says; train it again, or move its "
-                             "directory out of the grid and run report again")
         records.append(record)
     return records
 
 
-def _finite(v: Any) -> bool:
-    return isinstance(v, (int, float)) and math.isfinite(v)
+def _record(path: Path, n: int, line: str) -> dict[str, Any]:
+    """Line ``n`` of ``path``: a model's record, as :func:`write_models` writes one (no
+    line empty; its model, settings with the seed, and final results; every error a
+    percentage), or ValueError naming the line and what is wrong."""
+    again = "run report on the models' directories to rewrite it"
+    try:
+        record = json.loads(line)
+    except ValueError:
+        record = None
+    if (not isinstance(record, dict) or not isinstance(record.get("model"), str)
+            or not isinstance(record.get("settings"), dict)
+            or "seed" not in record["settings"]):
+        what = ("empty (a model's line emptied?)" if not line.strip() else
+                "not a model's record (a line cut short or edited?)")
+        raise ValueError(f"{path}, line {n}: {what}; {again}")
+    name = record["model"]
+    if not isinstance(record.get("final"), dict) or "test_error_mean" not in record["final"]:
+        raise ValueError(f"{path}, line {n}: model {name} has no final results "
+                         f"(final.test_error_mean), which its summary.json holds; {again}")
+    bad = [(f"{part}.{k}", v) for part in ("final", "best_validation")
+           for k, v in (record.get(part) or {}).items()
+           if k.endswith(("error_mean", "error_sampled")) and not _percent(v)]
+    if bad:
+        raise ValueError(f"{path}, line {n}: model {name} has {bad[0][0]} "
+                         f"{bad[0][1]!r}, not a number from 0 to 100 (an error in percent; "
+                         f"a diverged model?), as its {name}/summary.json says; train it "
+                         "again, or move its directory out of the grid and run report again")
+    return record
+
+
+def _percent(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and 0 <= v <= 100)
 
 
 def run_dir(record: dict[str, Any]) -> PurePosixPath:
