@@ -76,12 +76,22 @@ def test_positional_arguments_and_choices():
     assert sweep.build_parser().parse_args(["--workers", "3"]).workers == 3
     for module, argv in ((bench, ["--device", "tpu"]), (sweep, ["--backend", "slurm"]),
                          (bench, ["--scaling-steps", "1"])):
-        with pytest.raises(SystemExit) as err:
+        with pytest.raises(UsageError):
             module.build_parser().parse_args(argv)
-        assert err.value.code == 2
     for module, argv in ((plot, []), (diagnose, []), (diagnose, ["a", "--last", "x"])):
         with pytest.raises(UsageError, match="required: dirs?|invalid int value"):
             module.build_parser().parse_args(argv)
+
+
+def test_a_bad_flag_of_the_sweep_and_the_bench_is_one_line(capsys):
+    from bandits.bench import main as bench_main
+    from bandits.sweep import main as sweep_main
+    for main, argv in ((bench_main, ["--frobnicate"]), (bench_main, ["--rounds", "abc"]),
+                       (sweep_main, ["--backend", "slurm"])):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(("bandits.bench: error:",
+                                                    "bandits.sweep: error:")), err
 
 
 def test_a_network_setting_in_a_run_without_a_network_is_refused_in_one_line(capsys):

@@ -185,11 +185,10 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of the sweep's own flags (those before ``--``); its errors are
-    argparse's (the usage, one line, exit status 2)."""
+    """The parser of the sweep's own flags (those before ``--``); a bad one is one line,
+    exit status 2, as every command says it."""
     return build_settings_parser(Settings, "python -m bandits.sweep",
-                                 first_paragraph(__doc__) + DASHES,
-                                 parser_class=argparse.ArgumentParser)
+                                 first_paragraph(__doc__) + DASHES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

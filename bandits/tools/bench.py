@@ -172,10 +172,9 @@ class Settings:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m bandits.bench``; its errors are argparse's (the usage,
-    one line, exit status 2)."""
-    return build_settings_parser(Settings, "python -m bandits.bench", first_paragraph(__doc__),
-                                 parser_class=argparse.ArgumentParser)
+    """The parser of ``python -m bandits.bench``; a bad flag is one line, exit status 2,
+    as every command says it."""
+    return build_settings_parser(Settings, "python -m bandits.bench", first_paragraph(__doc__))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

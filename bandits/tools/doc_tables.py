@@ -38,7 +38,6 @@ from bandits.tools import (
     heldout_tables,
     memory_tables,
     neural_tables,
-    protocol_tables,
 )
 from bandits.tools.table_cells import (
     NAMES,
@@ -297,7 +296,7 @@ GENERATORS: dict[str, Callable[[Path], str]] = {
     "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
     "quick-output": quick_output,
     "table2": table2, **neural_tables.GENERATORS, **memory_tables.GENERATORS,
-    **heldout_tables.GENERATORS, **bench_tables.GENERATORS, **protocol_tables.GENERATORS,
+    **heldout_tables.GENERATORS, **bench_tables.GENERATORS,
 }
 
 

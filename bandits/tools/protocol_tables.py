@@ -7,7 +7,10 @@ exact per-phase records.
 Each agent's cumulative regret is divided by the uniform agent's on the same seed (as
 Riquelme et al. 2018 report it), at the run's end and at an early step; BBB is compared
 with every other agent by the paired difference of the final cumulative regret over the
-seeds, with a two-sided exact sign-flip p (all 2^n sign patterns)."""
+seeds, with a two-sided exact sign-flip p (all 2^n sign patterns).
+
+Written before the runs finish: :data:`GENERATORS` joins ``doc_tables``'s when each run
+ships with its page (a generator without a page fails the tables' tests)."""
 
 from __future__ import annotations
 
