@@ -64,19 +64,8 @@ from bandits.core.runner import worker_count as worker_count_of
 from bandits.mnist.data.splits import Split, load_splits
 from bandits.mnist.evaluation.model_files import command_line, saved_config
 from bandits.mnist.models.autograd_nets import AutogradNets, Trainer
-from bandits.mnist.models.classifiers import (
-    BatchedClassifiers,
-    RunSpec,
-)
-from bandits.mnist.models.config import (
-    Config,
-    batches,
-    expand,
-    one,
-    run_label,
-    setting_name,
-    varying,
-)
+from bandits.mnist.models.classifiers import BatchedClassifiers, RunSpec
+from bandits.mnist.models.config import Config, batches, expand, run_label, setting_name, varying
 from bandits.mnist.models.priors import init_sigma, kl_factor_at, make_prior
 from bandits.mnist.reports.command_tables import aggregate
 from bandits.mnist.training.finish import epoch_line, summarise
@@ -98,8 +87,8 @@ class Interrupted(Exception):
 
 def build_classifiers(cfg: Config, models: Sequence[Config]) -> Trainer:
     """The batched classifiers of ``models`` (see :func:`bandits.mnist.models.config.expand`)."""
-    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, one(m.kl_weighting))
-             for m in models]
+    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None,
+                     cast(str, m.kl_weighting)) for m in models]  # one model's: one value
     if cfg.arch == "lenet5" or cfg.estimator != "reparam":
         hidden = None if cfg.arch == "lenet5" else [cfg.hidden] * cfg.layers
         return AutogradNets(cfg.model, specs, hidden=hidden, init_sigma=init_sigma(cfg),
@@ -298,7 +287,7 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
         history = History(state["rows"], state["best_val"], state["best_epoch"],
                           {k: v.to(cfg.device) for k, v in state["best"].items()})
         first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
-    schemes = [one(m.kl_weighting) for m in models]
+    schemes = [cast(str, m.kl_weighting) for m in models]  # one model's: one value
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
