@@ -55,6 +55,7 @@ from agents.neural import NeuralAgent, gaussian_nll_output_grads
 from bandits.bayes import (
     MLP,
     GaussianPrior,
+    Prior,
     ScaleMixturePrior,
     batched_linear,
     log_p_minus_log_q,
@@ -78,7 +79,7 @@ class BBBAgent(NeuralAgent):
     def build_model(self, in_features: int) -> MLP:
         c = self.config
         if c.prior == "mixture":
-            prior = ScaleMixturePrior(c.prior_pi, c.prior_sigma1, c.prior_sigma2)
+            prior: Prior = ScaleMixturePrior(c.prior_pi, c.prior_sigma1, c.prior_sigma2)
         elif c.prior == "gaussian":
             prior = GaussianPrior(c.prior_sigma)
         else:
@@ -139,6 +140,7 @@ class BBBAgent(NeuralAgent):
     def gradients(self, x: Tensor, rewards: Tensor, n_data: Tensor, want_loss: bool
                   ) -> tuple[list[Tensor], Tensor | None]:
         m = self.model
+        assert m.rho is not None  # a Bayesian network's
         eps = self.weight_noise()  # (runs, P)
         if self._compile:  # a sample per run
             sigma, w = self.maybe_compiled(sample_weights)(m.mu, m.rho, eps)
@@ -146,6 +148,7 @@ class BBBAgent(NeuralAgent):
             sigma, w = sample_weights(m.mu, m.rho, eps, out=self.drawn)
         scale = 0.5 / self.config.noise_sigma**2
         inv_n = 1.0 / n_data  # the complexity cost is spread over the n items held
+        nll: Tensor | None
         if self.config.lrt:
             nll, g_mu_data, g_rho_data = self.lrt_data_grads(x, rewards, scale)
             g_mu, g_rho = mu_rho_grads(*mc_cost_grads(w, sigma, eps, m.prior_consts, inv_n),
@@ -170,6 +173,7 @@ class BBBAgent(NeuralAgent):
         loss = None
         if want_loss:
             log_ratio, _ = log_p_minus_log_q(w, sigma, eps, m.prior_consts)
+            assert nll is not None  # computed with want_loss
             loss = nll - log_ratio.sum(dim=1) * inv_n  # (runs,)
         return [g_mu, g_rho], loss
 
@@ -195,6 +199,7 @@ class BBBAgent(NeuralAgent):
         """The data term per run ``(runs,)`` and its gradients for ``mu`` and ``rho`` under
         the local reparameterisation trick (autograd through :meth:`lrt_forward`)."""
         m = self.model
+        assert m.rho is not None  # a Bayesian network's
         with torch.enable_grad():
             mu, rho = m.mu.detach().requires_grad_(), m.rho.detach().requires_grad_()
             out = self.lrt_forward(x, mu, rho)  # (runs, batch, outputs)

@@ -76,6 +76,7 @@ class BootstrapAgent(NeuralAgent):
         batch = buffer.gather(idx)
         x = self.inputs(batch.contexts, batch.actions).view(self.runs * k, b, -1)
         # network k of a run trains on the k-th block of b items, weighted by its own weights
+        assert self.weights is not None  # update() draws them before any minibatch
         w = self.weights.gather(2, idx.view(self.runs, k, b)).view(self.runs * k, b)
         grads, loss = self.squared_error_gradients(x, batch.rewards.view(self.runs * k, b),
                                                    want_loss, weights=w)

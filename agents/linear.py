@@ -207,7 +207,10 @@ class BayesLinearRegression:
 
     def inverse(self) -> Tensor:
         """The inverse precisions ``Lambda^-1 (runs, actions, dim, dim)``."""
-        return self.U @ self.U.mT if self.U is not None else self.S
+        if self.U is not None:
+            return self.U @ self.U.mT
+        assert self.S is not None  # the posterior holds U or S
+        return self.S
 
     def mean(self) -> Tensor:
         """Posterior mean ``mu (runs, actions, dim)`` (kept, not computed)."""
@@ -220,6 +223,7 @@ class BayesLinearRegression:
         if self.U is not None:  # |U^T z|^2
             q = (z @ self.U).square().sum(-1)
         else:  # (z^T S) z
+            assert self.S is not None  # the posterior holds U or S
             q = ((z @ self.S) * z).sum(-1)
         return sqrt(q.squeeze(-1).clamp(min=0))  # rounding could make a tiny q negative
 
@@ -287,7 +291,7 @@ class LinFullPostAgent(Agent):
         return BayesLinearRegression(self.runs, self.n_actions, self.context_dim + 1,
                                      c.lin_a0, c.lin_b0, c.lin_lambda, self.device)
 
-    def features(self, contexts: Tensor) -> Tensor:
+    def features(self, contexts: np.ndarray | Tensor) -> Tensor:
         """The context with an intercept: ``(..., d) -> (..., d + 1)``, float64."""
         c = torch.as_tensor(contexts, dtype=torch.float64, device=self.device)
         return torch.cat([c, torch.ones_like(c[..., :1])], dim=-1)

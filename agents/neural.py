@@ -112,7 +112,7 @@ class NeuralAgent(Agent):
         if self.model.bayesian:
             params.append({"params": [self.model.rho], "weight_decay": 0.0})
         if self.config.optimizer == "sgd":  # plain SGD's L2 term is the decoupled decay
-            self.optimizer = torch.optim.SGD(params, lr=self.config.lr)
+            self.optimizer: torch.optim.Optimizer = torch.optim.SGD(params, lr=self.config.lr)
         elif decay:  # AdamW: w <- w - lr * decay * w besides the Adam step
             self.optimizer = torch.optim.AdamW(params, lr=self.config.lr,
                                                fused=True, capturable=cuda)
@@ -375,6 +375,7 @@ def fit_epochs(agent: NeuralAgent, buffer: ReplayBuffer, max_steps: int) -> Tens
         for start in range(0, n, size):
             idx = order[:, start:start + size]
             grads, loss = agent.batch_gradients(buffer, idx, want_loss=True)
+            assert loss is not None  # asked for
             if bool(active.all()):  # no run has stopped: a plain step
                 agent._step(grads)
             else:  # stopped runs keep their weights: their rows (runs first) put back

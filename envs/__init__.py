@@ -34,12 +34,15 @@ import numbers
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium
 
 from bandits.core.config import OPEN, setting
 from envs.spec import EnvSpec, SpecField
+
+if TYPE_CHECKING:  # what make_vec gives, not loaded before it is made
+    from envs.vector import BanditVectorEnv
 
 
 @dataclass
@@ -161,7 +164,7 @@ def env_id(name: str) -> str:
     raise ValueError(f"unknown environment {name!r}; choose from {choices}")
 
 
-def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.VectorEnv:
+def make_vec(name: str, num_envs: int, **kwargs: Any) -> BanditVectorEnv:
     """Make ``num_envs`` independent copies of an env, stepped as numpy arrays.
 
     Args:
@@ -174,9 +177,9 @@ def make_vec(name: str, num_envs: int, **kwargs: Any) -> gymnasium.vector.Vector
         A :class:`envs.vector.BanditVectorEnv`: ``reset(seed=s)`` seeds copy ``i`` with
         ``s + i``; ``step(actions)`` takes integer arms of shape ``(R,)``.
     """
-    return gymnasium.make_vec(
+    return cast("BanditVectorEnv", gymnasium.make_vec(
         env_id(name), num_envs=num_envs, vectorization_mode="vector_entry_point", **kwargs
-    )
+    ))
 
 
 __all__ = ["BUILT_IN", "ENV_IDS", "SHAPES", "SPECS", "ClassificationSettings", "EnvSpec",

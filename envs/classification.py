@@ -206,7 +206,7 @@ class ClassificationProblem(BanditProblem):
             self.features = l2_normalized(self.features)
         self.n_actions = DATASETS[dataset].n_classes
 
-    def observation_space(self) -> spaces.Box:
+    def observation_space(self) -> spaces.Box[np.float32]:
         # the data's own bounds, per feature
         return spaces.Box(self.features.min(axis=0), self.features.max(axis=0), dtype=np.float32)
 

@@ -58,7 +58,7 @@ class BanditProblem(ABC):
     """Number of arms."""
 
     @abstractmethod
-    def observation_space(self) -> spaces.Box:
+    def observation_space(self) -> spaces.Box[np.float32]:
         """A new observation space for one copy (each env owns its spaces and their rngs)."""
 
     def item_features(self) -> np.ndarray | None:

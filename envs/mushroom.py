@@ -68,7 +68,7 @@ class MushroomProblem(BanditProblem):
         self.reward_no_eat = float(reward_no_eat)
         self.poison_prob = float(poison_prob)
 
-    def observation_space(self) -> spaces.Box:
+    def observation_space(self) -> spaces.Box[np.float32]:
         return spaces.Box(0.0, 1.0, (N_FEATURES,), np.float32)
 
     def draw(self, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:

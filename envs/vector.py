@@ -38,6 +38,8 @@ class BanditVectorEnv(VectorEnv):
         num_envs: Number of copies R.
     """
 
+    single_observation_space: spaces.Box[np.float32]
+    single_action_space: spaces.Discrete
     metadata: dict[str, Any] = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, problem: BanditProblem, num_envs: int) -> None:

@@ -60,7 +60,7 @@ class WheelProblem(BanditProblem):
         self.sigma = float(sigma)
         self.mu_1, self.mu_2, self.mu_3 = float(mu_1), float(mu_2), float(mu_3)
 
-    def observation_space(self) -> spaces.Box:
+    def observation_space(self) -> spaces.Box[np.float32]:
         return spaces.Box(-1.0, 1.0, (2,), np.float32)
 
     def draw(self, rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:

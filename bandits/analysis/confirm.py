@@ -166,8 +166,8 @@ def markdown(agents: pd.DataFrame, paired: pd.DataFrame, labels: dict[str, str])
 class Settings:
     """The settings of ``python -m bandits.confirm``."""
 
-    dirs: list[Path] | None = setting(None, "bandits.run output folders to join",
-                                      positional=True, nargs="+", type=Path)
+    dirs: list[Path] = setting(None, "bandits.run output folders to join",
+                               positional=True, nargs="+", type=Path)
     out: Path | None = setting(None, "folder for seeds.csv, agents.csv, paired.csv, "
                                "tables.md and analysis.json (made if missing)", type=Path)
     overwrite: bool = setting(False, "write into a non-empty --out, replacing the files "
@@ -223,6 +223,7 @@ def check_out(out: Path, overwrite: bool) -> None:
 
 def confirm(args: Settings) -> str:
     """Write the five files into ``args.out``; the tables' markdown."""
+    assert args.out is not None  # a confirmation without --out is refused before
     if args.late_from > args.steps:
         raise ValueError(f"--late-from {args.late_from} is past --steps {args.steps}")
     seeds = per_seed(args.dirs, args.steps, args.late_from)

@@ -317,8 +317,8 @@ def diagnose(run_dir: Path, last: int | None = None) -> tuple[pd.DataFrame, list
 class Settings:
     """The settings of ``python -m bandits.diagnose``: its argument and flag."""
 
-    dir: Path | None = setting(None, "a bandits.run output directory", positional=True,
-                               type=Path)
+    dir: Path = setting(None, "a bandits.run output directory", positional=True,
+                        type=Path)
     last: int | None = setting(None, "steps at the end to average the regret per step over "
                                "(default: the last fifth)", type=int)
 

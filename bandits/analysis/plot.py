@@ -106,8 +106,8 @@ def _error(msg: str) -> int:
 class Settings:
     """The settings of ``python -m bandits.plot``: its arguments and flags."""
 
-    dirs: list[Path] | None = setting(None, "run output directories (with metrics.csv)",
-                                      positional=True, nargs="+", type=Path)
+    dirs: list[Path] = setting(None, "run output directories (with metrics.csv)",
+                               positional=True, nargs="+", type=Path)
     log_y: bool = setting(False, "logarithmic y axis (default: linear)")
     expected: bool = setting(False, "plot cumulative expected regret instead of realised "
                              "regret (default file: DIR/expected_regret.png)")

@@ -14,7 +14,7 @@ def is_real(value: object) -> bool:
 
 def is_count(value: object) -> bool:
     """Whether ``value`` is a positive integer, numpy integers included; ``True`` is not."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > 0
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) > 0
 
 
 def check_positive(name: str, value: float) -> float:

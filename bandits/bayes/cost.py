@@ -114,7 +114,9 @@ def mixture_logit(w: Tensor, mix: MixtureConsts) -> Tensor:
     # e <= e0; clamping below at -60 changes softplus(e) and sigmoid(e) by < e^-60 (far below
     # float32 resolution) and keeps exp() off its slow underflow path.
     if isinstance(mix.logit_w2, Tensor):  # one prior per run: (R, 1) columns
+        assert isinstance(mix.logit0, Tensor)  # the fields are all columns or all numbers
         return torch.addcmul(mix.logit0, w.square(), mix.logit_w2).clamp_(min=-60.0)
+    assert not isinstance(mix.logit0, Tensor)
     return torch.addcmul(torch.full((), mix.logit0, dtype=w.dtype, device=w.device), w, w,
                          value=mix.logit_w2).clamp_(min=-60.0)
 
@@ -218,6 +220,7 @@ def mu_rho_grads(g_mu: Tensor, g_sigma: Tensor, rho: Tensor, g_w: Tensor | None 
     ``d/dmu = g_mu + g_w`` and ``d/drho = (g_sigma + g_w eps) sigmoid(rho)``.
     """
     if g_w is not None:
+        assert eps is not None  # a data term's gradient comes with its noise
         g_mu.add_(g_w)
         g_sigma.addcmul_(g_w, eps)
     return g_mu, g_sigma.mul_(torch.sigmoid(rho))

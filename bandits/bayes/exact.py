@@ -22,7 +22,7 @@ from torch import Tensor
 
 class _Sqrt(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(ctx, x: Tensor) -> Tensor:
         a = x.detach().resolve_neg().resolve_conj().contiguous().numpy()
         with np.errstate(invalid="ignore"):  # a negative value gives NaN, as in torch
             y = torch.from_numpy(np.asarray(np.sqrt(a)))  # asarray: a 0-d result too
@@ -30,7 +30,7 @@ class _Sqrt(torch.autograd.Function):
         return y
 
     @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:  # type: ignore[override]
+    def backward(ctx, grad: Tensor) -> Tensor:
         (y,) = ctx.saved_tensors
         return grad / (2 * y)
 

@@ -21,7 +21,7 @@ Used by the bandit agents (:mod:`agents.neural`) and the MNIST classifiers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -29,7 +29,7 @@ from torch import Tensor, nn
 
 from bandits.bayes.layers import BayesLinear, RunsLinear, batched_linear
 from bandits.bayes.mlp import MLP
-from bandits.bayes.priors import map_consts, runs_prior_consts
+from bandits.bayes.priors import Prior, map_consts, runs_prior_consts
 
 
 def _affine(x: Tensor, layer: tuple[Tensor, Tensor]) -> Tensor:
@@ -68,32 +68,35 @@ class FlatMLP(nn.Module):
             raise ValueError("FlatMLP supports ReLU networks without dropout")
         self.bayesian = kinds == {BayesLinear}
         self.arms = arms
-        if arms and first.layers[0].in_features % arms:
-            raise ValueError(f"disjoint inputs: the first layer's {first.layers[0].in_features} "
+        layers = cast("list[BayesLinear | RunsLinear]", list(first.layers))  # checked above
+        if arms and layers[0].in_features % arms:
+            raise ValueError(f"disjoint inputs: the first layer's {layers[0].in_features} "
                              f"inputs are not {arms} blocks")
         # (rows and columns of the weight, offset of the weight, offset of the bias, bias
         # size) of every layer; a disjoint first layer's weight is (arms * out, in / arms)
         self.layout: list[tuple[int, int, int, int, int]] = []
         offset = 0
-        for k, layer in enumerate(first.layers):
+        for k, layer in enumerate(layers):
             o, i = layer.out_features, layer.in_features
             wo, wi = (o * arms, i // arms) if arms and k == 0 else (o, i)
             self.layout.append((wo, wi, offset, offset + o * i, o))
             offset += o * i + o
         self.n_params = offset
-        self.in_features = (first.layers[0].in_features // arms + arms if arms
-                            else first.layers[0].in_features)
+        self.in_features = (layers[0].in_features // arms + arms if arms
+                            else layers[0].in_features)
         if self.bayesian:
-            priors = []
+            priors: list[Prior] = []
             for m in models:
-                p = m.layers[0].prior
-                if any(layer.prior is not p and repr(layer.prior) != repr(p) for layer in m.layers):
+                bayes = m.bayes_layers()  # all of its layers
+                p = bayes[0].prior
+                if any(layer.prior is not p and repr(layer.prior) != repr(p) for layer in bayes):
                     raise ValueError("all layers of one MLP in a FlatMLP share one prior")
-                priors += [p] * (m.layers[0].runs or 1)
+                priors += [p] * (bayes[0].runs or 1)
             self.priors = priors  # one per run
             self.prior_consts = runs_prior_consts(priors)
             self.mu = nn.Parameter(self._stack(models, "weight_mu", "bias_mu", arms))
-            self.rho = nn.Parameter(self._stack(models, "weight_rho", "bias_rho", arms))
+            self.rho: nn.Parameter | None = nn.Parameter(
+                self._stack(models, "weight_rho", "bias_rho", arms))
         else:
             self.mu = nn.Parameter(self._stack(models, "weight", "bias", arms))
             self.rho = None
@@ -129,6 +132,7 @@ class FlatMLP(nn.Module):
     @property
     def sigma(self) -> Tensor:
         """Posterior standard deviation of every parameter, ``(R, P)``."""
+        assert self.rho is not None, "a deterministic network has no sigma"
         return F.softplus(self.rho)
 
     def split(self, flat: Tensor) -> list[tuple[Tensor, Tensor]]:

@@ -30,6 +30,7 @@ training gradient.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -147,7 +148,7 @@ class RunsLinear(_RunsLayer):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(in_features, out_features, runs)
-        kw = {"device": device, "dtype": dtype}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype}
         self.weight = nn.Parameter(torch.empty(self._wshape(), **kw))
         self.bias = nn.Parameter(torch.empty(self._bshape(), **kw)) if bias else None
         init_mu(self.weight, in_features)
@@ -181,6 +182,8 @@ class BayesLinear(_RunsLayer):
             sample in every case (for Flipout, its base perturbation).
     """
 
+    weight_mask: Tensor  # a buffer (register_buffer): 1 keeps a weight, 0 prunes it
+
     def __init__(
         self,
         in_features: int,
@@ -201,11 +204,13 @@ class BayesLinear(_RunsLayer):
         self.generator = generator
         self.estimator = estimator
         self.mode = "sample"
-        kw = {"device": device, "dtype": dtype}
+        kw: dict[str, Any] = {"device": device, "dtype": dtype}
         rho0 = sigma_to_rho(check_positive("init_sigma", init_sigma))
         self.weight_mu = nn.Parameter(torch.empty(self._wshape(), **kw))
         self.weight_rho = nn.Parameter(torch.full(self._wshape(), rho0, **kw))
         init_mu(self.weight_mu, self._fan_in())
+        self.bias_mu: nn.Parameter | None
+        self.bias_rho: nn.Parameter | None
         if bias:
             self.bias_mu = nn.Parameter(torch.empty(self._bshape(), **kw))
             self.bias_rho = nn.Parameter(torch.full(self._bshape(), rho0, **kw))
@@ -227,7 +232,7 @@ class BayesLinear(_RunsLayer):
         return None if self.bias_rho is None else F.softplus(self.bias_rho)
 
     def _draw_eps(self) -> tuple[Tensor, Tensor | None]:
-        kw = {"generator": self.generator, "device": self.weight_mu.device,
+        kw: dict[str, Any] = {"generator": self.generator, "device": self.weight_mu.device,
               "dtype": self.weight_mu.dtype}
         ew = torch.randn(self._wshape(), **kw)
         eb = torch.randn(self._bshape(), **kw) if self.bias_mu is not None else None
@@ -254,13 +259,17 @@ class BayesLinear(_RunsLayer):
         if self.mode == "held":
             if self._held is None:
                 self.resample()
+            assert self._held is not None  # resample() holds a sample
             eps_w, eps_b = self._held
         else:
             eps_w, eps_b = self._draw_eps()
         self._last = (eps_w, eps_b)
         sw, sb = self.weight_sigma, self.bias_sigma
         w = torch.addcmul(self.weight_mu, sw, eps_w) * self.weight_mask
-        b = None if self.bias_mu is None else torch.addcmul(self.bias_mu, sb, eps_b)
+        b = None
+        if self.bias_mu is not None:
+            assert sb is not None and eps_b is not None  # a bias has its sigma and noise
+            b = torch.addcmul(self.bias_mu, sb, eps_b)
         return w, b
 
     def forward(self, x: Tensor) -> Tensor:
@@ -271,14 +280,14 @@ class BayesLinear(_RunsLayer):
         mean = self._linear(x, self.weight_mu * self.weight_mask, self.bias_mu)
         if self.estimator == "lrt":
             sw = self.weight_sigma * self.weight_mask
-            var = self._linear(x * x, sw * sw,
-                               None if self.bias_mu is None else self.bias_sigma**2)
+            sb = self.bias_sigma
+            var = self._linear(x * x, sw * sw, None if sb is None else sb**2)
             return mean + sqrt(var.clamp_min(1e-30)) * self._normal(mean.shape)
         # flipout: the sample's perturbation (weights and bias), its sign flipped per
         # example on the input and the output side
         delta = w - self.weight_mu * self.weight_mask
         s_in, s_out = self._signs(x, mean)
-        db = None if b is None else b - self.bias_mu
+        db = None if b is None or self.bias_mu is None else b - self.bias_mu
         return mean + self._linear(x * s_in, delta, db) * s_out
 
     def _normal(self, shape: torch.Size) -> Tensor:
@@ -313,19 +322,21 @@ class BayesLinear(_RunsLayer):
         """
         # sigma is recomputed here, not kept from the forward pass: the cost may be
         # differentiated on its own, or evaluated after the parameters have changed.
-        parts = [(self.weight_mu, self.weight_sigma, 0)]
-        if self.bias_mu is not None:
-            parts.append((self.bias_mu, self.bias_sigma, 1))
+        parts: list[tuple[Tensor, Tensor, int]] = [(self.weight_mu, self.weight_sigma, 0)]
+        bias_sigma = self.bias_sigma
+        if self.bias_mu is not None and bias_sigma is not None:
+            parts.append((self.bias_mu, bias_sigma, 1))
         mask = self.weight_mask
         if kind == "kl":
             consts = fused_prior_consts(self.prior)
             if consts is None:
                 raise ValueError(f"no closed-form cost for {self.prior}: a scale mixture "
                                  "needs 0 < pi < 1 (for pi of 0 or 1 use a GaussianPrior)")
-            total = 0
+            total: Tensor | int = 0
             for mu, sigma, i in parts:
                 kl = closed_form_cost(mu, sigma, consts)
                 total = total + self._sum(kl * mask if i == 0 else kl)
+            assert isinstance(total, Tensor)  # the weights' part is always there
             return total
         if kind != "mc":
             raise ValueError(f"complexity cost kind must be 'mc' or 'kl', got {kind!r}")
@@ -335,12 +346,14 @@ class BayesLinear(_RunsLayer):
         total = 0
         consts = fused_prior_consts(self.prior)
         for (mu, sigma, i), eps in zip(parts, self._last):
+            assert eps is not None  # a sample holds noise for each part
             if consts is not None:  # same value and gradients, a few times faster
                 m = mask if i == 0 else None
                 total = total + fused_mc_cost(mu, sigma, eps, m, self.runs, consts)
                 continue
             c = mc_cost_terms(mu, sigma, eps, self.prior)
             total = total + self._sum(c * mask if i == 0 else c)
+        assert isinstance(total, Tensor)  # the weights' part is always there
         return total
 
     def extra_repr(self) -> str:

@@ -74,7 +74,9 @@ class MLP(nn.Module):
         layers = self.bayes_layers()
         if not layers:
             raise ValueError("the model has no Bayesian layers, so it has no complexity cost")
-        return sum(m.complexity_cost(kind) for m in layers)
+        total = sum(m.complexity_cost(kind) for m in layers)
+        assert isinstance(total, Tensor)  # layers is not empty
+        return total
 
 
 def make_mlp(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import Tensor
@@ -148,7 +148,7 @@ def runs_prior_consts(priors: Sequence[Prior]) -> PriorConsts:
                   else PriorConsts(c.inv_wide_var, c.offset + math.log(2.0),
                                    MixtureConsts(0.0, 0.0, c.inv_wide_var))
                   for c in consts]
-        cols = list(zip(*[(a, b, *mix) for a, b, mix in consts]))
+        cols = list(zip(*[(a, b, *cast(MixtureConsts, mix)) for a, b, mix in consts]))
     else:
         cols = list(zip(*[(a, b) for a, b, _ in consts]))
     t = [torch.tensor(col, dtype=torch.float32).unsqueeze(1) for col in cols]

@@ -98,6 +98,7 @@ class ReplayBuffer:
         rows of its table, ``items (runs,)``, instead of reading ``contexts``."""
         a = torch.as_tensor(actions, dtype=torch.int64, device=self.device)
         r = torch.as_tensor(rewards, dtype=self.rewards.dtype, device=self.device)
+        want_c: tuple[int, ...]
         if self.compact:
             if items is None:
                 raise ValueError("this buffer keeps rows of its table: add needs items, the "
@@ -160,6 +161,7 @@ class ReplayBuffer:
     def _rows_of(self, contexts: Tensor) -> Tensor:
         """The table's row of each stored context ``(runs, capacity, d)`` (a checkpoint
         written before the buffer kept rows); a slot never written is row 0."""
+        assert self.table is not None  # a compact buffer's
         table = self.table.cpu().numpy()
         rows = {row.tobytes(): i for i, row in reversed(list(enumerate(table)))}
         flat = contexts.detach().cpu().numpy().astype(table.dtype, copy=False)
@@ -191,7 +193,7 @@ class ReplayBuffer:
     def slot(self, pos: int) -> Batch:
         """Every run's interaction at storage position ``pos``: contexts ``(runs, d)``,
         actions ``(runs,)`` int64, rewards ``(runs,)``."""
-        contexts = (self.table.index_select(0, self.items[:, pos]) if self.compact
+        contexts = (self.table.index_select(0, self.items[:, pos]) if self.table is not None
                     else self.contexts[:, pos])
         return Batch(contexts, self.actions[:, pos].to(torch.int64), self.rewards[:, pos])
 
@@ -208,7 +210,7 @@ class ReplayBuffer:
         """The items ``idx (runs, batch)`` of each run (each run indexes its own items)."""
         rows = idx + self._run_offset  # (runs, batch) rows of the flattened storage
         flat = rows.reshape(-1)
-        if self.compact:  # the table's rows: the very floats a full buffer would hold
+        if self.table is not None:  # compact: the very floats a full buffer would hold
             items = self.items.view(-1).index_select(0, flat)
             contexts = self.table.index_select(0, items)
         else:

@@ -23,7 +23,7 @@ import json
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -180,7 +180,7 @@ def _where(record: dict[str, Any]) -> str:
     return ""
 
 
-def _refuse_other_file(path: Path, data: bytes, damaged: str) -> None:
+def _refuse_other_file(path: Path, data: bytes, damaged: str) -> NoReturn:
     """Raise the right error for a file that is not a checkpoint of this format: one of
     an older format version, a foreign torch file, or garbage."""
     if data[:2] == b"PK":  # a torch zip file: an old checkpoint or someone else's

@@ -19,7 +19,7 @@ from bandits.core import startup
 try:
     import fcntl
 except ImportError:  # no advisory locks on this platform: claim_dir claims nothing
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # (a module or None: no type says it)
 
 
 class OutputDirError(ValueError):

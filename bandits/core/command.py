@@ -18,7 +18,8 @@ from bandits.core.startup import refused as refused  # every command's one line,
 T = TypeVar("T")
 
 
-def parsed(settings: type[T], parser: argparse.ArgumentParser, argv: Sequence[str]) -> T:
+def parsed(settings: type[T], parser: argparse.ArgumentParser,
+           argv: Sequence[str] | None) -> T:
     """The settings dataclass ``settings`` from ``argv``, every declared range checked
     (a bad value raises :class:`bandits.core.config.UsageError`)."""
     made = settings(**vars(parser.parse_args(argv)))

@@ -54,6 +54,8 @@ class PlainParser(argparse.ArgumentParser):
     given twice is an error (argparse would keep the last: ``--agent bbb --agent greedy``
     would run greedy alone). Its errors are argparse's own (usage, one line, status 2)."""
 
+    given: set[str]
+
     def parse_known_args(self, args=None, namespace=None):
         self.given = set()
         return super().parse_known_args(args, namespace)
@@ -102,7 +104,7 @@ def build_parser(cls, prog: str, description: str,
                  presets: dict[str, dict] | None = None,
                  argument_default: Any = None,
                  parser_class: type[argparse.ArgumentParser] = Parser,
-                 parse_choices: bool = True) -> argparse.ArgumentParser:
+                 parse_choices: bool = True) -> PlainParser:
     """A parser with one ``--kebab-case`` flag per field of the dataclass ``cls``: a bool
     field is a switch (one that is on by default a ``--no-NAME`` flag, whose help says
     what giving it does), a grid field takes one or more values, a positional field is
@@ -118,6 +120,7 @@ def build_parser(cls, prog: str, description: str,
         parser_class = PlainParser
     p = parser_class(prog=prog, description=description, argument_default=argument_default,
                      epilog=VERSION_LINE)
+    assert isinstance(p, PlainParser)  # Parser or PlainParser: it records what was given
     p.add_argument("--version", action="version", version=VERSION_LINE)
     for f in dataclasses.fields(cls):
         _add_field(p, f, presets or {}, argument_default is argparse.SUPPRESS, parse_choices)
@@ -184,7 +187,7 @@ def _default(value: Any, suppress: bool) -> dict[str, Any]:
     return {} if suppress else {"default": value}
 
 
-def given_values(make_parser: Callable[[], argparse.ArgumentParser],
+def given_values(make_parser: Callable[[], PlainParser],
                  argv: Sequence[str] | None) -> dict[str, Any]:
     """The settings named on the command line ``argv``, with their parsed values (none
     filled by a default)."""
@@ -193,7 +196,7 @@ def given_values(make_parser: Callable[[], argparse.ArgumentParser],
     return {k: v for k, v in values.items() if k in p.given}
 
 
-def given_flags(make_parser: Callable[[], argparse.ArgumentParser],
+def given_flags(make_parser: Callable[[], PlainParser],
                 argv: Sequence[str] | None) -> set[str]:
     """The settings named on the command line ``argv`` (not filled by a default)."""
     return set(given_values(make_parser, argv))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 
@@ -141,7 +142,9 @@ def convert(cls, settings: dict[str, Any]) -> dict[str, Any]:
                                  f"got {value!r}")
             out[name] = value
             continue
-        kind = meta.get("type") or type(default[0] if isinstance(default, tuple) else default)
+        kind: Callable[[Any], Any] = (meta.get("type")
+                                      or type(default[0] if isinstance(default, tuple)
+                                              else default))
         many = "nargs" in meta
         values = list(value) if many and isinstance(value, (list, tuple)) else [value]
         if not many and isinstance(value, (list, tuple)):

@@ -102,6 +102,7 @@ def _palette_png(data: bytes) -> bytes:
 
     with Image.open(io.BytesIO(data)) as image:
         info = PngImagePlugin.PngInfo()
+        assert isinstance(image, PngImagePlugin.PngImageFile)  # a figure's PNG
         for key, value in image.text.items():
             info.add_text(key, value)
         dpi = image.info.get("dpi")

@@ -204,7 +204,7 @@ def processor() -> str:
         first = open("/proc/cpuinfo", encoding="utf-8").read().split("\n\n")[0]
     except OSError:
         return platform.processor() or platform.machine()
-    fields = {}
+    fields: dict[str, str] = {}
     for line in first.splitlines():
         key, _, value = line.partition(":")
         fields.setdefault(key.strip(), value.strip())

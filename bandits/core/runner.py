@@ -87,6 +87,7 @@ class RunKind:
         names = self.settings() if self.settings is not None else config.keys()
         defaults = self.defaults() if self.first_settings is not None and self.defaults \
             else {}
+        first = self.first_settings if self.first_settings is not None else frozenset()
         kept = sorted(
             # a setting the config lacks is one its version did not have: runs made before
             # it was added keep their identity
@@ -94,7 +95,7 @@ class RunKind:
             # a setting added later counts only away from its default
             and not (n in self.added_later
                      and config.get(n, self.added_later[n]) == self.added_later[n])
-            and not (n in defaults and n not in self.first_settings
+            and not (n in defaults and n not in first
                      and plain(config[n]) == plain(defaults[n])))
         return checkpoint.fingerprint({n: config.get(n) for n in kept})
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn
+    from matplotlib.typing import RcKeyType
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
              "#000000")
@@ -18,7 +21,7 @@ DPI = 150
 """Pixels per inch of every PNG: the sizes below, in inches, read at the width the pages
 show them (about 6-10 inches)."""
 
-STYLE: dict[str, Any] = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9,
     "axes.titlesize": 10,
     "axes.labelsize": 9,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,9 @@ from bandits.simulator import run as runner
 from bandits.simulator.resume import RESUME_FLAGS, RUN, identity
 from bandits.simulator.settings import Flags, check_data
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10
     import tomli as tomllib
 
 

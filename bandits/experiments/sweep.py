@@ -265,6 +265,7 @@ def sweep(args: Settings, extra: list[str], command: str) -> int:
     _check_flags(args)
     base, grid = _base_and_grid(args, extra)
     out = args.out
+    assert out is not None  # _check_flags refuses a sweep without --out
     points = make_points(base, grid, out)  # every point checked before anything is made
     problems = {p.name: check_point(p) for p in points}
     _refuse_if_none_runs(points, problems, base, out)

@@ -301,7 +301,11 @@ def _run_command(argv: list[str]) -> int:
         default = " (torch's default)" if not n_threads else ""
         print(f"torch threads: {torch.get_num_threads()}{default}; --threads N changes it",
               flush=True)
-        (bench if command == "bench" else probe)(cfg, argv)
+        if command == "bench":
+            assert isinstance(cfg, BenchConfig)  # bench's settings
+            bench(cfg, argv)
+        else:
+            probe(cfg, argv)
         print(f"outputs in {cfg.out}")
         return 0
     return _train(cfg, argv, resume)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -73,7 +75,8 @@ def _draw(ax, metrics: pd.DataFrame, log_y: bool, column: str,
     # run's style tells apart the same agent in several runs
     repeated = has_run and metrics[["run", "agent"]].drop_duplicates()["agent"].duplicated().any()
     keys = ["run", "agent"] if has_run else ["agent"]
-    handles, top = [], 0.0
+    handles: list[tuple[float, int, Any, tuple[float, float, float]]] = []
+    top = 0.0
     for key, df in metrics.groupby(keys, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         run, agent = (str(key[0]), str(key[1])) if has_run else (None, str(key[0]))
@@ -164,7 +167,7 @@ def seeds_text(n: int) -> str:
     return f"{n} seed{'' if n == 1 else 's'}"
 
 
-def _statistic(log_y: bool, seeds: set[int] = frozenset()) -> str:
+def _statistic(log_y: bool, seeds: AbstractSet[int] = frozenset()) -> str:
     """What the lines and bands are, for the figure's subtitle; on a linear axis with the
     number of ``seeds`` the standard errors are over, and that a band is no test of a
     difference (every agent's run ``r`` saw the same draws: compare agents seed by seed)."""

@@ -22,6 +22,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -175,7 +176,7 @@ def read(path: Path, run: Run | None = None, by_itself: bool = False) -> pd.Data
     if missing:
         raise TableError(f"{path}: no column {missing[0]!r} (has {', '.join(table.columns)}); "
                          "is it the file its writer wrote?")
-    numbers = {}
+    numbers: dict[str, Any] = {}
     for c in (*schema.counts, *more, *schema.numbers, *schema.maybe, *schema.spreads):
         values = pd.to_numeric(table[c], errors="coerce")
         empty_ok = table[c].isna() if c in schema.maybe else (

@@ -139,7 +139,7 @@ class RegretLog:
         for k, agent in enumerate(self.agents):
             for r, seed in enumerate(self.seeds):
                 for s0 in starts:
-                    s1 = min(s0 + w, n)
+                    s1 = min(int(s0) + w, n)
                     a = self.action[k, r, s0:s1]
                     b = self.optimal_action[k, r, s0:s1]
                     row = {"agent": agent, "seed": seed, "start": int(s0) + 1, "end": int(s1),

@@ -21,6 +21,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 import numpy as np
@@ -143,13 +144,13 @@ class Probe:
                                          self.SAMPLES, g)
             if pred is None:  # no reward model to look at
                 continue
-            pred = pred.cpu().numpy()  # (runs, S, N, A)
-            first = pred.argmax(-1)  # (runs, S, N)
+            draws = pred.cpu().numpy()  # (runs, S, N, A)
+            first = draws.argmax(-1)  # (runs, S, N)
             for r in range(agent.runs):
                 for b in np.unique(self.best):
                     sel = self.best == b
-                    for a in range(pred.shape[-1]):
-                        p = pred[r][:, sel, a]  # (S, contexts with best action b)
+                    for a in range(draws.shape[-1]):
+                        p = draws[r][:, sel, a]  # (S, contexts with best action b)
                         self.rows.append({
                             "agent": agent.name, "seed": seeds[r], "step": step,
                             "best_action": int(b), "action": a,
@@ -175,6 +176,7 @@ def diverged_runs(populations: list[Population], seeds: list[int]) -> list[dict[
     earliest first. Reads one small tensor per population: call it now and then."""
     found = []
     for pop in populations:
+        assert pop.diverged_at is not None  # made with the population
         at = pop.diverged_at.cpu()
         for i, step in enumerate(at.tolist()):
             if step >= 0:
@@ -251,7 +253,7 @@ class StopOnSigint:
 
     def __init__(self) -> None:
         self.requested = False
-        self._old = None
+        self._old: Callable[[int, FrameType | None], Any] | int | None = None
 
     def _handler(self, signum, frame) -> None:
         if self.requested:

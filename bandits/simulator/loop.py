@@ -75,6 +75,7 @@ def interact(pop: Population, t: int, cfg: Config, recorder: Recorder) -> None:
                              or t + 1 <= cfg.training.train_always_until):
         pop.loss = pop.agent.update(pop.buffer, cfg.training.updates_per_step)
         if pop.loss is not None:  # no wait for the device
+            assert pop.diverged_at is not None  # made with the population
             bad = (pop.diverged_at < 0) & ~torch.isfinite(pop.loss)
             pop.diverged_at.masked_fill_(bad, t + 1)
     recorder.record(pop, t, actions_np, rewards, info, time.perf_counter() - tic)
@@ -123,7 +124,7 @@ def _simulate(cfg: Config, out: Path, resume: dict | None, command: str | None,
         lambda: snapshot(populations, log, wall, probe))
     # each looks after every step, in this order: the run's own, then --hook's, then the
     # caller's
-    everyone = [probe, progress, checkpoints, *given, *hooks]
+    everyone: list[Hook] = [probe, progress, checkpoints, *given, *hooks]
     try:
         status, message = _steps_until_stopped(cfg, out, populations, Recorder(log, wall),
                                                everyone, checkpoints)
@@ -226,7 +227,8 @@ def _steps_until_stopped(cfg: Config, out: Path, populations: list[Population],
         run_steps(cfg, populations, recorder, hooks)
         return 0, None
     except KeyboardInterrupt:
-        hint = _resume_hint(cfg, out, checkpoints.step) or "no checkpoint was written yet"
+        hint: str | None = (_resume_hint(cfg, out, checkpoints.step)
+                            or "no checkpoint was written yet")
         return 130, f"interrupted after {recorder.log.done} of {cfg.run.steps} steps; {hint}"
     except Diverged as e:
         kept = (f"the last good checkpoint (step {checkpoints.step}) is kept"

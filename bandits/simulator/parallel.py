@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import envs
 from agents import SPECS
@@ -129,11 +130,12 @@ def run(cfg: Config, out: Path, command: str):
         write_json(settings, out / SETTINGS_FILE)  # the record itself, never re-spelled
     except OSError as e:
         raise UsageError(f"cannot write to {out}: {e.strerror or e}") from None
-    parts = [{"agents": agents, "dir": f"{PARTS}/{k}",
-              "argv": ["--settings-file", str(out / SETTINGS_FILE), "--agent", *agents,
-                       "--workers", "1", "--no-progress", "--overwrite",
-                       "--out", str(out / PARTS / str(k))]}
-             for k, agents in enumerate(bins)]
+    parts: list[dict[str, Any]] = [
+        {"agents": agents, "dir": f"{PARTS}/{k}",
+         "argv": ["--settings-file", str(out / SETTINGS_FILE), "--agent", *agents,
+                  "--workers", "1", "--no-progress", "--overwrite",
+                  "--out", str(out / PARTS / str(k))]}
+        for k, agents in enumerate(bins)]
     config = {**cfg.flat(), "workers": len(parts), "parts": parts,
               "command": command,
               "versions": package_versions(), "started_utc": utc_now()}
@@ -335,7 +337,8 @@ def merge_csv(paths: list[Path], order: list[str], out: Path,
     a single process writes. ``columns``: the whole run's header, where a worker's may
     lack the columns only other workers' agents declare (their fields are left empty, as
     a single process leaves a NaN)."""
-    header, rows = None, {}
+    header: str | None = None
+    rows: dict[str, list[str]] = {}
     for path in paths:
         try:
             lines = path.read_text().splitlines(keepends=True)

@@ -70,8 +70,8 @@ RUN = RunKind("bandits.run", CHECKPOINT_KIND, frozenset(RESUME_FLAGS), OUTPUTS,
               not_settings=frozenset({"settings_file"}),
               settings=lambda: [f.name for f in dataclasses.fields(Flags)],
               first_settings=FIRST_SETTINGS,
-              defaults=lambda: {f.name: f.default_factory()  # a list default's
-                                if f.default is dataclasses.MISSING else f.default
+              defaults=lambda: {f.name: f.default if f.default_factory is dataclasses.MISSING
+                                else f.default_factory()  # a list default's
                                 for f in dataclasses.fields(Flags)})
 
 

@@ -23,6 +23,7 @@ import envs
 from agents import SPECS, AgentConfig, Agents, CommonSettings
 from agents.neural import epochs_need_sgd
 from bandits.core import kernels
+from bandits.core.command_line import PlainParser
 from bandits.core.command_line import build_parser as build_settings_parser
 from bandits.core.conditions import refuse_settings_without_effect
 from bandits.core.config import (
@@ -151,7 +152,7 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     return convert(Flags, {k: v for k, v in saved.items() if k not in own and v is not None})
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> PlainParser:
     """The parser of ``python -m bandits.run``: it gives the settings the command line
     names, and no other (the defaults and the preset fill the rest: :func:`parse_config`)."""
     return build_settings_parser(Flags, "python -m bandits.run", DESCRIPTION, PRESETS,
@@ -190,8 +191,8 @@ def preset_values(preset: str, agents: Sequence[str]) -> dict[str, Any]:
 def _complete(given: dict[str, Any]) -> Config:
     """The record of the settings ``given``: each default, then the preset's values, then
     what was given."""
-    values = {f.name: f.default_factory() if f.default is dataclasses.MISSING else f.default
-              for f in dataclasses.fields(Flags)}
+    values = {f.name: f.default if f.default_factory is dataclasses.MISSING
+              else f.default_factory() for f in dataclasses.fields(Flags)}
     preset = given.get("preset", values["preset"])
     values.update({**preset_values(preset, given.get("agent") or []), **given})
     if kernels.in_force():  # BANDITS_EXACT=1 (or --exact) pinned this process

@@ -198,6 +198,7 @@ def eat_shares(agent: NeuralAgent, features: np.ndarray, samples: int, seed: int
     if agent.model.bayesian:
         g = torch.Generator().manual_seed(seed)
         s = agent.predict_samples(contexts, samples, g)  # (runs, samples, N, actions)
+        assert s is not None  # a Bayesian network's samples
         out["thompson"] = (s.argmax(dim=-1) == EAT).float().mean(dim=1)
     return out
 
@@ -244,8 +245,8 @@ def screen_learner(name: str, learner: Learner, cfg: Settings, features: np.ndar
     start = time.perf_counter()
     updates = 0
     if learner.ridge:
-        eats = [ridge_eats(b, features, learner.targets) for b in buffers]
-        shares = {"greedy": torch.from_numpy(np.repeat(np.stack(eats), cfg.seeds, axis=0))}
+        ridge = [ridge_eats(b, features, learner.targets) for b in buffers]
+        shares = {"greedy": torch.from_numpy(np.repeat(np.stack(ridge), cfg.seeds, axis=0))}
     else:
         agent = make_agent(learner.agent, features.shape[1], 2, runs, cfg.seed, agent_cfg)
         if not isinstance(agent, NeuralAgent):
@@ -341,7 +342,8 @@ def _main(argv: Sequence[str] | None) -> int:
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
     try:
-        jobs = [(ref, REFERENCES[ref], size) for size in sizes for ref in REFERENCES]
+        jobs: list[tuple[str, Learner, int | None]] = [
+            (ref, REFERENCES[ref], size) for size in sizes for ref in REFERENCES]
         jobs += [(name, LEARNERS[name], None) for name in names]
         for name, learner, size in jobs:
             t = time.perf_counter()

@@ -226,6 +226,7 @@ def _written(args: Settings, argv: Sequence[str] | None, name: str, df: pd.DataF
              start: float, machine_of: str = "cpu", **what) -> int:
     """A mode's table into ``--out`` (``NAME.csv``, and ``NAME.json`` with the command,
     the machine, ``what`` was timed, the wall time and the versions), printed."""
+    assert args.out is not None  # main's output_dir has made it
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(df, args.out / f"{name}.csv")
     write_json({"command": _command(argv), "machine": machine(machine_of), **what,
@@ -270,6 +271,7 @@ def _main(p: argparse.ArgumentParser, args: Settings, argv: Sequence[str] | None
 
 def _against(args: Settings, argv: Sequence[str] | None, commit: str, start: float) -> int:
     """``--against REV``: this checkout's commands against those of ``commit``."""
+    assert args.against is not None  # commit is what it names
     if dirty := worktrees.uncommitted():
         print(f"bandits.bench: note: this checkout has uncommitted changes: its side runs "
               f"them, {args.against}'s does not", file=sys.stderr)
@@ -288,13 +290,16 @@ def _with_workers(args: Settings, argv: Sequence[str] | None, start: float) -> i
     if args.default_command:
         return _written(args, argv, "default_command", default_command(workers, args.rounds),
                         start, preset="quick (the default)")
-    df = scaling(workers, tuple(args.scaling_steps), args.rounds, args.device, args.out)
+    assert args.out is not None  # main's output_dir has made it
+    short, long = args.scaling_steps
+    df = scaling(workers, (short, long), args.rounds, args.device, args.out)
     return _written(args, argv, "scaling", df, start, args.device, device=args.device,
                     preset="paper (4 agents x 5 seeds, 64 updates)")
 
 
 def _agents_per_step(args: Settings, argv: Sequence[str] | None, start: float) -> int:
     """``--agents-per-step``: one step of every agent alone."""
+    assert args.out is not None  # main's output_dir has made it
     df = agents_per_step(args.runs, args.updates, args.rounds, args.device,
                          papers_setup=args.papers_setup)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -315,6 +320,7 @@ def _fused_against_loop(args: Settings, argv: Sequence[str] | None, start: float
     """The default timing: the fused step against the per-agent loop
     (:mod:`bandits.tools.bench_fused`), with the speed-ups and the paper protocol's
     projected minutes."""
+    assert args.out is not None  # main's output_dir has made it
     df = measure(args.runs, args.updates, args.rounds, args.device)
     t = dict(zip(df["variant"], df["seconds_per_update"]))
     before, now = t["per-agent loop (all agents)"], t["fused (all agents)"]

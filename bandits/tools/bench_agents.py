@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,8 +25,8 @@ def sync(device: str) -> None:
 
 MNIST_DIM, MNIST_ACTIONS, MNIST_BUFFER = 784, 10, 4096
 
-PAPERS_SETUP = {"encoding": "disjoint", "hidden": (100,), "nu": 1e-5, "ucb_lambda": 1e-5,
-                "weight_decay": 1e-5}
+PAPERS_SETUP: dict[str, Any] = {"encoding": "disjoint", "hidden": (100,), "nu": 1e-5,
+                                "ucb_lambda": 1e-5, "weight_decay": 1e-5}
 """The agents' settings of the NeuralUCB and NeuralTS papers' MNIST set-up (as in
 ``results/neural-bandits``): disjoint inputs, one hidden layer of 100, nu = lambda = 1e-5,
 with contexts of unit L2 norm and a buffer of 10,000 (:func:`agents_per_step`,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -64,21 +65,21 @@ def per_agent_loop(runs: int, device: str, names: Sequence[str]) -> Callable[[],
 
 
 def fused_step(runs: int, updates: int, device: str, cuda_graph: bool = True
-               ) -> dict[str, Callable[[], None]]:
+               ) -> dict[str, Callable[[], object]]:
     """``updates`` updates of each of the four agents, as ``bandits.run`` does."""
     pops = make_agents(PAPER_AGENTS, CONTEXT_DIM, N_ACTIONS, runs, lambda n: [0, len(n)],
                        AgentConfig(), device, cuda_graph=cuda_graph)
-    steps = {}
+    steps: dict[str, Callable[[], object]] = {}
     for pop in pops:
         buf = full_buffer(pop.runs, device)
-        steps[pop.name] = (lambda p=pop, b=buf: p.update(b, updates))
+        steps[pop.name] = partial(pop.update, buf, updates)
     return steps
 
 
 def measure(runs: int, updates: int, rounds: int, device: str) -> pd.DataFrame:
     """Seconds per update of every agent's runs, each variant timed over ``updates``
     updates per round, interleaved over ``rounds`` rounds (median)."""
-    variants: dict[str, tuple[Callable[[], None], int]] = {}
+    variants: dict[str, tuple[Callable[[], object], int]] = {}
     for key, fn in fused_step(runs, updates, device).items():
         variants[f"per-agent loop {key}"] = (per_agent_loop(runs, device, key.split("+")), updates)
         variants[f"fused {key}"] = (fn, 1)

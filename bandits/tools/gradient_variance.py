@@ -25,7 +25,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from bandits.bayes import ESTIMATORS, GaussianPrior, make_lenet5, make_mlp
+from bandits.bayes import ESTIMATORS, MLP, GaussianPrior, LeNet5, make_lenet5, make_mlp
 from bandits.core import kernels
 from bandits.core.command_line import build_parser, first_paragraph
 from bandits.core.config import BIG, COUNT, SIGMA, UsageError, check_ranges, setting
@@ -34,7 +34,7 @@ from bandits.core.idx import load_mnist, preprocess
 from bandits.core.outputs import OutputDirError, output_dir, release_dir
 
 
-def _model(arch: str, estimator: str, init_sigma: float) -> torch.nn.Module:
+def _model(arch: str, estimator: str, init_sigma: float) -> MLP | LeNet5:
     torch.manual_seed(0)  # the same means for every estimator
     prior = GaussianPrior(1.0)
     if arch == "lenet5":
@@ -53,12 +53,14 @@ def layer_variances(arch: str, estimator: str, x: torch.Tensor, y: torch.Tensor,
     if arch == "mlp":
         x = x.flatten(1)
     layers = model.bayes_layers()
-    grads = [[] for _ in layers]
+    grads: list[list[torch.Tensor]] = [[] for _ in layers]
     for _ in range(draws):
         model.zero_grad()
         F.cross_entropy(model(x), y).backward()
         for g, layer in zip(grads, layers):
-            g.append(layer.weight_mu.grad.detach().clone())
+            grad = layer.weight_mu.grad
+            assert grad is not None  # backward() reached every mean
+            g.append(grad.detach().clone())
     rows = []
     for i, (g, layer) in enumerate(zip(grads, layers)):
         stack = torch.stack(g)

@@ -7,6 +7,7 @@ each read from the runs' exact per-phase records (``phases.csv``, checked by
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -73,13 +74,18 @@ def _paired(tables: dict[str, pd.DataFrame], first: str, second: str, column: st
     return mean_se(diff.mean(), se, digits, sign=sign), len(diff)
 
 
+def _lowest(means: dict[str, pd.Series], agent: str) -> str:
+    """The setting whose mean for ``agent`` is lowest (the first of equals)."""
+    return min(means, key=lambda name: means[name][agent])
+
+
 def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
     """Each setting's cumulative regret at ``step`` (mean +- s.e. (median) over its seeds)
     and expected regret per step over the ``late`` steps before, per agent; then BBB's
     paired difference between the two memory settings (the winner rule)."""
     tables = {name: at_step(root / run, step, late) for name, (run, _) in SETTINGS.items()}
     means = {name: t.groupby("agent")["regret"].mean() for name, t in tables.items()}
-    lows = {a: min(means, key=lambda n, a=a: means[n][a]) for a in ORDER}
+    lows = {a: _lowest(means, a) for a in ORDER}
     seeds = {name: t["seed"].nunique() for name, t in tables.items()}
     head = ("| setting | seeds | " + " | ".join(LABELS[a] for a in ORDER)
             + " |\n| --- | ---: |" + " ---: |" * len(ORDER))
@@ -89,8 +95,8 @@ def memory_20k(root: Path, step: int = 20_000, late: int = 6_000) -> str:
         lines.append(f"| {label} | {seeds[name]} | " + " | ".join(
             _cell(g.get_group(a)["regret"], 0, lows[a] == name) for a in ORDER) + " |")
     lines.append(f"| *expected regret per step, steps {step - late + 1:,}-{step:,}* | | | | | |")
-    late_lows = {a: min(tables, key=lambda n, a=a: tables[n].groupby("agent")["late"]
-                        .mean()[a]) for a in ORDER}
+    late_means = {name: t.groupby("agent")["late"].mean() for name, t in tables.items()}
+    late_lows = {a: _lowest(late_means, a) for a in ORDER}
     for name, (_run, label) in SETTINGS.items():
         g = tables[name].groupby("agent")
         lines.append(f"| {label} | {seeds[name]} | " + " | ".join(
@@ -221,6 +227,7 @@ def decay_pilot_50k(root: Path) -> str:
     return decay_pilot(root, 50_000, 10_000)
 
 
-GENERATORS = {"memory-20k": memory_20k, "figure6-memory": figure6_memory,
-              "decay-pilot": decay_pilot, "decay-pilot-50k": decay_pilot_50k,
-              "figure6-decay": figure6_decay, "figure6-preset": figure6_preset}
+GENERATORS: dict[str, Callable[[Path], str]] = {
+    "memory-20k": memory_20k, "figure6-memory": figure6_memory, "decay-pilot": decay_pilot,
+    "decay-pilot-50k": decay_pilot_50k, "figure6-decay": figure6_decay,
+    "figure6-preset": figure6_preset}

@@ -37,6 +37,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -186,7 +187,8 @@ def run(cfg: Config) -> tuple[pd.DataFrame, dict]:
     for name in MODELS:
         net, log_sigma = fit(name, cfg, x, y, cfg.noise / scale.y)
         noise = None if log_sigma is None else float(log_sigma.exp()) * scale.y
-        row = {"model": name, "learned_noise": noise if name != "bbb-fixed" else math.nan}
+        row: dict[str, Any] = {"model": name,
+                               "learned_noise": noise if name != "bbb-fixed" else math.nan}
         for where in ("inside", "outside"):
             xs, ys = data[where]
             torch.manual_seed(cfg.seed + 1)

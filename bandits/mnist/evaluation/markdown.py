@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
     """Mean and sample standard deviation (0 for one value)."""
     a = np.asarray(values, dtype=float)
     return float(a.mean()), float(a.std(ddof=1)) if len(a) > 1 else 0.0

@@ -9,11 +9,12 @@ import dataclasses
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 import torch
+from torch import Tensor
 
 from bandits.bayes import MLP, snr
 from bandits.core import checkpoint
@@ -119,15 +120,16 @@ SNR_BINS_DB = np.linspace(-40.0, 20.0, 241)
 def model_weights(model: MLP, sample: bool) -> np.ndarray:
     """All weights (no biases) as one vector: point weights, or one BBB sample / the mean."""
     parts = []
-    for m in model.layers:
+    for m in model.layers:  # linear layers, or LeNet-5's convolutions too: a weight each
         if hasattr(m, "weight_mu"):
+            mu, sigma = cast(Tensor, m.weight_mu), cast(Tensor, m.weight_sigma)
             if sample:
                 with torch.no_grad():
-                    w = m.weight_mu + m.weight_sigma * torch.randn_like(m.weight_mu)
+                    w = mu + sigma * torch.randn_like(mu)
             else:
-                w = m.weight_mu
+                w = mu
         else:
-            w = m.weight
+            w = cast(Tensor, m.weight)
         parts.append(w.detach().cpu().reshape(-1).numpy())
     return np.concatenate(parts)
 

@@ -34,6 +34,7 @@ from bandits.bayes import MLP, make_lenet5, make_mlp
 from bandits.mnist.models.classifiers import (
     CLASSES,
     IN_FEATURES,
+    BatchedClassifiers,
     EpochTrainer,
     RunSpec,
     make_optimizer,
@@ -162,8 +163,10 @@ class AutogradNets(EpochTrainer):
             nll += loss.detach() / self.samples
             if self.bayesian:
                 cost = self._costs()
+                assert kl_weight is not None  # a Bayesian net is given its KL weights
                 loss = loss + kl_weight[:, 0] * cost
                 if want_kl:
+                    assert kl is not None
                     kl += cost.detach() / self.samples
             div = self.samples if self.sum_loss else b * self.samples
             (loss.sum() / div).backward()
@@ -185,3 +188,7 @@ class AutogradNets(EpochTrainer):
             for xc, yc in zip(x.split(chunk), y.split(chunk), strict=True):
                 wrong += (net(xc).argmax(-1) != yc).sum(dim=1)
         return (100.0 * wrong / len(y)).cpu()
+
+
+Trainer = BatchedClassifiers | AutogradNets
+"""Either batched trainer (what :func:`bandits.mnist.training.train.build_classifiers` makes)."""

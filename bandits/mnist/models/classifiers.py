@@ -265,6 +265,7 @@ class BatchedClassifiers(EpochTrainer):
         """The flat parameters, ``{"mu": (R, P)}`` and for BBB ``"rho"``."""
         out = {"mu": self.net.mu.detach()}
         if self.bayesian:
+            assert self.net.rho is not None  # a Bayesian network's
             out["rho"] = self.net.rho.detach()
         return out
 
@@ -290,6 +291,7 @@ class BatchedClassifiers(EpochTrainer):
 
     # -- training -------------------------------------------------------------------
     def _fill_normal(self) -> Tensor:
+        assert self._eps is not None  # a Bayesian trainer's noise
         for row, g in zip(self._eps, self.noise_gens, strict=True):
             row.normal_(generator=g)
         return self._eps
@@ -323,6 +325,7 @@ class BatchedClassifiers(EpochTrainer):
         kl = None
         for _ in range(self.samples):
             if self.bayesian:
+                assert net.rho is not None  # a Bayesian network's
                 eps = self._fill_normal()
                 sigma, w = self._sample(net.mu, net.rho, eps)
             else:
@@ -337,6 +340,7 @@ class BatchedClassifiers(EpochTrainer):
             d_out = logp.exp_().sub_(onehot).div_(div)
             g_w = net.backward(inputs, w, d_out, torch.empty_like(w), masks)
             if self.bayesian:
+                assert kl_weight is not None  # given for a Bayesian step
                 scale = kl_weight / div
                 g = self._posterior_grads(g_w, w, sigma, eps, scale)
                 if want_kl:
@@ -344,14 +348,16 @@ class BatchedClassifiers(EpochTrainer):
             else:
                 g = [g_w]
             grads = g if grads is None else [a.add_(b) for a, b in zip(grads, g, strict=True)]
-        for p, g in zip(self.net.parameters(), grads, strict=True):
-            p.grad = g
+        assert grads is not None  # samples >= 1
+        for p, grad in zip(self.net.parameters(), grads, strict=True):
+            p.grad = grad
         self.optimizer.step()
         return nll.div_(self.samples), kl
 
     def _posterior_grads(self, g_w: Tensor, w: Tensor, sigma: Tensor, eps: Tensor,
                          scale: Tensor) -> list[Tensor]:
         net = self.net
+        assert net.rho is not None  # a Bayesian network's
         if self.complexity == "mc":
             return list(self._grads(g_w, w, sigma, eps, net.rho, scale, net.prior_consts))
         g_mu, g_sigma = closed_form_cost_grads(net.mu, sigma, net.prior_consts, scale)

@@ -10,7 +10,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from bandits.bayes import ESTIMATORS, make_lenet5
 from bandits.core import kernels
@@ -18,6 +18,7 @@ from bandits.core.config import OPEN, check_choices, check_ranges, flag, setting
 from bandits.core.files import machine_memory
 from bandits.mnist.models.classifiers import IN_FEATURES, MODEL_KINDS, OPTIMIZERS, n_parameters
 
+T = TypeVar("T")  # a grid setting's type (one)
 ARCHS = ("mlp", "lenet5")
 PRIORS = ("mixture", "gaussian")
 
@@ -134,8 +135,7 @@ class Config:
     threads: int = setting(
         0, "torch CPU threads per process (0: 1 when the command trains several settings, "
         "so that the results do not depend on --workers, or with --exact; else torch's "
-        "default)",
-        range=(0, 1024))
+        "default)", range=(0, 1024))
     workers: int | None = setting(
         None, "processes that train the batched models (one per setting, with its seeds) "
         "side by side; the results are the same for every value (default: "
@@ -282,6 +282,11 @@ def grid_values(cfg: Config, name: str) -> list[Any]:
     return list(v) if isinstance(v, list | tuple) else [v]
 
 
+def one(value: T | list[T]) -> T:
+    """A grid setting of one model's settings (:func:`expand` gives it one value)."""
+    return cast(T, value)
+
+
 def expand(cfg: Config) -> list[Config]:
     """The models of a run: every combination of the grid settings, times ``--seeds`` seeds.
 
@@ -324,7 +329,7 @@ def varying(models: Sequence[Config]) -> list[str]:
 def setting_name(cfg: Config, fields: Sequence[str]) -> str:
     """A model's setting as a name: ``prior=mixture__pi=0.25`` (``fields`` that matter)."""
     used = [f for f in fields if f in ("prior", "kl_weighting", "kl_factor")
-            or f in PRIOR_FIELDS.get(cfg.prior, ())]
+            or f in PRIOR_FIELDS.get(one(cfg.prior), ())]
     return "__".join(f"{f}={getattr(cfg, f):g}" if isinstance(getattr(cfg, f), float)
                      else f"{f}={getattr(cfg, f)}" for f in used) or "base"
 
@@ -364,8 +369,7 @@ def memory_estimate(cfg: Config) -> tuple[int, int, int]:
     one model x the models trained together x 4 (mu and rho, or weights and gradients, and
     Adam's two moments), plus the out-of-distribution noise images. Returns
     ``(bytes, models, largest hidden size)``."""
-    bench = isinstance(cfg, BenchConfig)
-    if bench:
+    if isinstance(cfg, BenchConfig):
         hidden = max(cfg.bench_sizes())
         models = cfg.bench_runs + 5
     else:

@@ -11,21 +11,22 @@ import torch
 import torch.nn.functional as F
 
 from bandits.bayes import GaussianPrior, ScaleMixturePrior, sigma_to_rho
-from bandits.mnist.models.config import Config, expand
+from bandits.mnist.models.config import Config, expand, one
 
 
 def make_prior(cfg: Config) -> GaussianPrior | ScaleMixturePrior:
     """The BBB prior of ``cfg`` (one model's settings)."""
     if cfg.prior == "gaussian":
-        return GaussianPrior(math.exp(-cfg.neg_log_prior_sigma))
-    return ScaleMixturePrior(cfg.pi, math.exp(-cfg.neg_log_sigma1), math.exp(-cfg.neg_log_sigma2))
+        return GaussianPrior(math.exp(-one(cfg.neg_log_prior_sigma)))
+    return ScaleMixturePrior(one(cfg.pi), math.exp(-one(cfg.neg_log_sigma1)),
+                             math.exp(-one(cfg.neg_log_sigma2)))
 
 
 def kl_factor_at(cfg: Config, epoch: int) -> float:
     """The KL factor of one model's ``epoch`` (1 to ``cfg.epochs``): ``--kl-factor``, or
     with ``--kl-factor-final`` the geometric path from one to the other (the first epoch
     at ``--kl-factor``, the last at ``--kl-factor-final``)."""
-    start, final = cfg.kl_factor, cfg.kl_factor_final
+    start, final = one(cfg.kl_factor), cfg.kl_factor_final
     if final is None or cfg.epochs <= 1:
         return start if final is None else final
     t = (epoch - 1) / (cfg.epochs - 1)
@@ -53,11 +54,12 @@ def unreachable_spikes(cfg: Config) -> list[str]:
     s = init_sigma(cfg)
     out = []
     for m in expand(dataclasses.replace(cfg, seeds=1)):
-        if m.prior != "mixture" or not 0 < m.pi < 1:
+        pi = one(m.pi)
+        if m.prior != "mixture" or not 0 < pi < 1:
             continue
-        s1, s2 = math.exp(-m.neg_log_sigma1), math.exp(-m.neg_log_sigma2)
+        s1, s2 = math.exp(-one(m.neg_log_sigma1)), math.exp(-one(m.neg_log_sigma2))
         gap = (math.log(s2 / s1) + s * s / 2 * (1 / s2**2 - 1 / s1**2)
-               + math.log(m.pi / (1 - m.pi)))
+               + math.log(pi / (1 - pi)))
         if gap > UNREACHABLE_NATS:
             out.append(
                 f"--neg-log-sigma2 {m.neg_log_sigma2:g} (sigma2 = {s2:.2g}) lies far below the "

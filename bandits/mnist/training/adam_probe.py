@@ -30,13 +30,14 @@ from typing import Any
 
 import torch
 
+from bandits.bayes import ScaleMixturePrior
 from bandits.core import kernels
 from bandits.core.files import machine, write_csv, write_json
 from bandits.core.outputs import output_dir, release_dir
 from bandits.mnist.data.splits import load_splits
 from bandits.mnist.evaluation.model_files import command_line
 from bandits.mnist.models.classifiers import BatchedClassifiers
-from bandits.mnist.models.config import Config, expand, setting_name, varying
+from bandits.mnist.models.config import Config, expand, one, setting_name, varying
 from bandits.mnist.models.priors import make_prior
 from bandits.mnist.training.train import build_classifiers
 
@@ -50,6 +51,7 @@ def narrow_radius(cfg: Config) -> float:
     if cfg.prior != "mixture":
         return math.nan
     prior = make_prior(cfg)
+    assert isinstance(prior, ScaleMixturePrior)  # what a mixture setting makes
     (pw, sw), (pn, sn) = sorted([(prior.pi, prior.sigma1), (1 - prior.pi, prior.sigma2)],
                                 key=lambda t: -t[1])
     e0 = math.log(pn / pw) + math.log(sw / sn)  # log density ratio at w = 0
@@ -66,12 +68,18 @@ def data_gradient_scale(clf: BatchedClassifiers, x: torch.Tensor, y: torch.Tenso
     states = [g.get_state() for g in clf.noise_gens]
     squares = torch.zeros_like(clf.net.mu)
     step = clf.optimizer.step
-    clf.optimizer.step = lambda: squares.add_(clf.net.mu.grad.square())
+
+    def add_square() -> None:  # in place of the step: the data term's squared gradient
+        grad = clf.net.mu.grad
+        assert grad is not None  # the step follows a backward pass
+        squares.add_(grad.square())
+
+    clf.optimizer.step = add_square  # type: ignore[method-assign,assignment]
     try:
         for xb, yb in zip(x, y, strict=True):
             clf.step(xb, yb, torch.zeros(clf.runs, 1, device=clf.device))
     finally:
-        clf.optimizer.step = step
+        clf.optimizer.step = step  # type: ignore[method-assign]
         for g, s in zip(clf.noise_gens, states, strict=True):
             g.set_state(s)
     return squares.div_(len(x)).sqrt_().median(dim=1).values
@@ -96,6 +104,7 @@ def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
     names = [setting_name(m, fields) if fields else "base" for m in models]
     splits = load_splits(cfg)
     clf = build_classifiers(cfg, models)
+    assert isinstance(clf, BatchedClassifiers)  # the probe's settings: an MLP, no autograd
     train, val = splits["train"], splits["val"]
     radii = torch.tensor([narrow_radius(m) for m in models]).unsqueeze(1)
     picks = torch.randint(len(train.y), (PROBE_BATCHES, 1, cfg.batch_size),
@@ -105,8 +114,9 @@ def probe(cfg: Config, argv: Sequence[str] = ()) -> list[dict[str, Any]]:
     start = time.perf_counter()
     for epoch in range(1, cfg.epochs + 1):
         stats = clf.train_epoch(train.x, train.y, cfg.batch_size,
-                                [m.kl_weighting for m in models], desc=f"epoch {epoch}",
-                                progress=cfg.progress, kl_factor=[m.kl_factor for m in models])
+                                [one(m.kl_weighting) for m in models], desc=f"epoch {epoch}",
+                                progress=cfg.progress,
+                                kl_factor=[one(m.kl_factor) for m in models])
         errors = clf.errors(val.x, val.y)
         scales = adam_scales(clf).cpu()
         data = data_gradient_scale(clf, train.x[probe_idx], train.y[probe_idx]).cpu()

@@ -15,7 +15,7 @@ from tqdm import tqdm
 from bandits.bayes import MLP, kl_weights
 from bandits.mnist.data.splits import Split
 from bandits.mnist.evaluation.evaluate import is_bayesian
-from bandits.mnist.models.config import Config
+from bandits.mnist.models.config import Config, one
 
 
 def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config,
@@ -32,7 +32,7 @@ def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config
     perm = torch.randperm(n, generator=shuffle).to(data.x.device)
     n_batches = math.ceil(n / cfg.batch_size)
     bayes = is_bayesian(model)
-    weights = kl_weights(n_batches, cfg.kl_weighting) if bayes else None
+    weights = kl_weights(n_batches, one(cfg.kl_weighting)) if bayes else None
     tot_nll = tot_kl = tot_loss = 0.0
     stop = n_batches if max_batches <= 0 else min(max_batches, n_batches)
     bar = tqdm(range(stop), desc=desc, disable=not cfg.progress, leave=False,
@@ -42,11 +42,14 @@ def train_epoch(model: MLP, opt: torch.optim.Optimizer, data: Split, cfg: Config
         x, y = data.x[idx], data.y[idx]  # (B, 784), (B,)
         b = len(y)
         if bayes:
-            nll = kl = 0.0
+            nll_sum: torch.Tensor | float = 0.0
+            kl_sum: torch.Tensor | float = 0.0
             for _ in range(cfg.samples):  # each forward call draws one network
-                nll = nll + F.cross_entropy(model(x), y, reduction="sum")
-                kl = kl + model.complexity_cost(cfg.complexity)
-            nll, kl = nll / cfg.samples, kl / cfg.samples
+                nll_sum = nll_sum + F.cross_entropy(model(x), y, reduction="sum")
+                kl_sum = kl_sum + model.complexity_cost(cfg.complexity)
+            assert isinstance(nll_sum, torch.Tensor) and isinstance(kl_sum, torch.Tensor)  # >= 1
+            assert weights is not None  # a Bayesian model's
+            nll, kl = nll_sum / cfg.samples, kl_sum / cfg.samples
             loss = (weights[i] * kl + nll) / b
         else:
             nll = F.cross_entropy(model(x), y, reduction="sum")

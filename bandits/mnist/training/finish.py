@@ -23,13 +23,14 @@ from bandits.mnist.evaluation.model_files import (
     saved_config,
     write_histograms,
 )
-from bandits.mnist.models.classifiers import BatchedClassifiers, seed_streams, seeded_generator
+from bandits.mnist.models.autograd_nets import Trainer
+from bandits.mnist.models.classifiers import seed_streams, seeded_generator
 from bandits.mnist.models.config import Config, run_label
 from bandits.mnist.reports.figures import plot_run
 from bandits.mnist.training.training_state import History
 
 
-def summarise(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
+def summarise(clf: Trainer, r: int, cfg: Config, out: Path,
                splits: dict[str, Split], history: History, train_wall: float,
                provenance: dict[str, Any]) -> dict[str, Any]:
     """Finish model ``r`` (settings ``cfg``, directory ``out``): its evaluation and files
@@ -67,7 +68,7 @@ def epoch_line(label: str, epoch: int, stats: dict[str, Tensor], val: Tensor, te
             f"val {fmt(val, '.2f', '%')}  test {fmt(test, '.2f', '%')}  {seconds:.1f}s")
 
 
-def finish_model(clf: BatchedClassifiers, r: int, cfg: Config, out: Path,
+def finish_model(clf: Trainer, r: int, cfg: Config, out: Path,
                  splits: dict[str, Split], best: dict[str, Any],
                  best_params: dict[str, Tensor]) -> dict[str, Any]:
     """Evaluate model ``r`` at its last epoch and at its best validation epoch; write its

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
@@ -21,7 +21,7 @@ from bandits.core.outputs import output_dir, release_dir
 from bandits.mnist.data.splits import load_splits
 from bandits.mnist.evaluation.evaluate import build_model, seed_everything
 from bandits.mnist.evaluation.model_files import command_line
-from bandits.mnist.models.config import BenchConfig
+from bandits.mnist.models.config import BenchConfig, one
 from bandits.mnist.models.priors import make_prior
 from bandits.mnist.reports.tables import speed_markdown
 from bandits.mnist.training.autograd_baseline import train_epoch
@@ -68,22 +68,22 @@ def bench(cfg: BenchConfig, argv: Sequence[str] = ()) -> dict[str, Any]:
             autograd[kind] = (ck, m, torch.optim.Adam(m.parameters(), lr=c.lr))
         shuffle = torch.Generator().manual_seed(c.seed + 2)
 
-        jobs = {
+        jobs: dict[str, Callable[[], object]] = {
             "mlp": partial(single["sgd"].train_epoch, train.x, train.y, c.batch_size,
                            ["uniform"], max_batches=stop),
             "bbb": partial(single["bbb"].train_epoch, train.x, train.y, c.batch_size,
-                           [c.kl_weighting], max_batches=stop),
+                           [one(c.kl_weighting)], max_batches=stop),
             "autograd-mlp": partial(train_epoch, *autograd["sgd"][1:], train, autograd["sgd"][0],
                                     shuffle, max_batches=stop),
             "autograd-bbb": partial(train_epoch, *autograd["bbb"][1:], train, autograd["bbb"][0],
                                     shuffle, max_batches=stop),
             "bbb-batched": partial(batched.train_epoch, train.x, train.y, c.batch_size,
-                                   [c.kl_weighting] * len(many), max_batches=stop),
+                                   [one(c.kl_weighting)] * len(many), max_batches=stop),
         }
         if cfg.compile:  # --compile: the single BBB model with its per-weight work fused
             fused = build_classifiers(dataclasses.replace(c, compile=True), [c])
             jobs["bbb-compiled"] = partial(fused.train_epoch, train.x, train.y, c.batch_size,
-                                           [c.kl_weighting], max_batches=stop)
+                                           [one(c.kl_weighting)], max_batches=stop)
         for r in range(cfg.bench_rounds + 1):  # round 0 warms up and is not recorded
             for name, job in jobs.items():
                 _sync(c.device)

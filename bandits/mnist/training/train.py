@@ -51,7 +51,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -63,12 +63,8 @@ from bandits.core.runner import Diverged
 from bandits.core.runner import worker_count as worker_count_of
 from bandits.mnist.data.splits import Split, load_splits
 from bandits.mnist.evaluation.model_files import command_line, saved_config
-from bandits.mnist.models.autograd_nets import AutogradNets
-from bandits.mnist.models.classifiers import (
-    BatchedClassifiers,
-    EpochTrainer,
-    RunSpec,
-)
+from bandits.mnist.models.autograd_nets import AutogradNets, Trainer
+from bandits.mnist.models.classifiers import BatchedClassifiers, RunSpec
 from bandits.mnist.models.config import Config, batches, expand, run_label, setting_name, varying
 from bandits.mnist.models.priors import init_sigma, kl_factor_at, make_prior
 from bandits.mnist.reports.command_tables import aggregate
@@ -89,10 +85,10 @@ class Interrupted(Exception):
     """Ctrl-C during training; the message says how to resume."""
 
 
-def build_classifiers(cfg: Config, models: Sequence[Config]) -> EpochTrainer:
+def build_classifiers(cfg: Config, models: Sequence[Config]) -> Trainer:
     """The batched classifiers of ``models`` (see :func:`bandits.mnist.models.config.expand`)."""
-    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None, m.kl_weighting)
-             for m in models]
+    specs = [RunSpec(m.seed, make_prior(m) if cfg.model == "bbb" else None,
+                     cast(str, m.kl_weighting)) for m in models]  # one model's: one value
     if cfg.arch == "lenet5" or cfg.estimator != "reparam":
         hidden = None if cfg.arch == "lenet5" else [cfg.hidden] * cfg.layers
         return AutogradNets(cfg.model, specs, hidden=hidden, init_sigma=init_sigma(cfg),
@@ -197,7 +193,7 @@ def run(cfg: Config, argv: Sequence[str] = (), resume: dict[str, Any] | None = N
     workers = worker_count(cfg, len(groups))  # a bad $BANDITS_WORKERS: before any file
     out = (output_dir(cfg.out, f"mnist-{run_label(cfg)}", cfg.overwrite, OUTPUTS,
                       is_model_dir, dir_outputs=MODEL_FILES, kind="bandits.mnist")
-           if resume is None else Path(cfg.out))
+           if resume is None else Path(cast(str, cfg.out)))  # a resume's settings name it
     # a run's id, kept by its resumes: a checkpoint of another run with the same settings
     # (copied in) is refused on --resume
     run_id = (resume or {}).get("config", {}).get("run_id") or uuid.uuid4().hex
@@ -291,16 +287,15 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
         history = History(state["rows"], state["best_val"], state["best_epoch"],
                           {k: v.to(cfg.device) for k, v in state["best"].items()})
         first_epoch, wall_before = state["epoch"] + 1, state["wall_seconds"]
-    schemes = [m.kl_weighting for m in models]
+    schemes = [cast(str, m.kl_weighting) for m in models]  # one model's: one value
     saved, last_save = first_epoch - 1, time.perf_counter()
     for epoch in range(first_epoch, cfg.epochs + 1):
         try:  # Ctrl-C anywhere in the epoch (training, evaluation, the checkpoint write)
             saved, last_save = _run_epoch(job, epoch, clf, sched, history, splits, dirs,
                                       schemes, [kl_factor_at(m, epoch) for m in models],
-                                      saved, last_save,
-                                      wall_before - t_start)
+                                      saved, last_save, wall_before - t_start)
         except KeyboardInterrupt:
-            again = TRAINING.resume_command(cfg.out, cfg.exact)
+            again = TRAINING.resume_command(cfg.out, cfg.exact)  # type: ignore[arg-type]
             kept = (f"resume after epoch {saved} with: {again}"
                     if saved > 0 else "no checkpoint was written yet")
             raise Interrupted(f"interrupted in epoch {epoch}; {kept}") from None
@@ -312,10 +307,11 @@ def train_job(job: TrainingJob, splits: dict[str, Split], resumed: bool = False
                 for r, (m, d) in enumerate(zip(models, dirs, strict=True))]
     except KeyboardInterrupt:  # the last epoch's checkpoint is always written
         raise Interrupted("interrupted after the last epoch; resume with: "
-                          f"{TRAINING.resume_command(cfg.out, cfg.exact)}") from None
+                          f"{TRAINING.resume_command(cfg.out, cfg.exact)}"  # type: ignore[arg-type]
+                          ) from None
 
 
-def _run_epoch(job: TrainingJob, epoch: int, clf: BatchedClassifiers,
+def _run_epoch(job: TrainingJob, epoch: int, clf: Trainer,
            sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
            splits: dict[str, Split], dirs: list[Path], schemes: list[str],
            factors: list[float], saved: int, last_save: float, wall_offset: float

@@ -16,7 +16,7 @@ from torch import Tensor
 from bandits.core import checkpoint
 from bandits.core.runner import RunKind
 from bandits.mnist.evaluation.model_files import MODEL_FILE, saved_config
-from bandits.mnist.models.classifiers import BatchedClassifiers
+from bandits.mnist.models.autograd_nets import Trainer
 from bandits.mnist.models.config import Config
 
 # the batched trainer's checkpoints ("bandits.mnist/2": before each command had its own
@@ -65,14 +65,14 @@ class History:
     best: dict[str, Tensor]  # "mu" (and "rho") (R, P)
 
     @classmethod
-    def start(cls, clf: BatchedClassifiers) -> History:
+    def start(cls, clf: Trainer) -> History:
         """Nothing recorded yet."""
         runs = clf.runs
         return cls([[] for _ in range(runs)], torch.full((runs,), math.inf),
                    torch.zeros(runs, dtype=torch.long),
                    {k: v.clone() for k, v in clf.params().items()})
 
-    def update_best(self, epoch: int, val: Tensor, clf: BatchedClassifiers) -> None:
+    def update_best(self, epoch: int, val: Tensor, clf: Trainer) -> None:
         """Keep the parameters of the models whose validation error ``val`` is lower."""
         better = val < self.best_val
         if better.any():
@@ -94,7 +94,7 @@ def checkpoint_paths(out: Path, n_batches: int) -> list[Path]:
     return [out / CHECKPOINTS / f"batch-{k}.pt" for k in range(n_batches)]
 
 
-def save_checkpoint(path: Path, cfg: Config, epoch: int, clf: BatchedClassifiers,
+def save_checkpoint(path: Path, cfg: Config, epoch: int, clf: Trainer,
                      sched: torch.optim.lr_scheduler.LRScheduler | None, history: History,
                      command: str, wall_seconds: float, run_id: str,
                      batch: list[str] | None = None) -> None:
