@@ -50,6 +50,10 @@ def bench_against(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} minutes"
+
+
 def bench_floor(root: Path) -> str:
     """Per agent and run count, one update's CPU time against its own matrix products
     replayed alone at the same shapes; then the default command end to end against its
@@ -75,7 +79,7 @@ def bench_floor(root: Path) -> str:
     beside = (f", load average {load['start']:.1f} at the start and {load['end']:.1f} at the "
               "end" if isinstance(load, dict) else "")
     lines += ["", f"`{meta['command']}`: {meta['machine']}, {processor or 'processor unrecorded'}"
-              f"{beside}; {meta['wall_seconds'] / 60:.0f} minutes."]
+              f"{beside}; {_duration(meta['wall_seconds'])}."]
     return "\n".join(lines) + "\n"
 
 
