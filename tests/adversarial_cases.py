@@ -214,6 +214,8 @@ def report_cases() -> list[Case]:
              ("no-settings", t.jsonl, ("settings", ...)),
              ("settings-a-string", t.jsonl, ("settings", "none")),
              ("no-final", t.jsonl, ("final", ...)),
+             ("final-a-list", t.jsonl, ("final", [1])),
+             ("best-validation-a-number", t.jsonl, ("best_validation", 5)),
              ("no-seed", t.jsonl, ("settings.seed", ...)),
              ("model-a-number", t.jsonl, ("model", 3)),
              ("empty-file", t.empty, None),

@@ -93,6 +93,9 @@ def _record(path: Path, n: int, line: str) -> dict[str, Any]:
     if not isinstance(record.get("final"), dict) or "test_error_mean" not in record["final"]:
         raise ValueError(f"{path}, line {n}: model {name} has no final results "
                          f"(final.test_error_mean), which its summary.json holds; {again}")
+    if not isinstance(record.get("best_validation", {}), dict):
+        raise ValueError(f"{path}, line {n}: model {name} has best_validation "
+                         f"{record['best_validation']!r}, not a record of results; {again}")
     bad = [(f"{part}.{k}", v) for part in ("final", "best_validation")
            for k, v in (record.get(part) or {}).items()
            if k.endswith(("error_mean", "error_sampled")) and not _percent(v)]
