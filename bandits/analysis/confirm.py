@@ -70,17 +70,24 @@ def per_seed(folders: Sequence[Path], steps: int, late_from: int) -> pd.DataFram
     return table.sort_values(["agent", "seed"], kind="stable").reset_index(drop=True)
 
 
-def sign_flip_p(d: np.ndarray, flips: int = 200_000, seed: int = 0) -> float:
+def sign_flip_p(d: np.ndarray, flips: int = 200_000, seed: int = 0,
+                two_sided: bool = False) -> float:
     """One-sided p-value of "the mean of ``d`` is below 0" by flipping the signs of the
     differences: the share of sign patterns whose mean is at most the observed one
     (exact over all 2^n patterns up to n = 16; else ``flips`` random patterns from
-    ``numpy.random.default_rng(seed)``, counting the observed one)."""
+    ``numpy.random.default_rng(seed)``, counting the observed one). ``two_sided``: of
+    "the mean is 0", the share whose mean is at least as far from 0 (exact only)."""
     d = np.asarray(d, dtype=np.float64)
     observed = d.mean()
     tol = 1e-9 * max(1.0, float(np.abs(d).max(initial=0.0)))
+    if two_sided and not 0 < len(d) <= 16:
+        raise ValueError(f"an exact sign-flip test takes 1 to 16 differences, got {len(d)}")
     if len(d) <= 16:
         signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
-        return float(np.mean((signs * d).mean(axis=1) <= observed + tol))
+        means = (signs * d).mean(axis=1)
+        if two_sided:
+            return float(np.mean(np.abs(means) >= abs(observed) - tol))
+        return float(np.mean(means <= observed + tol))
     rng = np.random.default_rng(seed)
     signs = rng.choice((1.0, -1.0), size=(flips, len(d)))
     return float((1 + np.sum((signs * d).mean(axis=1) <= observed + tol)) / (flips + 1))

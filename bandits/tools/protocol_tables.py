@@ -14,12 +14,12 @@ ships with its page (a generator without a page fails the tables' tests)."""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from bandits.analysis.confirm import sign_flip_p
 from bandits.mnist.reports.rows import t975
 from bandits.records import reader
 from bandits.tools.memory_tables import figure6_memory, p_text
@@ -43,14 +43,9 @@ def figure6_paper_protocol(root: Path, run: str = PAPER_RUN, late: int = 10_000)
 
 
 def two_sided_p(d: np.ndarray) -> float:
-    """Two-sided exact sign-flip p of "the mean of ``d`` is 0": the share of all 2^n sign
-    patterns whose mean is at least as far from 0 as the observed one (n at most 16)."""
-    d = np.asarray(d, dtype=np.float64)
-    if not 0 < len(d) <= 16:
-        raise ValueError(f"an exact sign-flip test takes 1 to 16 differences, got {len(d)}")
-    tol = 1e-9 * max(1.0, float(np.abs(d).max()))
-    signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
-    return float(np.mean(np.abs((signs * d).mean(axis=1)) >= abs(d.mean()) - tol))
+    """Two-sided exact sign-flip p of "the mean of ``d`` is 0" (all 2^n sign patterns, n at
+    most 16): :func:`bandits.analysis.confirm.sign_flip_p`'s."""
+    return sign_flip_p(d, two_sided=True)
 
 
 def regret_at(phases: pd.DataFrame, step: int) -> pd.DataFrame:
