@@ -33,11 +33,12 @@ def flat(text: str) -> str:
 
 
 def prose(text: str, lists: bool = True) -> str:
-    """A page's prose: no generated tables, no code blocks (fenced, or indented by four
+    """A page's prose: no generated tables or values, no code blocks (fenced, or indented by four
     spaces outside a list, by eight in one); the lines that continue a list item
     (indented by four) are prose. Without ``lists``, every line indented by four spaces is
     code, in a list or not."""
     text = re.sub(r"<!-- generated:.*?<!-- end generated -->", "", text, flags=re.S)
+    text = re.sub(r"<!-- value:.*?<!-- end value -->", " ", text, flags=re.S)
     text = re.sub(r"```.*?```", "", text, flags=re.S)
     if not lists:
         return "\n".join(line for line in text.splitlines() if not line.startswith("    "))

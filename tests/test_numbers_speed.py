@@ -53,22 +53,7 @@ def _host(path: str) -> str:
                  if key in processor), "x86-64 CPU")
 
 
-# ---- every core: the workers of `--scaling` and of the default command
-
-
-def _scaling() -> str:
-    from bandits.tools.bench import PAPER_UPDATES
-    from bandits.tools.bench_commands import PAPER_STEPS
-
-    t = _csv(f"{BENCH}/scaling.csv", "workers")["seconds_per_step"]
-    one, two = t[1], t[2]
-    hours = [s * PAPER_STEPS / 3600 for s in (one, two)]  # as bench_commands.scaling projects
-    return (f"{_host(f'{BENCH}/scaling.json')}, torch {_torch(f'{BENCH}/scaling.json')} CPU "
-            "build, one torch thread "
-            f"per worker; {_wall(_json(f'{BENCH}/scaling.json')['wall_seconds'])}):\n"
-            f"**{one:.3f} s per step with one worker, {two:.3f} s with two: {one / two:.2f}x**. "
-            f"The paper protocol\n({PAPER_STEPS:,} steps x {PAPER_UPDATES} updates) projects to "
-            f"**{hours[0]:.1f} hours on one core and {hours[1]:.1f} hours on\nthe two cores**")
+# ---- every core: the default command's workers (the paper preset's: a generated value)
 
 
 def _default_command() -> str:
@@ -340,7 +325,7 @@ def _mnist_workers() -> str:
 QUOTES = [(PAGE, text) for text in (
     lambda: "the default command takes {} times as long pinned and the fused\ntraining step "
             "{} times".format(*_pin_cost()),
-    _scaling, _default_command, _default_command_wall,
+    _default_command, _default_command_wall,
     _fused_step, _populations, _matmul_precision,
     _h100, _h100_run, _h200, _h200_run,
     _disjoint_inputs, _grouped_rows, _widths, _denormals, _six_agents, _bbb_weights,

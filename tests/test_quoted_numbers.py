@@ -158,7 +158,7 @@ def _paper_gap() -> str:
 def _pruning_costs() -> str:
     """What removing 95 and 98 % of the weights costs, ours and the paper's (points)."""
     from bandits.mnist.reports.tables import PAPER_TABLE2
-    from bandits.tools.doc_tables import table2
+    from bandits.tools.mnist_tables import table2
 
     ours = next(line for line in table2(REPO).splitlines() if line.startswith("| ours |"))
     errors = [float(c.replace("*", "").split()[0]) for c in ours.strip("|").split("|")[1:]]

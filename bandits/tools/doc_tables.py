@@ -29,15 +29,15 @@ import pandas as pd
 from bandits.core.command import refused
 from bandits.core.command_line import Parser
 from bandits.core.version import __version__
-from bandits.mnist.reports.tables import PAPER_TABLE1 as PAPER
-from bandits.mnist.reports.tables import PAPER_TABLE2 as PAPER_PRUNED
 from bandits.records import reader
 from bandits.records.regret import ranking, summary_text
 from bandits.tools import (
     bench_tables,
     heldout_tables,
     memory_tables,
+    mnist_tables,
     neural_tables,
+    page_values,
 )
 from bandits.tools.table_cells import (
     NAMES,
@@ -57,16 +57,6 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- 
 LABELS = {"bbb": "BBB (Thompson)", "greedy": "greedy", "eps1": "1 % greedy",
           "eps5": "5 % greedy"}
 ORDER = ("bbb", "greedy", "eps1", "eps5")
-# Blundell et al. (2015), Table 1 at 400 and 1200 units and Table 2, as the MNIST report
-# holds them (bandits.mnist.reports.tables): one copy of the paper's numbers
-METHOD_LABELS = {"sgd": "SGD (plain MLP)", "dropout": "Dropout (p = 0.5)",
-                 "bbb-gaussian": "BBB, Gaussian prior", "bbb-mixture": "BBB, scale-mixture prior"}
-PAPER_TABLE1 = {m: (label, PAPER[(m, 400)], PAPER[(m, 1200)])
-                for m, label in METHOD_LABELS.items()}
-PAPER_TABLE2 = {f"{round(100 * removed)}%": error
-                for removed, (_, error) in PAPER_PRUNED.items()}
-
-
 def _labels(run: Path) -> dict[str, str]:
     """The agents' labels, BBB's saying how it acted (``config.json``'s ``act_samples``)."""
     samples = reader.run_of(run).config["act_samples"]
@@ -178,68 +168,6 @@ def _separation(table: pd.DataFrame, labels: dict[str, str], seeds: int) -> str:
     return f"**{count} separate {named}**{tail}."
 
 
-def _chosen(path: Path) -> pd.DataFrame:
-    numbers = ["seeds", "epochs", "test_error_mean", "test_error_std"]
-    t = read_table(path, ["method", "run", "chosen", *numbers], numbers)
-    if t["chosen"].dtype != bool:
-        raise TableError(f"{path}: column 'chosen' holds other than True and False")
-    return t[t["chosen"]].set_index("method")
-
-
-def table1(root: Path) -> str:
-    """The row validation chooses for each method at 2 x 400 and 2 x 1200 (test error
-    mean +- std over seeds), beside the paper's Table 1."""
-    narrow = _chosen(root / "results/mnist/2x400/table1.csv")
-    wide = _chosen(root / "results/mnist/2x1200/table1.csv")
-
-    def cell(r, epochs_usual: int | None) -> str:
-        notes = []
-        if int(r.seeds) != 3:
-            notes.append(f"{int(r.seeds)} seeds")
-        if epochs_usual is not None and int(r.epochs) != epochs_usual:
-            notes.append(f"{int(r.epochs)} epochs")
-        text = mean_se(r.test_error_mean, r.test_error_std, 2)  # the std over the seeds
-        return text + (f" ({', '.join(notes)})" if notes else "")
-
-    def span(t: pd.DataFrame) -> str:
-        lo, hi = int(t["epochs"].min()), int(t["epochs"].max())
-        return f"{lo}-{hi} epochs" if lo != hi else f"{lo} epochs"
-
-    lines = [f"| Method | 2 x 400, {span(narrow)} | paper | 2 x 1200, {span(wide)} | paper |",
-             "| --- | ---: | ---: | ---: | ---: |"]
-    for method, (label, p400, p1200) in PAPER_TABLE1.items():
-        lines.append(f"| {label} | {cell(narrow.loc[method], None)} | {p400} | "
-                     f"{cell(wide.loc[method], 600)} | {p1200} |")
-    return "\n".join(lines) + "\n"
-
-
-def table2(root: Path) -> str:
-    """Pruning the chosen 2 x 1200 scale-mixture network (the report's Table 2 of it, in
-    ``results/mnist/2x1200/tables.md``), beside the paper's Table 2."""
-    text = (root / "results/mnist/2x1200/tables.md").read_text(encoding="utf-8")
-    chosen = _chosen(root / "results/mnist/2x1200/table1.csv").loc["bbb-mixture", "run"]
-    section = text.split(f"## Table 2: pruning by signal-to-noise ratio ({chosen},")[1]
-    rows = re.findall(r"^\| (\d+%) \| ([\d,]+) \| ([\d.]+ \+- [\d.]+) \|", section, re.M)
-    rows = rows[:len(PAPER_TABLE2)]
-    if [r[0] for r in rows] != list(PAPER_TABLE2):
-        raise ValueError(f"tables.md: Table 2 of {chosen} does not list {list(PAPER_TABLE2)}")
-
-    def size(n: int) -> str:
-        return f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.0f} k"
-
-    errors = [float(r[2].split()[0]) for r in rows]
-    best = min(errors[3:])  # the paper's point: what heavy pruning keeps
-    lines = ["| Removed | " + " | ".join(r[0].replace("%", " %") for r in rows) + " |",
-             "| --- |" + " ---: |" * len(rows),
-             "| Weights left | " + " | ".join(size(int(r[1].replace(",", ""))) for r in rows)
-             + " |",
-             "| ours | " + " | ".join(
-                 bold_if(r[2], i == 3 and errors[i] == best) for i, r in enumerate(rows))
-             + " |",
-             "| paper | " + " | ".join(f"{v:.2f}" for v in PAPER_TABLE2.values()) + " |"]
-    return "\n".join(lines) + "\n"
-
-
 def regression(root: Path) -> str:
     """The toy regression's measures inside / outside the training range
     (``results/regression/regression.csv``)."""
@@ -293,9 +221,9 @@ def showdown(root: Path, brief: bool = False) -> str:
 GENERATORS: dict[str, Callable[[Path], str]] = {
     "showdown": showdown, "showdown-brief": lambda root: showdown(root, brief=True),
     "regression": regression,
-    "figure6": figure6, "quick": quick, "quick-detail": quick_detail, "table1": table1,
-    "quick-output": quick_output,
-    "table2": table2, **neural_tables.GENERATORS, **memory_tables.GENERATORS,
+    "figure6": figure6, "quick": quick, "quick-detail": quick_detail,
+    "quick-output": quick_output, **mnist_tables.GENERATORS,
+    **neural_tables.GENERATORS, **memory_tables.GENERATORS,
     **heldout_tables.GENERATORS, **bench_tables.GENERATORS,
 }
 
@@ -355,6 +283,19 @@ def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str
     return BLOCK.sub(fill, text), changed
 
 
+def _rewrite(old: str, root: Path, name: str) -> tuple[str, list[str]]:
+    """A page with its tables (if :data:`FILES` names it) and its values written from their
+    files, and the names of those that changed."""
+    found = tuple(m["name"] for m in START.finditer(old))
+    if found != FILES.get(name, ()):
+        raise TableError(f"its generated tables are {', '.join(found) or 'none'}, "
+                         f"not {', '.join(FILES.get(name, ())) or 'none'}: restore the markers "
+                         "of a table (<!-- generated: NAME --> ... <!-- end generated -->)")
+    new, changed = regenerate(old, root, name) if name in FILES else (old, [])
+    new, values = page_values.fill_values(new, root, name)
+    return new, changed + values
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # a bad flag raises UsageError: one line, exit 2, as every command says it (Command)
     p = Parser(prog="python -m bandits.doc_tables",
@@ -367,16 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     stale = []
     rewritten = {}
-    for name in FILES:  # every file checked before any is written
+    names = sorted({*FILES, *page_values.pages(args.root)})
+    for name in names:  # every file checked before any is written
         path = args.root / name
         try:
             old = path.read_text(encoding="utf-8")
-            found = tuple(m["name"] for m in START.finditer(old))
-            if found != FILES[name]:
-                raise TableError(f"its generated tables are {', '.join(found) or 'none'}, "
-                                 f"not {', '.join(FILES[name])}: restore the markers of a "
-                                 "table (<!-- generated: NAME --> ... <!-- end generated -->)")
-            new, changed = regenerate(old, args.root, name)
+            new, changed = _rewrite(old, args.root, name)
         except (OSError, ValueError) as e:
             return refused("bandits.doc_tables", ValueError(f"{name}: {e}"))
         stale += [f"{name}: {c}" for c in changed]
