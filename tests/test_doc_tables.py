@@ -12,41 +12,6 @@ from pinned import needs_recorded_torch
 from bandits.tools import doc_tables, neural_tables
 
 REPO = Path(__file__).resolve().parents[1]
-NEEDED = ("results/mushroom/paper-horizon/diagnosis_seeds.csv",
-          "results/mushroom/paper-horizon/phases.csv",
-          "results/mushroom/memory-20k/memory-16k/phases.csv",
-          "results/mushroom/memory-horizon/phases.csv",
-          "results/mushroom/memory-decay-0.3/phases.csv",
-          "results/mushroom/memory-20k/decay-0.3-50k/phases.csv",
-          "results/mushroom/memory-20k/decay-0.3-50k-greedy/phases.csv",
-          "results/mushroom/paper-horizon/config.json", "results/mushroom/quick/summary.csv",
-          "results/mushroom/quick/config.json", "results/mushroom/quick/metrics.csv",
-          "results/mnist/2x400/table1.csv",
-          "results/mnist/2x1200/table1.csv", "results/mnist/2x1200/tables.md",
-          "results/regression/regression.csv", "results/mushroom/showdown/metrics.csv",
-          *(f"results/neural-bandits/{run}/{name}"
-            for run in ("mushroom-reference", "mushroom-reference/nu-lambda-1e-5",
-                        "mnist-reference", "mushroom-grid/final/neuralucb",
-                        "mushroom-grid/final/neuralts", "mushroom-grid/final/baselines")
-            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
-          "results/neural-bandits/mnist-reference/widths/exploration.csv",
-          *(f"results/neural-bandits/mnist-nu/final/{name}"
-            for name in ("metrics.csv", "phases.csv", "summary.csv", "config.json")),
-          *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / "results/neural-bandits/mnist-nu/screen").rglob("*.csv"))),
-          *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / neural_tables.GRID).glob("*/sweep_summary.csv"))),
-          *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / "results/wheel/heldout/analysis").glob("*/seeds.csv"))),
-          *(str(p.relative_to(REPO)) for p in
-            sorted((REPO / "results/mushroom/heldout/runs").glob("*/phases.csv"))),
-          "results/bench/against/against.csv", "results/bench/against/against.json",
-          "results/bench/floor/floor.csv", "results/bench/floor/floor.json")
-RECORDS = tuple(sorted({str(Path(p).parent / "config.json") for p in NEEDED
-                        if Path(p).name in ("phases.csv", "metrics.csv", "summary.csv",
-                                            "diagnosis_seeds.csv")}))
-"""The record of each run a table reads (its agents, seeds and steps are checked)."""
-
 
 def test_every_generated_table_matches_its_files(capsys):
     assert doc_tables.main(["--check"]) == 0, capsys.readouterr().err

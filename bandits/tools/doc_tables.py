@@ -270,12 +270,7 @@ def regenerate(text: str, root: Path, name: str = "text") -> tuple[str, list[str
 
     def fill(m: re.Match) -> str:
         name = m["name"]
-        if name not in GENERATORS:
-            raise ValueError(f"unknown generated table {name!r}; known: {', '.join(GENERATORS)}")
-        try:
-            body = GENERATORS[name](root)
-        except (OSError, KeyError, IndexError, TypeError) as e:  # a file not what it was
-            raise TableError(f"table {name!r}: {type(e).__name__}: {e}") from None
+        body = page_values.written("table", name, GENERATORS, root)
         if body != m["body"]:
             changed.append(name)
         return m.group(1) + body + m.group(4)

@@ -65,6 +65,23 @@ def _indent_of(text: str, at: int) -> str:
     return line[: len(line) - len(line.lstrip(" "))]
 
 
+def written(kind: str, name: str, generators: dict[str, Callable[[Path], str]],
+            root: Path) -> str:
+    """What the generator ``name`` (a table or a value, as ``kind`` says) writes from the
+    files under ``root``.
+
+    Raises:
+        ValueError: An unknown name.
+        TableError: A file it reads that is not what it was.
+    """
+    if name not in generators:
+        raise ValueError(f"unknown generated {kind} {name!r}; known: {', '.join(generators)}")
+    try:
+        return generators[name](root)
+    except (OSError, KeyError, IndexError, TypeError) as e:  # a file not what it was
+        raise TableError(f"{kind} {name!r}: {type(e).__name__}: {e}") from None
+
+
 def fill_values(text: str, root: Path, name: str = "text",
                 values: dict[str, Callable[[Path], str]] | None = None
                 ) -> tuple[str, list[str]]:
@@ -81,12 +98,7 @@ def fill_values(text: str, root: Path, name: str = "text",
 
     def fill(m: re.Match) -> str:
         key = m["name"]
-        if key not in values:
-            raise ValueError(f"unknown generated value {key!r}; known: {', '.join(values)}")
-        try:
-            new = values[key](root)
-        except (OSError, KeyError, IndexError, TypeError) as e:  # a file not what it was
-            raise TableError(f"value {key!r}: {type(e).__name__}: {e}") from None
+        new = written("value", key, values, root)
         if flat(new) == flat(m["body"]):
             return m.group(0)
         changed.append(key)
@@ -96,9 +108,4 @@ def fill_values(text: str, root: Path, name: str = "text",
     return VALUE.sub(fill, text), changed
 
 
-def names_in(text: str) -> list[str]:
-    """The value names of ``text``, in order."""
-    return [m["name"] for m in VALUE.finditer(text)]
-
-
-__all__ = ["VALUE", "check_values", "fill_values", "flat", "names_in", "pages"]
+__all__ = ["VALUE", "check_values", "fill_values", "flat", "pages", "written"]
