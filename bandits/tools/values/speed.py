@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from bandits.tools.bench_commands import PAPER_STEPS
+from bandits.tools.bench_fused import PAPER_UPDATES
+
 BENCH = "results/bench"
 
 
@@ -40,9 +43,6 @@ def host(root: Path, path: str) -> str:
 def scaling(root: Path) -> str:
     """The paper preset's seconds per step with one worker and with two, and the paper
     protocol's hours projected from each (as ``bandits.bench --scaling`` projects them)."""
-    from bandits.tools.bench import PAPER_UPDATES
-    from bandits.tools.bench_commands import PAPER_STEPS
-
     info = f"{BENCH}/scaling.json"
     t = _csv(root, f"{BENCH}/scaling.csv", "workers")["seconds_per_step"]
     one, two = t[1], t[2]
